@@ -1,0 +1,93 @@
+"""The tabular network, with the fitted preprocessing as buffers.
+
+Input: float32 [batch, n_features] as produced by :meth:`FeatureSpec.encode`.
+Output: logits [batch]. Because imputation, scaling and embedding lookups are
+in ``forward``, the ONNX export is the whole inference path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from torch import nn
+
+from training.features import FeatureSpec
+
+MODEL_FILE = "model.pt"
+SPEC_FILE = "feature_spec.json"
+CONFIG_FILE = "model_config.json"
+
+
+class ModelConfig(BaseModel):
+    """Architecture of :class:`TabularNet`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hidden_units: tuple[int, ...] = Field(default=(128, 64), description="Width of each hidden layer.")
+    dropout: float = Field(default=0.1, ge=0.0, lt=1.0, description="Dropout after each hidden layer.")
+    embedding_dim: int = Field(default=4, ge=1, le=64, description="Embedding width per categorical feature.")
+
+    @field_validator("hidden_units")
+    @classmethod
+    def _positive_widths(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value or any(w < 1 for w in value):
+            raise ValueError(f"hidden_units must be one or more positive widths, got {value}")
+        return value
+
+
+class TabularNet(nn.Module):
+    def __init__(self, spec: FeatureSpec, config: ModelConfig | None = None) -> None:
+        super().__init__()
+        self.spec = spec
+        self.config = config or ModelConfig()
+        self.n_numeric = len(spec.numeric)
+        self.register_buffer("medians", torch.tensor(spec.medians, dtype=torch.float32))
+        self.register_buffer("means", torch.tensor(spec.means, dtype=torch.float32))
+        self.register_buffer("stds", torch.tensor(spec.stds, dtype=torch.float32))
+        self.register_buffer(
+            "vocab_max", torch.tensor([len(v) for v in spec.vocabularies], dtype=torch.float32)
+        )
+        dim = self.config.embedding_dim
+        self.embeddings = nn.ModuleList(nn.Embedding(len(v) + 1, dim) for v in spec.vocabularies)
+        layers: list[nn.Module] = []
+        width = self.n_numeric + dim * len(spec.vocabularies)
+        for hidden in self.config.hidden_units:
+            layers += [nn.Linear(width, hidden), nn.ReLU(), nn.Dropout(self.config.dropout)]
+            width = hidden
+        layers.append(nn.Linear(width, 1))
+        self.mlp = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        numeric = x[:, : self.n_numeric]
+        numeric = torch.where(torch.isnan(numeric), self.medians, numeric)
+        parts = [(numeric - self.means) / self.stds]
+        if self.embeddings:
+            codes = torch.nan_to_num(x[:, self.n_numeric :], nan=0.0)
+            # Out-of-range codes from a client mean "unseen": map them to 0 like encode() does.
+            codes = torch.where((codes < 0) | (codes > self.vocab_max), torch.zeros_like(codes), codes).long()
+            parts += [emb(codes[:, i]) for i, emb in enumerate(self.embeddings)]
+        return self.mlp(torch.cat(parts, dim=1)).squeeze(-1)
+
+
+def save_model(directory: Path, model: TabularNet) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), directory / MODEL_FILE)
+    model.spec.save(directory / SPEC_FILE)
+    (directory / CONFIG_FILE).write_text(model.config.model_dump_json(indent=2))
+    return directory
+
+
+def load_model(directory: Path) -> TabularNet:
+    """Load a model saved by :func:`save_model`, in eval mode on CPU."""
+    directory = Path(directory)
+    for name in (MODEL_FILE, SPEC_FILE, CONFIG_FILE):
+        if not (directory / name).is_file():
+            raise FileNotFoundError(f"{directory} is not a saved model: {name} is missing")
+    spec = FeatureSpec.load(directory / SPEC_FILE)
+    config = ModelConfig.model_validate(json.loads((directory / CONFIG_FILE).read_text()))
+    model = TabularNet(spec, config)
+    model.load_state_dict(torch.load(directory / MODEL_FILE, map_location="cpu", weights_only=True))
+    return model.eval()
