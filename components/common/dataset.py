@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+PARQUET_MAGIC = b"PAR1"
+
+
 class DatasetError(ValueError):
     """A dataset cannot be used as declared; the message says what and how to fix it."""
 
@@ -119,17 +122,19 @@ def sha256_digest(data: bytes) -> str:
 
 
 def parse_table(data: bytes, uri: str) -> pd.DataFrame:
-    """Parse CSV or Parquet bytes; the format follows the URI's suffix (CSV otherwise)."""
+    """Parse Parquet (recognised by its ``PAR1`` magic bytes, whatever the name) or CSV bytes."""
     import pandas as pd
 
     if not data:
         raise DatasetError(f"dataset {uri} is empty (0 bytes); provide a CSV or Parquet file with rows")
+    is_parquet = data[:4] == PARQUET_MAGIC
     try:
-        if uri.lower().endswith((".parquet", ".pq")):
+        if is_parquet:
             return pd.read_parquet(io.BytesIO(data))
         return pd.read_csv(io.BytesIO(data))
     except Exception as exc:  # pandas/pyarrow raise many parser errors
-        raise DatasetError(f"cannot parse dataset {uri} as {'Parquet' if 'parq' in uri else 'CSV'}: {exc}") from exc
+        kind = "Parquet" if is_parquet else "CSV"
+        raise DatasetError(f"cannot parse dataset {uri} as {kind}: {exc}") from exc
 
 
 def load_table(uri: str) -> tuple[pd.DataFrame, str]:

@@ -1,0 +1,102 @@
+"""The metrics gate: may the challenger become champion?
+
+A gate decides, records its decision and reason as tags on the model version
+(so the registry alone tells why a version is or is not live) and writes a
+report. Only :func:`promote` moves the ``champion`` alias, and the pipeline
+calls it only when the decision is ``promote``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from components.common.tracking import TrackingContext, task_run
+from components.register.core import CHAMPION, TAG_PREFIX
+
+PROMOTE = "promote"
+REJECT = "reject"
+
+
+class MetricsGatePolicy(BaseModel):
+    """Thresholds a challenger must clear on held-out test data."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    auc_floor: float = Field(default=0.7, ge=0.0, le=1.0, description="Minimum test ROC AUC.")
+    max_auc_regression: float = Field(
+        default=0.01, ge=0.0, le=1.0, description="How much lower than the champion's AUC (same data) is tolerated."
+    )
+
+
+@dataclass(frozen=True)
+class Decision:
+    gate: str
+    decision: str
+    reason: str
+    metrics: dict[str, float]
+
+    @property
+    def promote(self) -> bool:
+        return self.decision == PROMOTE
+
+
+def decide(policy: MetricsGatePolicy, test_auc: float, champion_auc: float, has_champion: bool) -> Decision:
+    metrics = {"test_auc": test_auc, "champion_auc": champion_auc if has_champion else float("nan")}
+    failures = []
+    if not test_auc >= policy.auc_floor:
+        failures.append(f"test_auc {test_auc:.4f} is below the floor {policy.auc_floor:.4f}")
+    if has_champion and test_auc < champion_auc - policy.max_auc_regression:
+        failures.append(
+            f"test_auc {test_auc:.4f} is worse than the champion's {champion_auc:.4f} "
+            f"by more than the allowed {policy.max_auc_regression:.4f}"
+        )
+    if failures:
+        return Decision("metrics", REJECT, "; ".join(failures), metrics)
+    versus = f"champion {champion_auc:.4f}" if has_champion else "no current champion"
+    reason = f"test_auc {test_auc:.4f} >= floor {policy.auc_floor:.4f}; {versus}"
+    return Decision("metrics", PROMOTE, reason, metrics)
+
+
+def record(decision: Decision, model_name: str, version: str, context: TrackingContext, report_path: Path) -> None:
+    """Write the decision as version tags, an MLflow run and a JSON report."""
+    import mlflow
+
+    report = {
+        **asdict(decision),
+        "model_name": model_name,
+        "version": version,
+        "decided_at": datetime.now(UTC).isoformat(),
+    }
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(json.dumps(report, indent=2, default=str))
+    with task_run(context, f"gate_{decision.gate}"):
+        client = mlflow.MlflowClient()
+        prefix = f"{TAG_PREFIX}gate.{decision.gate}"
+        client.set_model_version_tag(model_name, version, f"{prefix}.decision", decision.decision)
+        client.set_model_version_tag(model_name, version, f"{prefix}.reason", decision.reason)
+        client.set_model_version_tag(model_name, version, f"{TAG_PREFIX}decision", decision.decision)
+        client.set_model_version_tag(model_name, version, f"{TAG_PREFIX}reason", decision.reason)
+        mlflow.set_tags({"mlops.decision": decision.decision, "mlops.model_version": version})
+        mlflow.log_artifact(str(report_path), artifact_path="gate")
+
+
+def promote(model_name: str, version: str, context: TrackingContext) -> str | None:
+    """Point ``champion`` at ``version``; return the version it replaced, if any."""
+    import mlflow
+
+    context.apply()
+    client = mlflow.MlflowClient()
+    try:
+        previous: str | None = str(client.get_model_version_by_alias(model_name, CHAMPION).version)
+    except mlflow.exceptions.MlflowException:
+        previous = None
+    client.set_registered_model_alias(model_name, CHAMPION, version)
+    client.set_model_version_tag(model_name, version, f"{TAG_PREFIX}promoted_at", datetime.now(UTC).isoformat())
+    if previous and previous != version:
+        client.set_model_version_tag(model_name, previous, f"{TAG_PREFIX}replaced_by", version)
+    return previous

@@ -1,0 +1,50 @@
+"""KFP wrapper for :mod:`components.register.core`."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Model
+
+from components.common.images import PLATFORM_IMAGE
+
+
+@dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
+def register_model(
+    onnx_model: Input[Model],
+    test_data: Input[Dataset],
+    model_name: str,
+    dataset_digest: str,
+    suite_version: str,
+    train_run_id: str,
+    git_commit: str,
+    tracking_uri: str,
+    experiment: str,
+    pipeline_run_id: str,
+    artifact_root: str,
+) -> NamedTuple("RegisterOutputs", [("version", str), ("onnx_sha256", str)]):  # type: ignore[valid-type]
+    """Registers the ONNX model as a new version with lineage tags and alias ``challenger``."""
+    from collections import namedtuple
+    from pathlib import Path
+
+    import pandas as pd
+
+    from components.common.tracking import TrackingContext
+    from components.register.core import Lineage, package_version, register_onnx_model
+
+    registered = register_onnx_model(
+        onnx_dir=Path(onnx_model.path),
+        example_frame=pd.read_parquet(test_data.path),
+        model_name=model_name,
+        lineage=Lineage(
+            kfp_run_id=pipeline_run_id,
+            git_commit=git_commit,
+            dataset_digest=dataset_digest,
+            suite_version=suite_version,
+            package_version=package_version(),
+            train_run_id=train_run_id,
+        ),
+        context=TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+    )
+    onnx_model.metadata["model_uri"] = registered.model_uri
+    outputs = namedtuple("RegisterOutputs", ["version", "onnx_sha256"])
+    return outputs(registered.version, registered.onnx_sha256)

@@ -1,0 +1,45 @@
+"""The ``mlops`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from components.common.workspace import DEFAULT_WORKSPACE, Workspace
+from pipelines.commands import compile as compile_cmd
+from pipelines.commands import run as run_cmd
+from pipelines.commands import ui as ui_cmd
+
+COMMANDS = (run_cmd, compile_cmd, ui_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mlops", description="MLOps platform on Kubeflow Pipelines.")
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=Path(os.environ.get("MLOPS_WORKSPACE", DEFAULT_WORKSPACE)),
+        help="directory for the MLflow store, artifacts and pipeline runs (default ./.mlops or $MLOPS_WORKSPACE)",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        workspace = Workspace(args.workspace)
+        return int(args.handler(args, workspace))
+    except ValueError as exc:  # our typed errors (bad --set, bad data, bad workspace) are ValueErrors
+        print(f"mlops: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""``mlops compile``: write the pipelines' KFP YAML (the checked-in golden files)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from components.common.workspace import Workspace
+
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "compiled"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("compile", help="compile pipelines to KFP IR YAML")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    parser.set_defaults(handler=compile_command)
+
+
+def compile_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from pipelines.registry import compile_all
+
+    for path in compile_all(args.out):
+        print(f"compiled {path}")
+    return 0

@@ -1,0 +1,156 @@
+"""The training pipeline: prepare → validate → train → evaluate → export → register → gate → promote.
+
+Every parameter has a default and a description, because operators start runs
+from the KFP UI form. The same compiled YAML runs under ``kfp.local`` and on a
+cluster; only parameter values (tracking URI, artifact root) differ.
+"""
+
+from typing import List  # noqa: UP035 - KFP's signature parser needs typing.List
+
+from kfp import dsl
+
+from components.common.sample_data import SAMPLE_SCHEMA
+from components.data_validation.component import validate_data
+from components.evaluate.component import evaluate_model
+from components.export_onnx.component import export_onnx_model
+from components.prepare_data.component import prepare_data
+from components.promotion_gate.component import metrics_gate, promote_to_champion
+from components.register.component import register_model
+from components.train.component import train_model
+
+PIPELINE_NAME = "training"
+
+
+@dsl.pipeline(name=PIPELINE_NAME, description="Validate data, train, evaluate, export to ONNX, register and gate a tabular classifier.")
+def training_pipeline(
+    data_uri: str = "",
+    sample_rows: int = 5000,
+    sample_seed: int = 0,
+    label_column: str = SAMPLE_SCHEMA.label,
+    numeric_features: List[str] = list(SAMPLE_SCHEMA.numeric_features),  # noqa: B006, UP006
+    categorical_features: List[str] = list(SAMPLE_SCHEMA.categorical_features),  # noqa: B006, UP006
+    protected_attributes: List[str] = list(SAMPLE_SCHEMA.protected_attributes),  # noqa: B006, UP006
+    expectation_suite: str = "",
+    model_name: str = "credit-default",
+    epochs: int = 20,
+    batch_size: int = 256,
+    learning_rate: float = 0.001,
+    weight_decay: float = 0.0001,
+    hidden_units: List[int] = [128, 64],  # noqa: B006, UP006
+    dropout: float = 0.1,
+    patience: int = 4,
+    seed: int = 0,
+    nproc: int = 1,
+    precision: str = "auto",
+    checkpoint_dir: str = "",
+    onnx_tolerance: float = 0.0001,
+    auc_floor: float = 0.7,
+    max_auc_regression: float = 0.01,
+    git_commit: str = "",
+    tracking_uri: str = "",
+    experiment: str = "training",
+    artifact_root: str = "",
+) -> str:
+    """Trains a classifier and promotes it to champion when it clears the gate.
+
+    Args:
+        data_uri: CSV or Parquet file (local path or s3:// URI). Empty: generate the built-in sample dataset.
+        sample_rows: Rows of the sample dataset when data_uri is empty.
+        sample_seed: Seed of the sample dataset when data_uri is empty.
+        label_column: Binary (0/1) label column.
+        numeric_features: Numeric feature columns (NaN allowed; imputed with the training median).
+        categorical_features: Categorical feature columns (unseen values map to an 'unknown' code).
+        protected_attributes: Columns kept out of the model and used by fairness checks.
+        expectation_suite: Path of a Great Expectations suite file. Empty: the built-in credit-default suite.
+        model_name: Registered model name in the MLflow model registry.
+        epochs: Maximum training epochs.
+        batch_size: Global batch size (split across nproc processes).
+        learning_rate: AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        hidden_units: Width of each hidden layer of the MLP.
+        dropout: Dropout after each hidden layer.
+        patience: Early stopping: epochs without validation improvement before stopping.
+        seed: Random seed for the split, initialisation and batching.
+        nproc: Training processes (DDP with gloo on CPU, nccl on GPU); 1 = single process.
+        precision: auto (bf16 on CPU where supported, fp16 on GPU), fp32, bf16 or fp16.
+        checkpoint_dir: Directory for per-epoch checkpoints; a restarted task resumes from it. Empty: inside the task's output.
+        onnx_tolerance: Largest allowed absolute difference between ONNX Runtime and torch probabilities.
+        auc_floor: Minimum test ROC AUC for promotion to champion.
+        max_auc_regression: Largest allowed drop in test ROC AUC versus the current champion.
+        git_commit: Commit of the pipeline code, recorded on the model version.
+        tracking_uri: MLflow tracking URI. Empty: the task environment's MLFLOW_TRACKING_URI.
+        experiment: MLflow experiment for this pipeline's runs.
+        artifact_root: Artifact location for a newly created MLflow experiment. Empty: the tracking server's default.
+
+    Returns:
+        The registered model version.
+    """
+    tracking = {
+        "tracking_uri": tracking_uri,
+        "experiment": experiment,
+        "pipeline_run_id": dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        "artifact_root": artifact_root,
+    }
+    data = prepare_data(data_uri=data_uri, sample_rows=sample_rows, sample_seed=sample_seed)
+    validation = validate_data(
+        data_uri=data.output,
+        label_column=label_column,
+        numeric_features=numeric_features,
+        categorical_features=categorical_features,
+        protected_attributes=protected_attributes,
+        expectation_suite=expectation_suite,
+        **tracking,
+    )
+    training = train_model(
+        dataset=validation.outputs["dataset"],
+        label_column=label_column,
+        numeric_features=numeric_features,
+        categorical_features=categorical_features,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        weight_decay=weight_decay,
+        hidden_units=hidden_units,
+        dropout=dropout,
+        patience=patience,
+        seed=seed,
+        nproc=nproc,
+        precision=precision,
+        checkpoint_dir=checkpoint_dir,
+        **tracking,
+    )
+    evaluation = evaluate_model(
+        model=training.outputs["model"],
+        test_data=training.outputs["test_data"],
+        label_column=label_column,
+        model_name=model_name,
+        **tracking,
+    )
+    export = export_onnx_model(
+        model=training.outputs["model"],
+        test_data=training.outputs["test_data"],
+        tolerance=onnx_tolerance,
+    )
+    registration = register_model(
+        onnx_model=export.outputs["onnx_model"],
+        test_data=training.outputs["test_data"],
+        model_name=model_name,
+        dataset_digest=validation.outputs["dataset_digest"],
+        suite_version=validation.outputs["suite_version"],
+        train_run_id=training.outputs["run_id"],
+        git_commit=git_commit,
+        **tracking,
+    )
+    gate = metrics_gate(
+        model_name=model_name,
+        version=registration.outputs["version"],
+        test_auc=evaluation.outputs["test_auc"],
+        champion_auc=evaluation.outputs["champion_auc"],
+        has_champion=evaluation.outputs["has_champion"],
+        auc_floor=auc_floor,
+        max_auc_regression=max_auc_regression,
+        **tracking,
+    )
+    with dsl.If(gate.outputs["decision"] == "promote", name="gate-passed"):
+        promote_to_champion(model_name=model_name, version=registration.outputs["version"], **tracking)
+    return registration.outputs["version"]

@@ -1,0 +1,32 @@
+"""Fixtures shared across test files: a real MLflow store per test, sample data files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from components.common.sample_data import SampleDataConfig, write
+from components.common.tracking import TrackingContext
+
+
+@pytest.fixture
+def tracking(tmp_path: Path) -> Iterator[TrackingContext]:
+    """A real MLflow SQLite store in ``tmp_path``; the global tracking URI is restored afterwards."""
+    import mlflow
+
+    previous = mlflow.get_tracking_uri()
+    context = TrackingContext(
+        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+        experiment="tests",
+        pipeline_run_id="test-run",
+        artifact_root=(tmp_path / "artifacts").as_uri(),
+    )
+    yield context
+    mlflow.set_tracking_uri(previous)
+
+
+@pytest.fixture
+def sample_csv(tmp_path: Path) -> Path:
+    return Path(write(str(tmp_path / "sample.csv"), SampleDataConfig(n_rows=1500, seed=3)))
