@@ -44,6 +44,8 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     data = args.data
     if data and not data.startswith("s3://"):
         data = str(Path(data).expanduser().resolve())
+        if not Path(data).is_file():
+            raise ValueError(f"--data {args.data}: no such file ({data}); pass a CSV/Parquet path or s3:// URI")
     base = {
         "data_uri": data,
         "tracking_uri": workspace.tracking_uri,
