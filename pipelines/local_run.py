@@ -92,7 +92,7 @@ def run_locally(pipeline: BaseComponent, arguments: dict[str, Any], workspace: W
     )
     started = time.time() - 1
     tee = _Tee(sys.stdout)
-    previous, sys.stdout = sys.stdout, tee  # type: ignore[assignment]
+    previous, sys.stdout = sys.stdout, tee
     try:
         task = pipeline(**arguments)
     except RuntimeError as exc:

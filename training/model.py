@@ -39,6 +39,11 @@ class ModelConfig(BaseModel):
 
 
 class TabularNet(nn.Module):
+    medians: torch.Tensor
+    means: torch.Tensor
+    stds: torch.Tensor
+    vocab_max: torch.Tensor
+
     def __init__(self, spec: FeatureSpec, config: ModelConfig | None = None) -> None:
         super().__init__()
         self.spec = spec

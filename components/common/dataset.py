@@ -105,7 +105,7 @@ def read_bytes(uri: str) -> bytes:
         if not bucket or not key:
             raise DatasetError(f"{uri!r} is not a valid S3 URI; expected s3://bucket/key")
         try:
-            return boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()  # type: ignore[no-any-return]
+            return boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
         except Exception as exc:  # botocore raises many types; all mean "cannot read"
             raise DatasetError(f"cannot read {uri}: {exc}") from exc
     path = Path(uri.removeprefix("file://"))

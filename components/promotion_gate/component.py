@@ -35,8 +35,8 @@ def metrics_gate(
     context = TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root)
     record(decision, model_name, version, context, Path(report.path))
     print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
-    outputs = namedtuple("GateOutputs", ["decision", "reason"])
-    return outputs(decision.decision, decision.reason)
+    GateOutputs = namedtuple("GateOutputs", ["decision", "reason"])
+    return GateOutputs(decision.decision, decision.reason)
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)

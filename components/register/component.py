@@ -46,5 +46,5 @@ def register_model(
         context=TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
     )
     onnx_model.metadata["model_uri"] = registered.model_uri
-    outputs = namedtuple("RegisterOutputs", ["version", "onnx_sha256"])
-    return outputs(registered.version, registered.onnx_sha256)
+    RegisterOutputs = namedtuple("RegisterOutputs", ["version", "onnx_sha256"])
+    return RegisterOutputs(registered.version, registered.onnx_sha256)

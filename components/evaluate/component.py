@@ -1,0 +1,65 @@
+"""KFP wrapper for :mod:`components.evaluate.core`."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
+
+from components.common.images import PLATFORM_IMAGE
+
+
+@dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
+def evaluate_model(
+    model: Input[Model],
+    test_data: Input[Dataset],
+    label_column: str,
+    model_name: str,
+    tracking_uri: str,
+    experiment: str,
+    pipeline_run_id: str,
+    artifact_root: str,
+    metrics: Output[Metrics],
+    confusion_matrix: Output[Artifact],
+    roc_curve: Output[Artifact],
+) -> NamedTuple(  # type: ignore[valid-type]
+    "EvaluationOutputs", [("test_auc", float), ("champion_auc", float), ("has_champion", bool)]
+):
+    """Scores the model and the registry's champion on the test split; champion_auc is 0.0 without one."""
+    import json
+    import shutil
+    import tempfile
+    from collections import namedtuple
+    from pathlib import Path
+
+    from components.common.tracking import TrackingContext
+    from components.evaluate.core import CONFUSION_FILE, METRICS_FILE, ROC_FILE, run_evaluation
+
+    with tempfile.TemporaryDirectory(prefix="evaluate-") as tmp:
+        out = Path(tmp)
+        outcome = run_evaluation(
+            model_dir=Path(model.path),
+            test_data_path=Path(test_data.path),
+            label_column=label_column,
+            model_name=model_name,
+            tracking_context=TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+            metrics_out=out,
+        )
+        report = json.loads((out / METRICS_FILE).read_text())
+        # Writing the file (not only metadata) is what lets KFP cache this task.
+        shutil.copyfile(out / METRICS_FILE, metrics.path)
+        # Each image is a directory holding a .png, so the file keeps an extension viewers recognise.
+        for artifact, name in ((confusion_matrix, CONFUSION_FILE), (roc_curve, ROC_FILE)):
+            Path(artifact.path).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(out / name, Path(artifact.path) / name)
+            artifact.metadata["file"] = name
+
+    for key, value in report["test"].items():
+        metrics.log_metric(f"test_{key}", value)
+    if report["champion"] is not None:
+        metrics.log_metric("champion_test_roc_auc", report["champion"]["test"]["roc_auc"])
+    print(
+        f"test ROC AUC {outcome.test_auc:.4f}; "
+        + (f"champion {outcome.champion_auc:.4f}" if outcome.has_champion else "no champion")
+    )
+    EvaluationOutputs = namedtuple("EvaluationOutputs", ["test_auc", "champion_auc", "has_champion"])
+    return EvaluationOutputs(outcome.test_auc, outcome.champion_auc, outcome.has_champion)
