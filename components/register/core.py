@@ -77,6 +77,8 @@ def register_onnx_model(
     context: TrackingContext,
 ) -> RegisteredVersion:
     """Log the ONNX model with signature and input example, register it, alias it ``challenger``."""
+    from importlib.metadata import version
+
     import mlflow
     import onnx
     from mlflow.models import infer_signature
@@ -102,15 +104,16 @@ def register_onnx_model(
             input_example=example,
             registered_model_name=model_name,
             save_as_external_data=False,
+            # Stated, not inferred: inference scans imports (~2 s) and could pick up torch.
+            pip_requirements=[f"onnx=={version('onnx')}", f"onnxruntime=={version('onnxruntime')}"],
         )
-        version = str(info.registered_model_version)
-        local_copy = Path(mlflow.artifacts.download_artifacts(f"models:/{model_name}/{version}"))
+        number = str(info.registered_model_version)
+        local_copy = Path(mlflow.artifacts.download_artifacts(f"models:/{model_name}/{number}"))
         onnx_sha256 = file_sha256(local_copy / ONNX_FILE)
         client = mlflow.MlflowClient()
         for key, value in {**lineage.tags(), f"{TAG_PREFIX}onnx_sha256": onnx_sha256}.items():
-            client.set_model_version_tag(model_name, version, key, value)
-        client.set_registered_model_alias(model_name, CHALLENGER, version)
-        mlflow.set_tags({"mlops.model_name": model_name, "mlops.model_version": version})
-        mlflow.log_param("model_name", model_name)
-        mlflow.log_param("model_version", version)
-    return RegisteredVersion(model_name, version, f"models:/{model_name}/{version}", onnx_sha256)
+            client.set_model_version_tag(model_name, number, key, value)
+        client.set_registered_model_alias(model_name, CHALLENGER, number)
+        mlflow.set_tags({"mlops.model_name": model_name, "mlops.model_version": number})
+        mlflow.log_params({"model_name": model_name, "model_version": number})
+    return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
