@@ -1,0 +1,54 @@
+"""KFP wrapper for :mod:`components.data_validation.core`."""
+
+from typing import List, NamedTuple  # noqa: UP035 - KFP's signature parser needs typing.List
+
+from kfp import dsl
+from kfp.dsl import HTML, Artifact, Dataset, Output
+
+from components.common.images import PLATFORM_IMAGE
+
+
+@dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
+def validate_data(
+    data_uri: str,
+    label_column: str,
+    numeric_features: List[str],  # noqa: UP006
+    categorical_features: List[str],  # noqa: UP006
+    protected_attributes: List[str],  # noqa: UP006
+    expectation_suite: str,
+    tracking_uri: str,
+    experiment: str,
+    pipeline_run_id: str,
+    artifact_root: str,
+    dataset: Output[Dataset],
+    report_html: Output[HTML],
+    report_json: Output[Artifact],
+) -> NamedTuple("ValidationOutputs", [("dataset_digest", str), ("suite_version", str)]):  # type: ignore[valid-type]
+    """Validates the data against the expectation suite ('' = built-in); fails the run on any broken rule."""
+    from collections import namedtuple
+    from pathlib import Path
+
+    from components.common.dataset import DatasetSchema
+    from components.common.tracking import TrackingContext
+    from components.data_validation.core import run_validation
+
+    schema = DatasetSchema(
+        label=label_column,
+        numeric_features=tuple(numeric_features),
+        categorical_features=tuple(categorical_features),
+        protected_attributes=tuple(protected_attributes),
+    )
+    context = TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root)
+    digest, suite_version = run_validation(
+        data_uri=data_uri,
+        schema=schema,
+        suite_path=expectation_suite.strip() or None,
+        tracking_context=context,
+        dataset_out_path=Path(dataset.path),
+        html_path=Path(report_html.path),
+        json_path=Path(report_json.path),
+    )
+    dataset.metadata.update({"sha256": digest, "suite_version": suite_version, "format": "parquet"})
+    print(f"data validation passed: {data_uri} (sha256 {digest}) against suite version {suite_version}")
+    ValidationOutputs = namedtuple("ValidationOutputs", ["dataset_digest", "suite_version"])
+    return ValidationOutputs(digest, suite_version)
