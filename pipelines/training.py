@@ -93,7 +93,7 @@ def training_pipeline(
     }
     data = prepare_data(data_uri=data_uri, sample_rows=sample_rows, sample_seed=sample_seed)
     validation = validate_data(
-        data_uri=data.output,
+        data_uri=data.outputs["Output"],
         label_column=label_column,
         numeric_features=numeric_features,
         categorical_features=categorical_features,
