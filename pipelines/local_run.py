@@ -69,7 +69,9 @@ def failure_reason(lines: list[str]) -> str:
 
 def newest_run_dir(pipeline_root: Path, pipeline_name: str, started_after: float) -> Path | None:
     candidates = [
-        p for p in pipeline_root.glob(f"{pipeline_name}-*") if p.is_dir() and p.stat().st_mtime >= started_after
+        p
+        for p in pipeline_root.glob(f"{pipeline_name}-*")
+        if p.is_dir() and p.stat().st_mtime >= started_after
     ]
     return max(candidates, key=lambda p: p.stat().st_mtime, default=None)
 

@@ -18,12 +18,12 @@ class ParameterError(ValueError):
     """A ``--set`` value does not fit the pipeline; the message says which and how to fix it."""
 
 
-def pipeline_parameters(pipeline: BaseComponent) -> dict[str, tuple[str, Any]]:
-    """Map each pipeline parameter to (KFP type name, default)."""
-    return {name: (spec.type, spec.default) for name, spec in pipeline.component_spec.inputs.items()}
+def pipeline_parameters(pipeline: BaseComponent) -> dict[str, str]:
+    """Map each pipeline parameter to its KFP type name (``Integer``, ``typing.List[int]``, …)."""
+    return {name: spec.type for name, spec in pipeline.component_spec.inputs.items()}
 
 
-def _coerce(name: str, kind: str, default: Any, raw: str) -> Any:
+def _coerce(name: str, kind: str, raw: str) -> Any:
     try:
         if kind == "String":
             return raw
@@ -36,21 +36,27 @@ def _coerce(name: str, kind: str, default: Any, raw: str) -> Any:
             if lowered not in {"true", "false", "1", "0", "yes", "no"}:
                 raise ValueError(raw)
             return lowered in {"true", "1", "yes"}
-        if kind == "List":
+        if kind == "List" or kind.startswith("typing.List"):
+            element = kind[len("typing.List[") : -1] if kind.startswith("typing.List[") else ""
             if raw.strip().startswith("["):
                 value = json.loads(raw)
                 if not isinstance(value, list):
                     raise ValueError(raw)
                 return value
+            if element == "dict":
+                raise ValueError(raw)  # dict items only as JSON
             items = [item.strip() for item in raw.split(",") if item.strip()]
-            if default and all(isinstance(v, int) for v in default):
+            if element == "int":
                 return [int(item) for item in items]
-            if default and all(isinstance(v, float | int) for v in default):
+            if element == "float":
                 return [float(item) for item in items]
             return items
     except (ValueError, json.JSONDecodeError) as exc:
-        example = {"Integer": "3", "Float": "0.5", "Boolean": "true", "List": "a,b or [1,2]"}.get(kind, "text")
-        raise ParameterError(f"--set {name}={raw!r}: expected {kind.lower()} (e.g. {name}={example})") from exc
+        label = "list" if "List" in kind else kind.lower()
+        example = {"integer": "3", "float": "0.5", "boolean": "true", "list": "a,b or a JSON list"}.get(
+            label, "text"
+        )
+        raise ParameterError(f"--set {name}={raw!r}: expected {label} (e.g. {name}={example})") from exc
     raise ParameterError(f"parameter {name} has type {kind}, which --set cannot fill")
 
 
@@ -66,12 +72,13 @@ def parse_overrides(pipeline: BaseComponent, assignments: Iterable[str]) -> dict
             close = difflib.get_close_matches(name, params, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ParameterError(f"unknown parameter {name!r}; {hint}known: {', '.join(sorted(params))}")
-        kind, default = params[name]
-        values[name] = _coerce(name, kind, default, raw)
+        values[name] = _coerce(name, params[name], raw)
     return values
 
 
-def merged_arguments(pipeline: BaseComponent, base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+def merged_arguments(
+    pipeline: BaseComponent, base: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> dict[str, Any]:
     """Arguments for a run: CLI-derived values, then explicit ``--set`` overrides on top."""
     known = pipeline_parameters(pipeline)
     unknown = [k for k in base if k not in known]

@@ -10,11 +10,13 @@ from pipelines.local_run import PipelineFailed
 
 # (task folder, output name) of the files a person wants to open after a run.
 REPORTS = (
-    ("validate-data", "report_html", "validation report (HTML)"),
-    ("validate-data", "report_json", "validation report (JSON)"),
-    ("evaluate-model", "confusion_matrix", "confusion matrix"),
+    ("validate-data", "report_html", "data report"),
+    ("validate-data", "report_json", "data report json"),
+    ("evaluate-model", "confusion_matrix", "confusion"),
     ("evaluate-model", "roc_curve", "ROC curve"),
-    ("metrics-gate", "report", "gate report"),
+    ("metrics-gate", "report", "metrics gate"),
+    ("validate-model", "report_html", "model report"),
+    ("validate-model", "report_json", "model report json"),
 )
 
 
@@ -32,7 +34,9 @@ def report_paths(run_dir: Path | None) -> list[tuple[str, Path]]:
     return found
 
 
-def print_summary(workspace: Workspace, arguments: dict[str, Any], version: str, run_dir: Path | None) -> None:
+def print_summary(
+    workspace: Workspace, arguments: dict[str, Any], version: str, run_dir: Path | None
+) -> None:
     import mlflow
 
     model_name = arguments.get("model_name") or "credit-default"
@@ -43,22 +47,22 @@ def print_summary(workspace: Workspace, arguments: dict[str, Any], version: str,
     lines = [
         "",
         "Run finished.",
-        f"  workspace      {workspace.root}",
-        f"  tracking URI   {workspace.tracking_uri}",
-        f"  model          {model_name} version {version} (aliases: {aliases})",
-        f"  model URI      models:/{model_name}/{version}",
-        f"  decision       {tags.get('mlops.decision', '?')}: {tags.get('mlops.reason', '')}",
-        f"  dataset digest {tags.get('mlops.dataset_digest', '?')}",
+        f"  {'workspace':<17} {workspace.root}",
+        f"  {'tracking URI':<17} {workspace.tracking_uri}",
+        f"  {'model':<17} {model_name} version {version} (aliases: {aliases})",
+        f"  {'model URI':<17} models:/{model_name}/{version}",
+        f"  {'decision':<17} {tags.get('mlops.decision', '?')}: {tags.get('mlops.reason', '')}",
+        f"  {'dataset digest':<17} {tags.get('mlops.dataset_digest', '?')}",
     ]
     if run_dir is not None:
-        lines.append(f"  pipeline run   {run_dir}")
-    lines += [f"  {label:<14} {path}" for label, path in report_paths(run_dir)]
-    lines.append("  browse runs    mlops ui")
+        lines.append(f"  {'pipeline run':<17} {run_dir}")
+    lines += [f"  {label:<17} {path}" for label, path in report_paths(run_dir)]
+    lines.append(f"  {'browse runs':<17} mlops ui")
     print("\n".join(lines))
 
 
 def print_failure(failure: PipelineFailed, workspace: Workspace) -> None:
     lines = ["", f"Run FAILED. Workspace: {workspace.root}"]
-    lines += [f"  {label:<14} {path}" for label, path in report_paths(failure.run_dir)]
+    lines += [f"  {label:<17} {path}" for label, path in report_paths(failure.run_dir)]
     lines += [f"failed step: {failure.task}", f"reason: {failure.reason}"]
     print("\n".join(lines))

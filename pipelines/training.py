@@ -13,15 +13,22 @@ from components.common.sample_data import SAMPLE_SCHEMA
 from components.data_validation.component import validate_data
 from components.evaluate.component import evaluate_model
 from components.export_onnx.component import export_onnx_model
+from components.model_validation.component import validate_model
+from components.model_validation.config import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
 from components.prepare_data.component import prepare_data
-from components.promotion_gate.component import metrics_gate, promote_to_champion
+from components.promotion_gate.component import combine_gates, metrics_gate, promote_to_champion
 from components.register.component import register_model
 from components.train.component import train_model
 
 PIPELINE_NAME = "training"
+_INVARIANCE_TESTS = [test.model_dump() for test in SAMPLE_INVARIANCE_TESTS]
+_DIRECTIONAL_TESTS = [test.model_dump() for test in SAMPLE_DIRECTIONAL_TESTS]
 
 
-@dsl.pipeline(name=PIPELINE_NAME, description="Validate data, train, evaluate, export to ONNX, register and gate a tabular classifier.")
+@dsl.pipeline(
+    name=PIPELINE_NAME,
+    description="Validate data, train, evaluate, export to ONNX, register and gate a tabular classifier.",
+)
 def training_pipeline(
     data_uri: str = "",
     sample_rows: int = 5000,
@@ -46,6 +53,15 @@ def training_pipeline(
     onnx_tolerance: float = 0.0001,
     auc_floor: float = 0.7,
     max_auc_regression: float = 0.01,
+    decision_threshold: float = 0.5,
+    max_demographic_parity_difference: float = 0.1,
+    min_demographic_parity_ratio: float = 0.8,
+    max_equalized_odds_difference: float = 0.1,
+    min_group_size: int = 30,
+    bootstrap_resamples: int = 200,
+    min_attribution_rank_agreement: float = 0.6,
+    invariance_tests: List[dict] = _INVARIANCE_TESTS,  # noqa: B006, UP006
+    directional_tests: List[dict] = _DIRECTIONAL_TESTS,  # noqa: B006, UP006
     git_commit: str = "",
     tracking_uri: str = "",
     experiment: str = "training",
@@ -77,6 +93,15 @@ def training_pipeline(
         onnx_tolerance: Largest allowed absolute difference between ONNX Runtime and torch probabilities.
         auc_floor: Minimum test ROC AUC for promotion to champion.
         max_auc_regression: Largest allowed drop in test ROC AUC versus the current champion.
+        decision_threshold: Score at or above which the model predicts the positive class (fairness rates).
+        max_demographic_parity_difference: Fairness gate: largest allowed gap in selection rate between groups.
+        min_demographic_parity_ratio: Fairness gate: smallest allowed ratio of favourable-outcome rates between groups.
+        max_equalized_odds_difference: Fairness gate: largest allowed gap in TPR or FPR between groups.
+        min_group_size: Groups smaller than this are reported as too small and kept out of threshold checks.
+        bootstrap_resamples: Resamples for the fairness metrics' 95% intervals; 0 compares point estimates.
+        min_attribution_rank_agreement: Explainability: smallest allowed rank agreement of attributions across two halves of the data.
+        invariance_tests: Behavioural checks: features whose perturbation must barely move predictions.
+        directional_tests: Behavioural checks: features whose increase must not lower the score.
         git_commit: Commit of the pipeline code, recorded on the model version.
         tracking_uri: MLflow tracking URI. Empty: the task environment's MLFLOW_TRACKING_URI.
         experiment: MLflow experiment for this pipeline's runs.
@@ -151,6 +176,34 @@ def training_pipeline(
         max_auc_regression=max_auc_regression,
         **tracking,
     )
-    with dsl.If(gate.outputs["decision"] == "promote", name="gate-passed"):
+    validation_gate = validate_model(
+        model=training.outputs["model"],
+        test_data=training.outputs["test_data"],
+        label_column=label_column,
+        protected_attributes=protected_attributes,
+        model_name=model_name,
+        version=registration.outputs["version"],
+        decision_threshold=decision_threshold,
+        max_demographic_parity_difference=max_demographic_parity_difference,
+        min_demographic_parity_ratio=min_demographic_parity_ratio,
+        max_equalized_odds_difference=max_equalized_odds_difference,
+        min_group_size=min_group_size,
+        bootstrap_resamples=bootstrap_resamples,
+        min_attribution_rank_agreement=min_attribution_rank_agreement,
+        invariance_tests=invariance_tests,
+        directional_tests=directional_tests,
+        **tracking,
+    )
+    verdict = combine_gates(
+        model_name=model_name,
+        version=registration.outputs["version"],
+        metrics_decision=gate.outputs["Output"],
+        metrics_reason=gate.outputs["reason"],
+        validation_decision=validation_gate.outputs["Output"],
+        validation_reason=validation_gate.outputs["reason"],
+        **tracking,
+    )
+    # The condition uses the single return value: kfp.local cannot resolve named outputs here.
+    with dsl.If(verdict.outputs["Output"] == "promote", name="gates-passed"):
         promote_to_champion(model_name=model_name, version=registration.outputs["version"], **tracking)
     return registration.outputs["version"]

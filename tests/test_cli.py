@@ -33,13 +33,15 @@ def test_run_training_prints_where_everything_is(tmp_path: Path) -> None:
         "epochs=2",
         "--set",
         "hidden_units=16",
+        "--set",
+        "bootstrap_resamples=0",
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
-    assert "model          credit-default version 1 (aliases: challenger, champion)" in out
-    assert f"tracking URI   sqlite:///{tmp_path / 'ws'}/mlflow.db" in out
-    report = next(line for line in out.splitlines() if "validation report (HTML)" in line).split()[-1]
+    assert "model             credit-default version 1 (aliases: challenger" in out
+    assert f"tracking URI      sqlite:///{tmp_path / 'ws'}/mlflow.db" in out
+    report = next(line for line in out.splitlines() if "data report " in line).split()[-1]
     assert Path(report).is_file() and "<html" in Path(report).read_text().lower()
     # Progress is shown per step.
     for task in ("validate-data", "train-model", "evaluate-model", "register-model", "metrics-gate"):
@@ -58,14 +60,18 @@ def test_run_on_corrupt_file_ends_with_step_and_reason(tmp_path: Path) -> None:
     assert last[1].startswith("reason: ") and "home_ownership" in last[1]
 
 
-def test_unknown_parameter_exits_2_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_parameter_exits_2_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["--workspace", str(tmp_path / "ws"), "run", "training", "--set", "learning_rat=0.1"])
     assert code == 2
     assert "unknown parameter 'learning_rat'; did you mean 'learning_rate'" in capsys.readouterr().err
 
 
 def test_missing_data_file_is_named(tmp_path: Path) -> None:
-    result = _mlops("--workspace", str(tmp_path / "ws"), "run", "training", "--data", "nope.csv", cwd=tmp_path)
+    result = _mlops(
+        "--workspace", str(tmp_path / "ws"), "run", "training", "--data", "nope.csv", cwd=tmp_path
+    )
     assert result.returncode == 2
     assert "--data nope.csv: no such file" in result.stderr
 

@@ -14,7 +14,7 @@ from pipelines.training import training_pipeline
 
 pytestmark = pytest.mark.slow
 
-FAST = {"sample_rows": 3000, "epochs": 4, "batch_size": 256, "hidden_units": [32, 16], "patience": 2}
+FAST = {"sample_rows": 3000, "epochs": 8, "batch_size": 256, "hidden_units": [32, 16], "patience": 3}
 
 
 def _arguments(workspace: Workspace, **extra: object) -> dict[str, object]:
@@ -51,7 +51,15 @@ def test_pipeline_registers_and_promotes_a_model(tmp_path: Path) -> None:
         output_format="list",
     )
     tasks = {run.data.tags["mlops.task"] for run in runs}
-    assert {"data_validation", "train", "evaluate", "register", "gate_metrics"} <= tasks
+    assert {
+        "data_validation",
+        "train",
+        "evaluate",
+        "register",
+        "gate_metrics",
+        "gate_model_validation",
+        "gate_overall",
+    } <= tasks
     assert result.run_dir is not None and (result.run_dir / "validate-data" / "report_html").exists()
 
     # A second run with an impossible floor is registered as challenger but never becomes champion.
@@ -59,6 +67,7 @@ def test_pipeline_registers_and_promotes_a_model(tmp_path: Path) -> None:
     second_version = client.get_model_version("credit-default", str(second.output))
     assert second_version.aliases == ["challenger"]
     assert second_version.tags["mlops.decision"] == "reject"
+    assert "metrics gate: test_auc" in second_version.tags["mlops.reason"]
     assert "below the floor 0.9990" in second_version.tags["mlops.reason"]
     assert str(client.get_model_version_by_alias("credit-default", "champion").version) == version
 

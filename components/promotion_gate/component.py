@@ -1,9 +1,7 @@
 """KFP wrappers for :mod:`components.promotion_gate.core`."""
 
-from typing import NamedTuple
-
 from kfp import dsl
-from kfp.dsl import Artifact, Output
+from kfp.dsl import Artifact, Output, OutputPath
 
 from components.common.images import PLATFORM_IMAGE
 
@@ -22,9 +20,13 @@ def metrics_gate(
     pipeline_run_id: str,
     artifact_root: str,
     report: Output[Artifact],
-) -> NamedTuple("GateOutputs", [("decision", str), ("reason", str)]):  # type: ignore[valid-type]
-    """Decides promote/reject from test AUC vs floor and champion; records it on the version."""
-    from collections import namedtuple
+    reason: OutputPath(str),  # type: ignore[valid-type]
+) -> str:
+    """Decides promote/reject from test AUC vs floor and champion; records it on the version.
+
+    The decision is the single return value, not a NamedTuple field: kfp.local 2.17 cannot
+    resolve a ``dsl.If`` on a named output (see :mod:`components.promotion_gate.combine`).
+    """
     from pathlib import Path
 
     from components.common.tracking import TrackingContext
@@ -34,9 +36,9 @@ def metrics_gate(
     decision = decide(policy, test_auc, champion_auc, has_champion)
     context = TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root)
     record(decision, model_name, version, context, Path(report.path))
+    Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
-    GateOutputs = namedtuple("GateOutputs", ["decision", "reason"])
-    return GateOutputs(decision.decision, decision.reason)
+    return decision.decision
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -56,3 +58,44 @@ def promote_to_champion(
     previous = promote(model_name, version, context)
     print(f"{model_name} version {version} is now champion (was {previous or 'none'})")
     return previous or ""
+
+
+@dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
+def combine_gates(
+    model_name: str,
+    version: str,
+    metrics_decision: str,
+    metrics_reason: str,
+    validation_decision: str,
+    validation_reason: str,
+    tracking_uri: str,
+    experiment: str,
+    pipeline_run_id: str,
+    artifact_root: str,
+    reason: OutputPath(str),  # type: ignore[valid-type]
+) -> str:
+    """``promote`` only when both gates promote; writes the overall mlops.decision/mlops.reason tags.
+
+    Use ``outputs["Output"]`` in the ``dsl.If`` (see :mod:`components.promotion_gate.combine`).
+    """
+    from pathlib import Path
+
+    from components.common.tracking import TrackingContext
+    from components.promotion_gate.combine import combine, record_overall
+    from components.promotion_gate.core import Decision
+
+    decision = combine(
+        [
+            Decision("metrics", metrics_decision, metrics_reason, {}),
+            Decision("model_validation", validation_decision, validation_reason, {}),
+        ]
+    )
+    record_overall(
+        decision,
+        model_name,
+        version,
+        TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+    )
+    Path(reason).write_text(decision.reason, encoding="utf-8")
+    print(f"overall gate: {decision.decision} ({decision.reason})")
+    return decision.decision

@@ -29,7 +29,10 @@ class MetricsGatePolicy(BaseModel):
 
     auc_floor: float = Field(default=0.7, ge=0.0, le=1.0, description="Minimum test ROC AUC.")
     max_auc_regression: float = Field(
-        default=0.01, ge=0.0, le=1.0, description="How much lower than the champion's AUC (same data) is tolerated."
+        default=0.01,
+        ge=0.0,
+        le=1.0,
+        description="How much lower than the champion's AUC (same data) is tolerated.",
     )
 
 
@@ -62,8 +65,14 @@ def decide(policy: MetricsGatePolicy, test_auc: float, champion_auc: float, has_
     return Decision("metrics", PROMOTE, reason, metrics)
 
 
-def record(decision: Decision, model_name: str, version: str, context: TrackingContext, report_path: Path) -> None:
-    """Write the decision as version tags, an MLflow run and a JSON report."""
+def record(
+    decision: Decision, model_name: str, version: str, context: TrackingContext, report_path: Path
+) -> None:
+    """Write this gate's decision as version tags, an MLflow run and a JSON report.
+
+    The overall ``mlops.decision``/``mlops.reason`` tags are written once, after every
+    gate has decided, by :func:`components.promotion_gate.combine.record_overall`.
+    """
     import mlflow
 
     report = {
@@ -79,9 +88,7 @@ def record(decision: Decision, model_name: str, version: str, context: TrackingC
         prefix = f"{TAG_PREFIX}gate.{decision.gate}"
         client.set_model_version_tag(model_name, version, f"{prefix}.decision", decision.decision)
         client.set_model_version_tag(model_name, version, f"{prefix}.reason", decision.reason)
-        client.set_model_version_tag(model_name, version, f"{TAG_PREFIX}decision", decision.decision)
-        client.set_model_version_tag(model_name, version, f"{TAG_PREFIX}reason", decision.reason)
-        mlflow.set_tags({"mlops.decision": decision.decision, "mlops.model_version": version})
+        mlflow.set_tags({f"{prefix}.decision": decision.decision, "mlops.model_version": version})
         mlflow.log_artifact(str(report_path), artifact_path="gate")
 
 
@@ -96,7 +103,9 @@ def promote(model_name: str, version: str, context: TrackingContext) -> str | No
     except mlflow.exceptions.MlflowException:
         previous = None
     client.set_registered_model_alias(model_name, CHAMPION, version)
-    client.set_model_version_tag(model_name, version, f"{TAG_PREFIX}promoted_at", datetime.now(UTC).isoformat())
+    client.set_model_version_tag(
+        model_name, version, f"{TAG_PREFIX}promoted_at", datetime.now(UTC).isoformat()
+    )
     if previous and previous != version:
         client.set_model_version_tag(model_name, previous, f"{TAG_PREFIX}replaced_by", version)
     return previous

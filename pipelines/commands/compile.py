@@ -12,7 +12,9 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "compiled"
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("compile", help="compile pipelines to KFP IR YAML")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
+    )
     parser.set_defaults(handler=compile_command)
 
 

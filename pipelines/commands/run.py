@@ -12,7 +12,9 @@ from components.common.workspace import Workspace
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("run", help="run a pipeline locally (kfp.local, MLflow on SQLite)")
     parser.add_argument("pipeline", choices=["training"], help="which pipeline to run")
-    parser.add_argument("--data", default="", help="CSV or Parquet path or s3:// URI (default: generated sample)")
+    parser.add_argument(
+        "--data", default="", help="CSV or Parquet path or s3:// URI (default: generated sample)"
+    )
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -45,7 +47,9 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     if data and not data.startswith("s3://"):
         data = str(Path(data).expanduser().resolve())
         if not Path(data).is_file():
-            raise ValueError(f"--data {args.data}: no such file ({data}); pass a CSV/Parquet path or s3:// URI")
+            raise ValueError(
+                f"--data {args.data}: no such file ({data}); pass a CSV/Parquet path or s3:// URI"
+            )
     base = {
         "data_uri": data,
         "tracking_uri": workspace.tracking_uri,
