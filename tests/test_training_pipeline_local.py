@@ -45,10 +45,11 @@ def test_pipeline_registers_and_promotes_a_model(tmp_path: Path) -> None:
     assert client.get_run(tags["mlops.train_run_id"]).data.metrics["val_auc"] > 0.6
 
     # Every task logged a run tagged with the same pipeline run id.
-    runs = mlflow.search_runs(
-        experiment_names=["training"],
+    experiment = client.get_experiment_by_name("training")
+    assert experiment is not None
+    runs = client.search_runs(
+        [experiment.experiment_id],
         filter_string=f"tags.`mlops.pipeline_run_id` = '{tags['mlops.kfp_run_id']}'",
-        output_format="list",
     )
     tasks = {run.data.tags["mlops.task"] for run in runs}
     assert {

@@ -1,0 +1,150 @@
+"""Pipeline overhead: the training pipeline through KFP's local runner vs the same steps as plain calls.
+
+Both sides run the same core functions on the same generated rows with the same
+parameters, each in a fresh workspace. The plain side runs in one fresh Python
+process (so it pays its imports once); the local runner starts one process per
+task. The ratio is what an ML engineer pays for the orchestration.
+
+    python benchmarks/bench_pipeline_overhead.py --rows 50000 --epochs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+N_TASKS = 8  # prepare, validate, train, evaluate, export, register, gate, promote
+
+
+def pipeline_arguments(rows: int, epochs: int) -> dict[str, Any]:
+    return {"sample_rows": rows, "epochs": epochs, "patience": epochs, "auc_floor": 0.5}
+
+
+def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
+    """The pipeline's steps as direct calls to each component's core; returns seconds."""
+    start = time.perf_counter()
+    import pandas as pd
+
+    from components.common.dataset import DatasetSchema
+    from components.common.sample_data import SAMPLE_SCHEMA
+    from components.common.tracking import TrackingContext
+    from components.common.workspace import Workspace
+    from components.data_validation.core import run_validation
+    from components.evaluate.core import run_evaluation
+    from components.export_onnx.core import run_export
+    from components.prepare_data.core import resolve_data
+    from components.promotion_gate.core import MetricsGatePolicy, decide, promote, record
+    from components.register.core import Lineage, package_version, register_onnx_model
+    from components.train.core import run_training
+    from pipelines.training import training_pipeline
+    from training.config import TrainConfig
+    from training.model import ModelConfig
+
+    defaults = {name: spec.default for name, spec in training_pipeline.component_spec.inputs.items()}
+    params = {**defaults, **pipeline_arguments(rows, epochs)}
+    workspace = Workspace(workspace_dir).create()
+    context = TrackingContext(workspace.tracking_uri, params["experiment"], "plain", workspace.artifact_root)
+    out = workspace.root / "plain"
+    out.mkdir()
+
+    uri = resolve_data("", out / "sample.parquet", params["sample_rows"], params["sample_seed"])
+    schema = DatasetSchema(
+        label=SAMPLE_SCHEMA.label,
+        numeric_features=SAMPLE_SCHEMA.numeric_features,
+        categorical_features=SAMPLE_SCHEMA.categorical_features,
+        protected_attributes=SAMPLE_SCHEMA.protected_attributes,
+    )
+    digest, suite_version = run_validation(
+        uri, schema, None, context, out / "validated.parquet", out / "report.html", out / "report.json"
+    )
+    config = TrainConfig(
+        epochs=params["epochs"],
+        batch_size=params["batch_size"],
+        learning_rate=params["learning_rate"],
+        weight_decay=params["weight_decay"],
+        model=ModelConfig(hidden_units=tuple(params["hidden_units"]), dropout=params["dropout"]),
+        patience=params["patience"],
+        seed=params["seed"],
+        nproc=params["nproc"],
+        precision=params["precision"],
+    )
+    training = run_training(
+        str(out / "validated.parquet"),
+        schema.model_copy(update={"protected_attributes": ()}),
+        config,
+        context,
+        out / "model",
+        out / "test.parquet",
+        out / "checkpoints",
+    )
+    evaluation = run_evaluation(
+        out / "model", out / "test.parquet", schema.label, params["model_name"], context, out / "metrics.json"
+    )
+    run_export(out / "model", out / "test.parquet", out / "onnx", params["onnx_tolerance"])
+    lineage = Lineage("plain", "", digest, suite_version, package_version(), training.run_id)
+    registered = register_onnx_model(
+        out / "onnx", pd.read_parquet(out / "test.parquet"), params["model_name"], lineage, context
+    )
+    policy = MetricsGatePolicy(auc_floor=params["auc_floor"], max_auc_regression=params["max_auc_regression"])
+    decision = decide(policy, *evaluation)
+    record(decision, params["model_name"], registered.version, context, out / "gate.json")
+    if decision.promote:
+        promote(params["model_name"], registered.version, context)
+    return time.perf_counter() - start
+
+
+def run_pipeline(workspace_dir: Path, rows: int, epochs: int) -> float:
+    from components.common.workspace import Workspace
+    from pipelines.local_run import run_locally
+    from pipelines.training import training_pipeline
+
+    workspace = Workspace(workspace_dir)
+    arguments = {
+        **pipeline_arguments(rows, epochs),
+        "tracking_uri": workspace.tracking_uri,
+        "artifact_root": workspace.artifact_root,
+    }
+    start = time.perf_counter()
+    run_locally(training_pipeline, arguments, workspace)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=50_000)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--plain-only", type=Path, help=argparse.SUPPRESS)  # child-process mode
+    args = parser.parse_args()
+    if args.plain_only:
+        print(json.dumps({"seconds": run_plain(args.plain_only, args.rows, args.epochs)}))
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, __file__, "--rows", str(args.rows), "--epochs", str(args.epochs)]
+        child = subprocess.run(
+            [*command, "--plain-only", f"{tmp}/plain"], capture_output=True, text=True, check=True
+        )
+        plain = json.loads(child.stdout.strip().splitlines()[-1])["seconds"]
+        pipeline = run_pipeline(Path(tmp) / "pipeline", args.rows, args.epochs)
+    ratio = pipeline / plain
+    per_task = (pipeline - plain) / N_TASKS
+    print(f"plain functions, one process : {plain:7.1f} s")
+    print(f"kfp.local pipeline           : {pipeline:7.1f} s")
+    print(f"ratio                        : {ratio:7.2f}x (target <= 1.3x)")
+    print(f"overhead per task            : {per_task:7.2f} s over {N_TASKS} tasks")
+    print()
+    print("| rows | epochs | plain (s) | kfp.local (s) | ratio | overhead/task (s) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    print(f"| {args.rows} | {args.epochs} | {plain:.1f} | {pipeline:.1f} | {ratio:.2f}x | {per_task:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""TrainConfig validation and the resolution of ``auto`` device/precision."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from pydantic import ValidationError
+
+from training.config import TrainConfig, cpu_has_native_bf16, resolve_runtime
+from training.model import ModelConfig
+
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks behaviour on a machine without CUDA")
+
+
+def test_defaults_are_valid_and_frozen() -> None:
+    config = TrainConfig()
+    assert config.batch_size == 256 and config.nproc == 1
+    with pytest.raises(ValidationError, match="frozen"):
+        config.epochs = 3
+
+
+def test_unknown_field_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="learning_rat"):
+        TrainConfig(learning_rat=0.1)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"epochs": 0}, "epochs"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"weight_decay": -1.0}, "weight_decay"),
+        ({"patience": -1}, "patience"),
+        ({"nproc": 0}, "nproc"),
+        ({"precision": "fp8"}, "precision"),
+        ({"device": "tpu"}, "device"),
+        ({"val_fraction": 0.0}, "val_fraction"),
+        ({"test_fraction": 0.6}, "test_fraction"),
+    ],
+)
+def test_out_of_range_values_name_the_field(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        TrainConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_global_batch_must_split_evenly_across_processes() -> None:
+    with pytest.raises(ValidationError, match=r"batch_size 250 is not divisible by nproc 3.*e\.g\. 252"):
+        TrainConfig(batch_size=250, nproc=3)
+    assert TrainConfig(batch_size=252, nproc=3).batch_size == 252
+
+
+def test_fractions_must_leave_training_rows() -> None:
+    with pytest.raises(ValidationError, match="under 20% of rows for training"):
+        TrainConfig(val_fraction=0.45, test_fraction=0.45)
+
+
+def test_fp16_on_cpu_is_rejected_at_construction() -> None:
+    with pytest.raises(ValidationError, match="fp16' needs CUDA.*use precision 'bf16' or 'fp32'"):
+        TrainConfig(precision="fp16", device="cpu")
+
+
+@no_cuda
+def test_fp16_with_auto_device_fails_when_no_cuda() -> None:
+    with pytest.raises(ValueError, match="fp16' needs CUDA but this run resolved to the CPU"):
+        resolve_runtime(TrainConfig(precision="fp16"))
+
+
+@no_cuda
+def test_cuda_device_without_cuda_is_an_error() -> None:
+    with pytest.raises(ValueError, match="device 'cuda' was requested but torch sees no CUDA device"):
+        resolve_runtime(TrainConfig(device="cuda"))
+
+
+@no_cuda
+def test_auto_resolves_to_cpu_with_bf16_only_where_native() -> None:
+    runtime = resolve_runtime(TrainConfig())
+    assert runtime.device_type == "cpu" and runtime.backend == "gloo"
+    assert runtime.precision == ("bf16" if cpu_has_native_bf16() else "fp32")
+    assert resolve_runtime(TrainConfig(precision="fp32")).precision == "fp32"
+
+
+def test_flat_params_are_scalars_for_trackers() -> None:
+    flat = TrainConfig(model=ModelConfig(hidden_units=(32, 16), dropout=0.2)).flat_params()
+    assert flat["model.hidden_units"] == "32,16"
+    assert flat["model.dropout"] == 0.2
+    assert flat["learning_rate"] == 0.001
+    assert all(isinstance(v, str | int | float) for v in flat.values())

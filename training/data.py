@@ -1,0 +1,97 @@
+"""The train/validation/test split and the encoded arrays the training processes receive.
+
+The split is stratified on the label and drawn from the config's seed, so a
+retried task, a resumed run and a second pipeline run with the same data all
+see the same rows. The :class:`FeatureSpec` is fitted on the training rows
+only: statistics of validation or test rows leaking into the model's
+preprocessing would make both metrics optimistic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from components.common.dataset import DatasetError, DatasetSchema
+from training.config import TrainConfig
+from training.features import FeatureSpec
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Disjoint row subsets of the input frame, original index and columns kept."""
+
+    train: pd.DataFrame
+    """Rows the model (and the feature statistics) learn from."""
+    val: pd.DataFrame
+    """Rows for per-epoch validation and early stopping."""
+    test: pd.DataFrame
+    """Rows never seen during training; for the evaluation step."""
+
+
+@dataclass(frozen=True)
+class EncodedData:
+    """What every training process needs: plain arrays, cheap to pickle to spawned workers."""
+
+    spec: FeatureSpec
+    """Encoding fitted on the training split."""
+    x_train: np.ndarray
+    """float32 [rows, features] from :meth:`FeatureSpec.encode`."""
+    y_train: np.ndarray
+    """float32 [rows] of 0/1 labels."""
+    x_val: np.ndarray
+    """Validation features, encoded like ``x_train``."""
+    y_val: np.ndarray
+    """Validation labels."""
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the arrays and the spec: a checkpoint only resumes on exactly the same data."""
+        digest = hashlib.sha256(self.spec.model_dump_json().encode())
+        for array in (self.x_train, self.y_train, self.x_val, self.y_val):
+            digest.update(str(array.shape).encode())
+            digest.update(array.tobytes())
+        return digest.hexdigest()
+
+
+def split_frame(frame: pd.DataFrame, schema: DatasetSchema, config: TrainConfig) -> Splits:
+    """Stratified split into train/val/test, identical for identical (frame, seed, fractions)."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    labels = frame[schema.label].astype(int)
+    counts = labels.value_counts()
+    # Each split needs both classes; stratification needs at least one row per class per split.
+    smallest = min(config.val_fraction, config.test_fraction)
+    needed = int(3 / smallest) + 1
+    if len(frame) < needed or counts.min() < 3:
+        raise DatasetError(
+            f"dataset has {len(frame)} rows (class counts {counts.to_dict()}); a stratified "
+            f"{config.val_fraction:.0%}/{config.test_fraction:.0%} validation/test split needs at least "
+            f"{needed} rows and 3 of each class. Provide more data or raise val_fraction/test_fraction."
+        )
+    # Split positions, not index labels: a user's frame may carry a duplicated index.
+    y = labels.to_numpy()
+    rest, test = train_test_split(
+        np.arange(len(frame)), test_size=config.test_fraction, stratify=y, random_state=config.seed
+    )
+    val_share = config.val_fraction / (1.0 - config.test_fraction)
+    train, val = train_test_split(rest, test_size=val_share, stratify=y[rest], random_state=config.seed + 1)
+    return Splits(train=frame.iloc[train], val=frame.iloc[val], test=frame.iloc[test])
+
+
+def encode_splits(splits: Splits, schema: DatasetSchema) -> EncodedData:
+    import numpy as np
+
+    spec = FeatureSpec.fit(splits.train, schema)
+    return EncodedData(
+        spec=spec,
+        x_train=spec.encode(splits.train),
+        y_train=splits.train[schema.label].to_numpy(dtype=np.float32),
+        x_val=spec.encode(splits.val),
+        y_val=splits.val[schema.label].to_numpy(dtype=np.float32),
+    )

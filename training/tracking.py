@@ -1,0 +1,70 @@
+"""The narrow interface through which training reports to an experiment tracker.
+
+The training core calls a :class:`MetricsLogger` and never imports MLflow
+itself, so it runs (and is tested) without a tracking store. Loggers are
+handed to spawned DDP workers (rank 0 logs live, epoch by epoch), so an
+implementation must be picklable: :class:`MlflowLogger` carries the tracking
+URI and run id rather than a client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class MetricsLogger(Protocol):
+    """Receives a run's params, per-epoch metrics and output files."""
+
+    def log_params(self, params: Mapping[str, Any]) -> None: ...
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None: ...
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None: ...
+
+
+class NullLogger:
+    """Discards everything: for runs without a tracker (tests, benchmarks, notebooks)."""
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        pass
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        pass
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class MlflowLogger:
+    """Logs into an existing MLflow run, from whichever process holds this object."""
+
+    run_id: str
+    """The MLflow run to log into (opened and closed by the caller)."""
+    tracking_uri: str
+    """Tracking store of that run; explicit because a spawned worker does not inherit ``mlflow.set_tracking_uri``."""
+
+    def _client(self) -> Any:
+        import mlflow
+
+        return mlflow.MlflowClient(tracking_uri=self.tracking_uri)
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        self._client().log_batch(self.run_id, params=[Param(k, str(v)) for k, v in params.items()])
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        batch = [Metric(k, float(v), now, step) for k, v in metrics.items()]
+        self._client().log_batch(self.run_id, metrics=batch)
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
+        self._client().log_artifacts(self.run_id, str(local_dir), artifact_path)
