@@ -20,7 +20,7 @@ from kfp.dsl.base_component import BaseComponent
 
 from components.common.workspace import Workspace
 
-_FAILED_TASK = re.compile(r"Inner task failed: ([\w.-]+)")
+_FAILED_TASK = re.compile(r"Inner task failed: '?([\w.-]+?)'?\.?$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Failed|Failure)): (.+)$")
 

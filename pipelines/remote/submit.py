@@ -7,6 +7,7 @@ experiment or run is created.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,6 +83,21 @@ def _resolve_version(client: Any, connection: KfpConnection, request: RunRequest
     return pipeline, version
 
 
+def _list_type(default: Any) -> str:
+    """The element type a LIST parameter's default shows, in the signature spelling parse_overrides reads.
+
+    The IR keeps no element type and stores every number as a double, so the default is
+    the only evidence; integral numbers count as int (``[128.0, 64.0]`` is ``[128, 64]``).
+    A JSON list value (``--set x='[0.5, 1]'``) is taken as given whatever is inferred here.
+    """
+    items = default if isinstance(default, list) else []
+    if items and all(isinstance(v, str) for v in items):
+        return "typing.List[str]"
+    if items and all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
+        return "typing.List[int]" if all(float(v).is_integer() for v in items) else "typing.List[float]"
+    return "List"
+
+
 def typed_arguments(spec: dict[str, Any], overrides: tuple[str, ...]) -> dict[str, Any]:
     """``--set`` values typed by the spec's root parameters; ParameterError names any bad one."""
     from kfp import components
@@ -89,6 +105,10 @@ def typed_arguments(spec: dict[str, Any], overrides: tuple[str, ...]) -> dict[st
     from pipelines.parameters import parse_overrides
 
     component = components.load_component_from_text(yaml.safe_dump(spec))
+    inputs = component.component_spec.inputs or {}
+    for name, definition in inputs.items():
+        if definition.type == "List":
+            inputs[name] = dataclasses.replace(definition, type=_list_type(definition.default))
     return parse_overrides(component, overrides)
 
 
