@@ -15,11 +15,11 @@ from pydantic import ValidationError
 from components.common.dataset import DatasetSchema
 from components.common.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from components.common.tracking import TrackingContext
-from components.promotion_gate.combine import combine, record_overall
 from components.model_validation.config import FairnessPolicy, ValidationConfig
 from components.model_validation.core import REPORT_URI_TAG, RUN_ID_TAG, run, validate
 from components.model_validation.fairness import evaluate_fairness
 from components.model_validation.scoring import load_scorer
+from components.promotion_gate.combine import combine, record_overall
 from components.promotion_gate.core import Decision
 
 # The model sees `sex`: it stands for a model that learned group membership directly or through proxies,

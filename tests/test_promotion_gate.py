@@ -1,3 +1,4 @@
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -13,10 +14,8 @@ from components.promotion_gate.core import MetricsGatePolicy, decide, promote, r
 def _register_version(context: TrackingContext, name: str) -> str:
     context.apply()
     client = mlflow.MlflowClient()
-    try:
+    with contextlib.suppress(mlflow.exceptions.MlflowException):  # already registered
         client.create_registered_model(name)
-    except mlflow.exceptions.MlflowException:
-        pass
     return str(client.create_model_version(name, source="file:///dev/null").version)
 
 

@@ -84,7 +84,9 @@ class FeatureSpec(BaseModel):
 
         missing = [c for c in self.names if c not in frame.columns]
         if missing:
-            raise ValueError(f"input lacks feature column(s) {missing}; the model was trained on {list(self.names)}")
+            raise ValueError(
+                f"input lacks feature column(s) {missing}; the model was trained on {list(self.names)}"
+            )
         out = np.empty((len(frame), self.n_features), dtype=np.float32)
         for i, col in enumerate(self.numeric):
             try:

@@ -87,7 +87,7 @@ class DatasetSchema(BaseModel):
                 "drop or fill those rows"
             )
         values = set(pd.unique(labels))
-        if not values <= {0, 1, True, False}:
+        if not values <= {0, 1}:
             raise DatasetError(f"{source} label {self.label!r} must be 0/1, found {sorted(map(str, values))}")
         if len(values) < 2:
             raise DatasetError(
