@@ -12,7 +12,6 @@ import numpy as np
 import onnx
 import pandas as pd
 import pytest
-import torch
 from sklearn import metrics as sk
 
 from components.common.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
@@ -26,8 +25,8 @@ from components.evaluate.core import (
     run_evaluation,
 )
 from components.evaluate.metrics import EvaluationError, expected_calibration_error, score_probabilities
-from training.features import FeatureSpec
-from training.model import ModelConfig, TabularNet, load_model, save_model
+from tests.model_factory import fit_tabular_net
+from training.model import TabularNet, load_model, save_model
 from training.onnx_export import OnnxScorer, export_onnx, torch_probabilities
 
 LABEL = SAMPLE_SCHEMA.label
@@ -36,19 +35,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _train(frame: pd.DataFrame, steps: int = 200, seed: int = 0) -> TabularNet:
-    """A few hundred full-batch Adam steps: a model that has learned something, in about a second."""
-    torch.manual_seed(seed)
-    spec = FeatureSpec.fit(frame, SAMPLE_SCHEMA)
-    model = TabularNet(spec, ModelConfig(hidden_units=(16,), dropout=0.1))
-    x = torch.from_numpy(spec.encode(frame))
-    y = torch.tensor(frame[LABEL].to_numpy(), dtype=torch.float32)
-    optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    for _ in range(steps):
-        optimiser.zero_grad()
-        loss_fn(model(x), y).backward()
-        optimiser.step()
-    return model.eval()
+    return fit_tabular_net(frame, steps=steps, seed=seed)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ import numpy as np
 import onnx
 import pandas as pd
 import pytest
-import torch
 from onnx import numpy_helper
 
 from components.common.dataset import DatasetError
-from components.common.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from components.common.sample_data import SampleDataConfig, generate
 from components.export_onnx.core import ParityError, run_export, verify_export
+from tests.model_factory import fit_tabular_net
 from training.features import FeatureSpec
 from training.model import ModelConfig, TabularNet, load_model, save_model
 from training.onnx_export import (
@@ -32,19 +32,7 @@ TOLERANCE = 1e-4
 
 
 def _train(frame: pd.DataFrame, steps: int = 200) -> TabularNet:
-    """A few hundred full-batch Adam steps: enough for non-trivial weights, under a second."""
-    torch.manual_seed(0)
-    spec = FeatureSpec.fit(frame, SAMPLE_SCHEMA)
-    model = TabularNet(spec, ModelConfig(hidden_units=(32, 16), dropout=0.1))
-    x = torch.from_numpy(spec.encode(frame))
-    y = torch.tensor(frame[SAMPLE_SCHEMA.label].to_numpy(), dtype=torch.float32)
-    optimiser = torch.optim.Adam(model.parameters(), lr=1e-2)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    for _ in range(steps):
-        optimiser.zero_grad()
-        loss_fn(model(x), y).backward()
-        optimiser.step()
-    return model.eval()
+    return fit_tabular_net(frame, steps=steps, hidden_units=(32, 16), learning_rate=1e-2)
 
 
 @pytest.fixture(scope="module")
