@@ -55,6 +55,12 @@ def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from serving.int8 import quantize_registered
     from serving.quantize import QuantizationRejected, QuantizeConfig
 
+    tracking_uri = args.tracking_uri or workspace.tracking_uri
+    if tracking_uri == workspace.tracking_uri and not workspace.tracking_db.is_file():
+        raise ValueError(
+            f"workspace {workspace.root} has no MLflow store ({workspace.tracking_db}); "
+            "run `mlops run training` first or pass --workspace / --tracking-uri"
+        )
     config = QuantizeConfig(
         max_auc_drop=args.max_auc_drop, weight_type=args.weight_type, per_channel=args.per_channel
     )
@@ -64,7 +70,7 @@ def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
         print(f"no --data: judging on {HOLDOUT_ROWS} generated sample rows (seed {HOLDOUT_SEED})")
         holdout = generate(SampleDataConfig(n_rows=HOLDOUT_ROWS, seed=HOLDOUT_SEED))
     context = TrackingContext(
-        tracking_uri=args.tracking_uri or workspace.tracking_uri,
+        tracking_uri=tracking_uri,
         experiment=args.experiment,
         pipeline_run_id="",
         artifact_root=workspace.artifact_root,

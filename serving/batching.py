@@ -1,0 +1,159 @@
+"""Dynamic batching: concurrent requests share one ONNX Runtime call and each gets its own rows back.
+
+A single worker task drains a queue of (matrix, future) items: it takes what is
+queued, up to ``max_batch_size`` rows, optionally waits up to ``max_queue_delay``
+for more, stacks the matrices, runs the model once and slices the result back to
+the callers in order. The model is read once per batch from the
+:class:`~serving.reload.ModelHolder`, so a hot reload never splits a batch across
+versions, and every caller learns which version scored its rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from serving.reload import ModelHolder
+    from serving.runtime import LoadedModel
+
+
+class VersionGone(Exception):
+    """A request pinned to a version that a hot reload replaced while it waited in the queue."""
+
+
+@dataclass
+class _Item:
+    x: np.ndarray
+    version: str | None
+    future: asyncio.Future[tuple[np.ndarray, LoadedModel]]
+
+
+class Batcher:
+    """Coalesces concurrent :meth:`submit` calls into batched model runs."""
+
+    def __init__(
+        self,
+        holder: ModelHolder,
+        max_batch_size: int,
+        max_queue_delay_s: float,
+        in_thread: bool,
+        on_batch: Callable[[LoadedModel, int], None] = lambda model, rows: None,
+    ):
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        self.holder = holder
+        self.max_batch_size = max_batch_size
+        self.max_queue_delay_s = max_queue_delay_s
+        self.on_batch = on_batch
+        self._queue: deque[_Item] = deque()
+        self._queued_rows = 0
+        self._wakeup = asyncio.Event()
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="ort") if in_thread else None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="batcher")
+
+    async def stop(self) -> None:
+        """Finish what is queued, then stop; nothing accepted is dropped."""
+        while self._queue and self._task is not None and not self._task.done():
+            await asyncio.sleep(0.001)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+
+    async def submit(self, x: np.ndarray, version: str | None = None) -> tuple[np.ndarray, LoadedModel]:
+        """Probabilities for ``x`` and the model that computed them; ``version`` pins a model version."""
+        if self._task is None or self._task.done():
+            raise RuntimeError("batcher is not running; call start() inside the event loop first")
+        future: asyncio.Future[tuple[np.ndarray, LoadedModel]] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Item(x, version, future))
+        self._queued_rows += len(x)
+        self._wakeup.set()
+        return await future
+
+    def _take(self) -> list[_Item]:
+        items = [self._queue.popleft()]
+        rows = len(items[0].x)
+        while self._queue and rows + len(self._queue[0].x) <= self.max_batch_size:
+            item = self._queue.popleft()
+            rows += len(item.x)
+            items.append(item)
+        self._queued_rows -= rows
+        return items
+
+    async def _fill(self) -> None:
+        """Wait up to the queue delay for enough rows to fill a batch."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_queue_delay_s
+        while self._queued_rows < self.max_batch_size:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), remaining)
+
+    async def _run(self) -> None:
+        while True:
+            if not self._queue:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            if self.max_queue_delay_s > 0:
+                await self._fill()
+            items = self._take()
+            model = self.holder.current
+            live = []
+            for item in items:
+                if item.version is not None and item.version != model.version:
+                    if not item.future.done():
+                        item.future.set_exception(
+                            VersionGone(
+                                f"version {item.version} was replaced by {model.version} while queued"
+                            )
+                        )
+                else:
+                    live.append(item)
+            if not live:
+                continue
+            try:
+                await self._score(model, live)
+            except Exception:  # only a batch of several raises; a lone item's error went to its caller
+                # One bad item must not fail its batch-mates: score each on its own.
+                for item in live:
+                    await self._score(model, [item])
+            await asyncio.sleep(0)  # let the woken handlers respond before the next batch
+
+    async def _score(self, model: LoadedModel, items: list[_Item]) -> None:
+        """Run ``items`` as one batch and resolve their futures; a failure of a lone item goes to its caller."""
+        x = items[0].x if len(items) == 1 else np.concatenate([item.x for item in items])
+        try:
+            if self._executor is None:
+                y = model.predict(x)
+            else:
+                y = await asyncio.get_running_loop().run_in_executor(self._executor, model.predict, x)
+        except Exception as exc:
+            if len(items) > 1:
+                raise
+            if not items[0].future.done():
+                items[0].future.set_exception(exc)
+            return
+        self.on_batch(model, len(x))
+        start = 0
+        for item in items:
+            end = start + len(item.x)
+            if not item.future.done():  # a caller that disconnected has cancelled its future
+                item.future.set_result((y[start:end], model))
+            start = end

@@ -1,0 +1,124 @@
+"""Typed configuration of the model server: one object, validated once, passed everywhere.
+
+Defaults are the values measured best on a small tabular MLP on a 2-core machine
+(see ``serving/README.md``); each one is a knob because a heavier model or a bigger
+machine moves the optimum.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ServerConfig(BaseModel):
+    """Everything ``mlops serve`` can be told; the CLI flags map one-to-one onto these fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_name: str = Field(default="credit-default", description="Registered model to serve.")
+    alias: str = Field(default="champion", description="Registry alias the server follows (and hot-reloads).")
+    tracking_uri: str = Field(
+        description="MLflow tracking/registry URI, e.g. sqlite:///<workspace>/mlflow.db or http://mlflow:5000."
+    )
+    host: str = Field(default="127.0.0.1", description="Interface to bind; 0.0.0.0 inside a container.")
+    port: int = Field(default=8080, ge=0, le=65535, description="TCP port to bind; 0 picks a free one.")
+    intra_op_threads: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="ONNX Runtime threads inside one operator; 1 is fastest for small MLPs on few cores.",
+    )
+    inter_op_threads: int = Field(
+        default=1, ge=1, le=256, description="ONNX Runtime threads across independent operators."
+    )
+    max_batch_size: int = Field(
+        default=64,
+        ge=1,
+        le=65536,
+        description="Most rows one ONNX Runtime call coalesces from concurrent requests; 1 disables batching "
+        "(each request runs in its own handler).",
+    )
+    max_queue_delay_ms: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1000.0,
+        description="How long a batch may wait for more requests before running; 0 coalesces only what is "
+        "already queued and adds no latency.",
+    )
+    inference_in_thread: bool = Field(
+        default=False,
+        description="Run ONNX Runtime on a worker thread so the event loop keeps parsing requests meanwhile; "
+        "pays off for models slower than about a millisecond per batch.",
+    )
+    max_payload_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Larger request bodies get 413 without being read."
+    )
+    auth_token: str = Field(
+        default="",
+        repr=False,
+        description="When set, every route except the health checks needs 'Authorization: Bearer <token>'.",
+    )
+    reload_interval_s: float = Field(
+        default=30.0, ge=0.0, description="How often to check whether the alias moved; 0 disables hot reload."
+    )
+    request_log_uri: str = Field(
+        default="",
+        description="Directory (local path, file:// or s3:// URI) receiving sampled request/response Parquet "
+        "files under <uri>/<model_name>/; empty disables request logging.",
+    )
+    request_log_sample_rate: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="Fraction of requests whose rows are logged."
+    )
+    request_log_flush_s: float = Field(
+        default=10.0,
+        gt=0.0,
+        description="Buffered log rows are written at least this often (and on shutdown).",
+    )
+    request_log_max_rows: int = Field(
+        default=50_000, ge=1, description="A buffer reaching this many rows is written without waiting."
+    )
+    model_cache_dir: str = Field(
+        default="",
+        description="Where downloaded model files are kept; empty uses a temporary directory removed on exit.",
+    )
+
+    @field_validator("model_name", "alias")
+    @classmethod
+    def _registry_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not a registry name; use letters, digits, '.', '_' or '-' (e.g. 'credit-default')"
+            )
+        return value
+
+    @field_validator("tracking_uri")
+    @classmethod
+    def _tracking_uri_set(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("tracking_uri is empty; pass the MLflow store, e.g. sqlite:///.mlops/mlflow.db")
+        return value
+
+    @field_validator("auth_token")
+    @classmethod
+    def _token_is_header_safe(cls, value: str) -> str:
+        if value != value.strip() or any(ord(c) < 33 or ord(c) > 126 for c in value):
+            raise ValueError(
+                "auth_token must be printable ASCII without spaces (it travels in an HTTP header)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _sampling_needs_a_destination(self) -> ServerConfig:
+        if self.request_log_uri and self.request_log_sample_rate == 0.0:
+            raise ValueError(
+                "request_log_uri is set but request_log_sample_rate is 0; set a rate in (0, 1] or drop the uri"
+            )
+        return self
+
+    @property
+    def model_uri(self) -> str:
+        return f"models:/{self.model_name}@{self.alias}"

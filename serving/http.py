@@ -1,0 +1,66 @@
+"""HTTP plumbing shared by the routes: JSON responses, bearer-token auth, a bounded body read."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from serving import protocol
+from serving.protocol import ProtocolError
+
+# Probes (kubelet, load balancers) cannot send a token: these paths never need one.
+OPEN_PATHS = frozenset({"/", "/v2/health/live", "/v2/health/ready"})
+JSON = "application/json"
+
+
+def json_response(content: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = content if isinstance(content, bytes) else orjson.dumps(content)
+    return Response(body, status_code=status, media_type=JSON, headers=headers)
+
+
+class BearerAuth:
+    """ASGI middleware: 401 unless ``Authorization: Bearer <token>``; health checks stay open."""
+
+    def __init__(self, app: ASGIApp, token: str, on_reject: Callable[[], None]):
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+        self.on_reject = on_reject
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        supplied = dict(scope["headers"]).get(b"authorization", b"")
+        if hmac.compare_digest(supplied, self.expected):
+            await self.app(scope, receive, send)
+            return
+        self.on_reject()
+        message = "missing bearer token" if not supplied else "invalid bearer token"
+        response = json_response(
+            protocol.error_body(f"{message}; send 'Authorization: Bearer <token>'"),
+            status=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refusing (413) anything over ``limit`` bytes before or while reading it."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ProtocolError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
+    if declared is not None:
+        return await request.body()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ProtocolError(413, f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)

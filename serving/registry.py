@@ -1,0 +1,136 @@
+"""Find the model version an alias points at, fetch its ``model.onnx`` and prove it is the registered file.
+
+The registry is the only source of truth for "which model is live": the server
+never serves a path, only ``models:/<name>@<alias>``. The SHA-256 recorded at
+registration (version tag ``mlops.onnx_sha256``) is checked on every fetch, so a
+file altered in the artifact store after the gates approved it is refused rather
+than served.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from components.register.core import ONNX_FILE, TAG_PREFIX, file_sha256
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+DIGEST_TAG = f"{TAG_PREFIX}onnx_sha256"
+PRECISION_TAG = f"{TAG_PREFIX}precision"
+QUANTIZED_FROM_TAG = f"{TAG_PREFIX}quantized_from"
+
+
+class RegistryError(ValueError):
+    """The registry cannot provide a servable model; the message says what to fix."""
+
+
+class DigestMismatchError(RegistryError):
+    """The downloaded file is not the one registered: never serve it."""
+
+
+@dataclass(frozen=True)
+class ModelArtifact:
+    """A verified local copy of one registered model version."""
+
+    name: str
+    """Registered model name."""
+    version: str
+    """Registry version number, as a string."""
+    path: Path
+    """The verified ``model.onnx``."""
+    sha256: str
+    """Its digest, equal to the version's ``mlops.onnx_sha256`` tag."""
+    tags: dict[str, str]
+    """All version tags (lineage, precision, gate decisions), for metadata endpoints."""
+
+
+class ModelRegistry:
+    """Reads one registered model's aliases and versions from an MLflow registry."""
+
+    def __init__(self, tracking_uri: str, model_name: str, cache_dir: Path):
+        self.tracking_uri = tracking_uri
+        self.model_name = model_name
+        self.cache_dir = Path(cache_dir)
+        self._client: MlflowClient | None = None
+
+    @property
+    def client(self) -> MlflowClient:
+        # Built on first use: opening a SQLite store runs MLflow's schema check (~1 s).
+        if self._client is None:
+            from mlflow import MlflowClient
+
+            self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
+        return self._client
+
+    def version_for(self, alias: str) -> str:
+        """The version ``alias`` points at now."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return str(self.client.get_model_version_by_alias(self.model_name, alias).version)
+        except MlflowException as exc:
+            raise RegistryError(
+                f"models:/{self.model_name}@{alias} does not resolve in {self.tracking_uri}: {exc.message}. "
+                f"Register the model and point the alias at a version "
+                f"(e.g. MlflowClient().set_registered_model_alias({self.model_name!r}, {alias!r}, '1'))"
+            ) from exc
+
+    def fetch(self, version: str) -> ModelArtifact:
+        """Download ``version`` (or reuse a verified cached copy) and check its digest."""
+        import mlflow
+        from mlflow.exceptions import MlflowException
+
+        try:
+            tags = dict(self.client.get_model_version(self.model_name, version).tags)
+        except MlflowException as exc:
+            raise RegistryError(
+                f"model {self.model_name!r} has no version {version!r} in {self.tracking_uri}: {exc.message}"
+            ) from exc
+        expected = tags.get(DIGEST_TAG, "")
+        if not expected:
+            raise RegistryError(
+                f"{self.model_name} version {version} has no {DIGEST_TAG} tag, so its file cannot be verified; "
+                "register models with components.register (mlops run training) which records the digest"
+            )
+
+        target = self.cache_dir / self.model_name / version
+        cached = target / ONNX_FILE
+        if cached.is_file() and file_sha256(cached) == expected:
+            return ModelArtifact(self.model_name, version, cached, expected, tags)
+
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{self.model_name}-{version}-", dir=self.cache_dir))
+        try:
+            # Resolve the storage location with our own client: mlflow's models:/ download path
+            # looks the version up in the *global* registry URI, not the one passed to it.
+            location = self.client.get_model_version_download_uri(self.model_name, version)
+            downloaded = Path(
+                mlflow.artifacts.download_artifacts(
+                    artifact_uri=location, dst_path=str(staging), tracking_uri=self.tracking_uri
+                )
+            )
+            onnx_path = downloaded / ONNX_FILE
+            if not onnx_path.is_file():
+                raise RegistryError(
+                    f"{self.model_name} version {version} has no {ONNX_FILE} in its artifacts "
+                    f"({sorted(p.name for p in downloaded.iterdir())}); it was not logged with mlflow.onnx"
+                )
+            actual = file_sha256(onnx_path)
+            if actual != expected:
+                raise DigestMismatchError(
+                    f"refusing to load {self.model_name} version {version}: {ONNX_FILE} has SHA-256 {actual} "
+                    f"but the registry recorded {expected} at registration. The artifact was changed after "
+                    "it passed the gates; re-register the model instead of editing its files."
+                )
+            if target.exists():
+                shutil.rmtree(target)
+            target.mkdir(parents=True)
+            onnx_path.replace(cached)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return ModelArtifact(self.model_name, version, cached, expected, tags)

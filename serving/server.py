@@ -1,0 +1,81 @@
+"""Start the model server: resolve the alias, verify and load the model, then bind the port.
+
+Loading happens before the port opens, so a model that fails its digest check or
+cannot be opened stops the server with a clear error instead of leaving a process
+that answers health checks but cannot score.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from starlette.applications import Starlette
+
+from serving.config import ServerConfig
+from serving.registry import ModelRegistry
+from serving.runtime import LoadedModel, load_model
+
+log = logging.getLogger("serving")
+
+
+def loader(config: ServerConfig, registry: ModelRegistry) -> Callable[[str], LoadedModel]:
+    def load(version: str) -> LoadedModel:
+        return load_model(registry.fetch(version), config.intra_op_threads, config.inter_op_threads)
+
+    return load
+
+
+@contextmanager
+def prepared_app(config: ServerConfig) -> Iterator[tuple[Starlette, LoadedModel]]:
+    """The app with its first model loaded; the model cache lives as long as the context."""
+    from serving.app import create_app
+
+    with _cache_dir(config) as cache:
+        registry = ModelRegistry(config.tracking_uri, config.model_name, cache)
+        load = loader(config, registry)
+        model = load(registry.version_for(config.alias))
+        app = create_app(config, model, resolve=lambda: registry.version_for(config.alias), load=load)
+        yield app, model
+
+
+@contextmanager
+def _cache_dir(config: ServerConfig) -> Iterator[Path]:
+    if config.model_cache_dir:
+        yield Path(config.model_cache_dir).expanduser().resolve()
+        return
+    with tempfile.TemporaryDirectory(prefix="mlops-serving-") as tmp:
+        yield Path(tmp)
+
+
+def serve(config: ServerConfig) -> None:
+    """Run until interrupted (SIGINT/SIGTERM); in-flight requests finish and the request log is flushed."""
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # The process's own setting, made at its entry point: no download progress bar in server logs.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    with prepared_app(config) as (app, model):
+        # MLflow, SQLAlchemy and pydantic leave ~280k long-lived objects; a full collection walking
+        # them took ~175 ms and stalled every in-flight request (p99 170 ms at 32 clients, 5 ms after).
+        gc.collect()
+        gc.freeze()
+        print(
+            f"serving {config.model_uri} = version {model.version} ({model.precision}, sha256 "
+            f"{model.sha256[:12]}) on http://{config.host}:{config.port}",
+            flush=True,
+        )
+        uvicorn.run(
+            app,
+            host=config.host,
+            port=config.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=30,
+        )
