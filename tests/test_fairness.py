@@ -261,8 +261,9 @@ def test_components_gate_promotion_under_the_local_runner(
     from kfp import dsl
 
     from components.common.workspace import Workspace
-    from components.model_validation.component import combine_gates, validate_model
+    from components.model_validation.component import validate_model
     from components.model_validation.config import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
+    from components.promotion_gate.component import combine_gates
     from pipelines.local_run import run_locally
 
     invariance = [t.model_dump() for t in SAMPLE_INVARIANCE_TESTS]
