@@ -9,8 +9,9 @@ from kfp.dsl.base_component import BaseComponent
 
 def pipelines() -> dict[str, BaseComponent]:
     from pipelines.training import training_pipeline
+    from pipelines.tuning import tuning_pipeline
 
-    return {"training": training_pipeline}
+    return {"training": training_pipeline, "tuning": tuning_pipeline}
 
 
 def compile_all(out_dir: Path) -> list[Path]:

@@ -19,6 +19,8 @@ from components.prepare_data.component import prepare_data
 from components.promotion_gate.component import combine_gates, metrics_gate, promote_to_champion
 from components.register.component import register_model
 from components.train.component import train_model
+from components.tune.component import fixed_hyperparameters
+from pipelines.tuning import tuning_stage
 
 PIPELINE_NAME = "training"
 _INVARIANCE_TESTS = [test.model_dump() for test in SAMPLE_INVARIANCE_TESTS]
@@ -50,6 +52,14 @@ def training_pipeline(
     nproc: int = 1,
     precision: str = "auto",
     checkpoint_dir: str = "",
+    tune_trials: int = 0,
+    tune_workers: int = 2,
+    tune_max_minutes: float = 60.0,
+    tune_study_name: str = "credit-default",
+    tune_study_storage: str = "",
+    tune_search_space_file: str = "",
+    tune_search_space: dict = {},  # noqa: B006
+    tune_pruner: str = "median",
     onnx_tolerance: float = 0.0001,
     auc_floor: float = 0.7,
     max_auc_regression: float = 0.01,
@@ -90,6 +100,14 @@ def training_pipeline(
         nproc: Training processes (DDP with gloo on CPU, nccl on GPU); 1 = single process.
         precision: auto (bf16 on CPU where supported, fp16 on GPU), fp32, bf16 or fp16.
         checkpoint_dir: Directory for per-epoch checkpoints; a restarted task resumes from it. Empty: inside the task's output.
+        tune_trials: Optuna trials before training (0 = off: train with the hyperparameters above).
+        tune_workers: Parallel tuning workers sharing one study.
+        tune_max_minutes: Tuning wall-time budget; no trial starts after it.
+        tune_study_name: Optuna study; an existing one is resumed (trial numbers continue).
+        tune_study_storage: Optuna RDB URL (PostgreSQL on a cluster). Empty: optuna.db next to a SQLite tracking store.
+        tune_search_space_file: YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml.
+        tune_search_space: Parameter ranges replacing or extending the file's, e.g. {"dropout": {"type": "float", "low": 0, "high": 0.3}}.
+        tune_pruner: median, hyperband or none; fed the per-epoch validation AUC.
         onnx_tolerance: Largest allowed absolute difference between ONNX Runtime and torch probabilities.
         auc_floor: Minimum test ROC AUC for promotion to champion.
         max_auc_regression: Largest allowed drop in test ROC AUC versus the current champion.
@@ -126,18 +144,60 @@ def training_pipeline(
         expectation_suite=expectation_suite,
         **tracking,
     )
+    with dsl.If(tune_trials > 0, name="tuning"):
+        tuned = tuning_stage(
+            dataset=validation.outputs["dataset"],
+            label_column=label_column,
+            numeric_features=numeric_features,
+            categorical_features=categorical_features,
+            study_name=tune_study_name,
+            study_storage=tune_study_storage,
+            max_trials=tune_trials,
+            max_minutes=tune_max_minutes,
+            workers=tune_workers,
+            pruner=tune_pruner,
+            pruner_startup_trials=2,
+            pruner_warmup_epochs=1,
+            sampler_seed=seed,
+            search_space_file=tune_search_space_file,
+            search_space=tune_search_space,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            weight_decay=weight_decay,
+            hidden_units=hidden_units,
+            dropout=dropout,
+            patience=patience,
+            seed=seed,
+            precision=precision,
+            **tracking,
+        )
+    with dsl.Else(name="fixed-hyperparameters"):
+        fixed = fixed_hyperparameters(
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            weight_decay=weight_decay,
+            hidden_units=hidden_units,
+            dropout=dropout,
+            patience=patience,
+        )
+
+    def chosen(name: str) -> dsl.OneOf:
+        return dsl.OneOf(tuned.outputs[name], fixed.outputs[name])
+
     training = train_model(
         dataset=validation.outputs["dataset"],
         label_column=label_column,
         numeric_features=numeric_features,
         categorical_features=categorical_features,
-        epochs=epochs,
-        batch_size=batch_size,
-        learning_rate=learning_rate,
-        weight_decay=weight_decay,
-        hidden_units=hidden_units,
-        dropout=dropout,
-        patience=patience,
+        epochs=chosen("epochs"),
+        batch_size=chosen("batch_size"),
+        learning_rate=chosen("learning_rate"),
+        weight_decay=chosen("weight_decay"),
+        hidden_units=chosen("hidden_units"),
+        dropout=chosen("dropout"),
+        patience=chosen("patience"),
         seed=seed,
         nproc=nproc,
         precision=precision,
