@@ -8,6 +8,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install --disable-pip-version-check -q -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
 export PATH="$PWD/.venv/bin:$PATH"
-echo "== ruff"; ruff check . && ruff format --check .
-echo "== mypy"; mypy components pipelines training serving benchmarks
-echo "== pytest"; pytest "$@"
+echo "== ruff"
+ruff check .
+ruff format --check .
+echo "== mypy"
+mypy components pipelines training serving benchmarks
+echo "== pytest"
+pytest "$@"
