@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-N_TASKS = 8  # prepare, validate, train, evaluate, export, register, gate, promote
+# prepare, validate, fixed-hyperparameters (tuning off), train, evaluate, export, register,
+# metrics gate, model validation gate, combine gates, promote
+N_TASKS = 11
 
 
 def pipeline_arguments(rows: int, epochs: int) -> dict[str, Any]:
@@ -38,7 +40,10 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     from components.data_validation.core import run_validation
     from components.evaluate.core import run_evaluation
     from components.export_onnx.core import run_export
+    from components.model_validation.config import ValidationConfig
+    from components.model_validation.core import run as run_model_validation
     from components.prepare_data.core import resolve_data
+    from components.promotion_gate.combine import combine, record_overall
     from components.promotion_gate.core import MetricsGatePolicy, decide, promote, record
     from components.register.core import Lineage, package_version, register_onnx_model
     from components.train.core import run_training
@@ -92,8 +97,22 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
         out / "onnx", pd.read_parquet(out / "test.parquet"), params["model_name"], lineage, context
     )
     policy = MetricsGatePolicy(auc_floor=params["auc_floor"], max_auc_regression=params["max_auc_regression"])
-    decision = decide(policy, *evaluation)
-    record(decision, params["model_name"], registered.version, context, out / "gate.json")
+    metrics_decision = decide(policy, *evaluation)
+    record(metrics_decision, params["model_name"], registered.version, context, out / "gate.json")
+    validation = run_model_validation(
+        model_path=out / "model",
+        test_data_uri=str(out / "test.parquet"),
+        label=schema.label,
+        protected_attributes=list(schema.protected_attributes),
+        config=ValidationConfig(),
+        model_name=params["model_name"],
+        version=registered.version,
+        context=context,
+        html_path=out / "model_report.html",
+        json_path=out / "model_report.json",
+    )
+    decision = combine([metrics_decision, validation.decision])
+    record_overall(decision, params["model_name"], registered.version, context)
     if decision.promote:
         promote(params["model_name"], registered.version, context)
     return time.perf_counter() - start
