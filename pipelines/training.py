@@ -10,16 +10,15 @@ from typing import List  # noqa: UP035 - KFP's signature parser needs typing.Lis
 from kfp import dsl
 
 from components.common.sample_data import SAMPLE_SCHEMA
-from components.data_validation.component import validate_data
 from components.evaluate.component import evaluate_model
 from components.export_onnx.component import export_onnx_model
 from components.model_validation.component import validate_model
 from components.model_validation.config import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
-from components.prepare_data.component import prepare_data
 from components.promotion_gate.component import combine_gates, metrics_gate, promote_to_champion
 from components.register.component import register_model
 from components.train.component import train_model
 from components.tune.component import fixed_hyperparameters
+from pipelines.stages import tracking_arguments, validated_dataset
 from pipelines.tuning import tuning_stage
 
 PIPELINE_NAME = "training"
@@ -128,21 +127,17 @@ def training_pipeline(
     Returns:
         The registered model version.
     """
-    tracking = {
-        "tracking_uri": tracking_uri,
-        "experiment": experiment,
-        "pipeline_run_id": dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-        "artifact_root": artifact_root,
-    }
-    data = prepare_data(data_uri=data_uri, sample_rows=sample_rows, sample_seed=sample_seed)
-    validation = validate_data(
-        data_uri=data.outputs["Output"],
+    tracking = tracking_arguments(tracking_uri, experiment, artifact_root)
+    validation = validated_dataset(
+        data_uri=data_uri,
+        sample_rows=sample_rows,
+        sample_seed=sample_seed,
         label_column=label_column,
         numeric_features=numeric_features,
         categorical_features=categorical_features,
         protected_attributes=protected_attributes,
         expectation_suite=expectation_suite,
-        **tracking,
+        tracking=tracking,
     )
     with dsl.If(tune_trials > 0, name="tuning"):
         tuned = tuning_stage(

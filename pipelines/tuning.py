@@ -12,9 +12,8 @@ from typing import Any, List  # noqa: UP035 - KFP's signature parser needs typin
 from kfp import dsl
 
 from components.common.sample_data import SAMPLE_SCHEMA
-from components.data_validation.component import validate_data
-from components.prepare_data.component import prepare_data
 from components.tune.component import create_tuning_study, run_tuning_worker, select_best_trial
+from pipelines.stages import tracking_arguments, validated_dataset
 
 PIPELINE_NAME = "tuning"
 
@@ -178,21 +177,17 @@ def tuning_pipeline(
     Returns:
         The best validation ROC AUC in the study.
     """
-    data = prepare_data(data_uri=data_uri, sample_rows=sample_rows, sample_seed=sample_seed)
-    tracking = {
-        "tracking_uri": tracking_uri,
-        "experiment": experiment,
-        "pipeline_run_id": dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-        "artifact_root": artifact_root,
-    }
-    validation = validate_data(
-        data_uri=data.outputs["Output"],
+    tracking = tracking_arguments(tracking_uri, experiment, artifact_root)
+    validation = validated_dataset(
+        data_uri=data_uri,
+        sample_rows=sample_rows,
+        sample_seed=sample_seed,
         label_column=label_column,
         numeric_features=numeric_features,
         categorical_features=categorical_features,
         protected_attributes=protected_attributes,
         expectation_suite=expectation_suite,
-        **tracking,
+        tracking=tracking,
     )
     tuned = tuning_stage(
         dataset=validation.outputs["dataset"],
