@@ -7,22 +7,13 @@ import subprocess
 from pathlib import Path
 
 from components.common.workspace import Workspace
+from pipelines.commands.options import add_data_and_overrides, resolve_data
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("run", help="run a pipeline locally (kfp.local, MLflow on SQLite)")
     parser.add_argument("pipeline", choices=["training"], help="which pipeline to run")
-    parser.add_argument(
-        "--data", default="", help="CSV or Parquet path or s3:// URI (default: generated sample)"
-    )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a pipeline parameter (repeatable); lists as a,b or JSON",
-    )
+    add_data_and_overrides(parser, "override a pipeline parameter (repeatable); lists as a,b or JSON")
     parser.set_defaults(handler=run_command)
 
 
@@ -43,15 +34,8 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from pipelines.training import training_pipeline
 
     overrides = parse_overrides(training_pipeline, args.overrides)
-    data = args.data
-    if data and not data.startswith("s3://"):
-        data = str(Path(data).expanduser().resolve())
-        if not Path(data).is_file():
-            raise ValueError(
-                f"--data {args.data}: no such file ({data}); pass a CSV/Parquet path or s3:// URI"
-            )
     base = {
-        "data_uri": data,
+        "data_uri": resolve_data(args.data),
         "tracking_uri": workspace.tracking_uri,
         "artifact_root": workspace.artifact_root,
         "git_commit": git_commit(Path.cwd()),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from components.common.workspace import Workspace
+from pipelines.commands.options import add_data_and_overrides, resolve_data
 
 # CLI flag -> tuning pipeline parameter; a flag left unset keeps the pipeline default (or a --set value).
 FLAGS = {
@@ -23,9 +24,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tune", help="tune hyperparameters: parallel Optuna trials sharing one study (kfp.local)"
     )
-    parser.add_argument(
-        "--data", default="", help="CSV or Parquet path or s3:// URI (default: generated sample)"
-    )
     parser.add_argument("--study", help="study name; an existing study is resumed (default credit-default)")
     parser.add_argument("--trials", type=int, help="new trials to run (default 8)")
     parser.add_argument("--workers", type=int, help="parallel workers sharing the study (default 2)")
@@ -37,24 +35,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--storage", help="Optuna storage URL (default: optuna.db in the workspace, next to mlflow.db)"
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a tuning pipeline parameter (repeatable), e.g. epochs=10",
-    )
+    add_data_and_overrides(parser, "override a tuning pipeline parameter (repeatable), e.g. epochs=10")
     parser.set_defaults(handler=tune_command)
-
-
-def resolve_data(data: str) -> str:
-    if not data or data.startswith("s3://"):
-        return data
-    path = Path(data).expanduser().resolve()
-    if not path.is_file():
-        raise ValueError(f"--data {data}: no such file ({path}); pass a CSV/Parquet path or s3:// URI")
-    return str(path)
 
 
 def tune_command(args: argparse.Namespace, workspace: Workspace) -> int:
