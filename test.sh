@@ -11,7 +11,9 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"
 ruff check .
 ruff format --check .
+echo "== import layers"
+lint-imports
 echo "== mypy"
-mypy components pipelines training serving benchmarks
+mypy mlops components pipelines training serving benchmarks
 echo "== pytest"
 pytest "$@"

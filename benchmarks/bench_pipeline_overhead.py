@@ -33,10 +33,6 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     start = time.perf_counter()
     import pandas as pd
 
-    from components.common.dataset import DatasetSchema
-    from components.common.sample_data import SAMPLE_SCHEMA
-    from components.common.tracking import TrackingContext
-    from components.common.workspace import Workspace
     from components.data_validation.core import run_validation
     from components.evaluate.core import run_evaluation
     from components.export_onnx.core import run_export
@@ -45,8 +41,13 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     from components.prepare_data.core import resolve_data
     from components.promotion_gate.combine import combine, record_overall
     from components.promotion_gate.core import MetricsGatePolicy, decide, promote, record
-    from components.register.core import Lineage, package_version, register_onnx_model
+    from components.register.core import register_onnx_model
     from components.train.core import run_training
+    from mlops.dataset import DatasetSchema
+    from mlops.registry import Lineage, package_version
+    from mlops.sample_data import SAMPLE_SCHEMA
+    from mlops.tracking import TrackingContext
+    from mlops.workspace import Workspace
     from pipelines.training import training_pipeline
     from training.config import TrainConfig
     from training.model import ModelConfig
@@ -119,7 +120,7 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
 
 
 def run_pipeline(workspace_dir: Path, rows: int, epochs: int) -> float:
-    from components.common.workspace import Workspace
+    from mlops.workspace import Workspace
     from pipelines.local_run import run_locally
     from pipelines.training import training_pipeline
 

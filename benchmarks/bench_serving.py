@@ -70,8 +70,8 @@ def free_port() -> int:
 def train_and_export(directory: Path, hidden_units: tuple[int, ...], steps: int) -> Path:
     import torch
 
-    from components.common.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-    from training.features import FeatureSpec
+    from mlops.features import FeatureSpec
+    from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from training.model import ModelConfig, TabularNet
     from training.onnx_export import export_onnx
 
@@ -92,10 +92,11 @@ def train_and_export(directory: Path, hidden_units: tuple[int, ...], steps: int)
 def register_model(workspace_root: Path, onnx_path: Path) -> str:
     import mlflow
 
-    from components.common.sample_data import SampleDataConfig, generate
-    from components.common.tracking import TrackingContext
-    from components.common.workspace import Workspace
-    from components.register.core import Lineage, register_onnx_model
+    from components.register.core import register_onnx_model
+    from mlops.registry import Lineage
+    from mlops.sample_data import SampleDataConfig, generate
+    from mlops.tracking import TrackingContext
+    from mlops.workspace import Workspace
 
     workspace = Workspace(workspace_root).create()
     context = TrackingContext(workspace.tracking_uri, "bench", "bench", workspace.artifact_root)
@@ -250,8 +251,8 @@ def main() -> int:
     wide = tuple(int(w) for w in args.wide.split(","))
     wide_path = train_and_export(OUT / "model-wide", wide, steps=5)
 
-    from components.common.sample_data import SampleDataConfig, generate
-    from training.onnx_export import OnnxScorer
+    from mlops.onnx_model import OnnxScorer
+    from mlops.sample_data import SampleDataConfig, generate
 
     scorer = OnnxScorer.load(fp32_path)
     frame = generate(SampleDataConfig(n_rows=256, seed=5, missing_rate=0.0))

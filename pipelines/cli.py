@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from components.common.workspace import DEFAULT_WORKSPACE, Workspace
+from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 from pipelines.commands import compile as compile_cmd
 from pipelines.commands import quantize as quantize_cmd
 from pipelines.commands import run as run_cmd

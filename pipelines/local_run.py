@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from kfp.dsl.base_component import BaseComponent
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 
 _FAILED_TASK = re.compile(r"Inner task failed: '?([\w.-]+?)'?\.?$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

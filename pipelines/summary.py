@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 from pipelines.local_run import PipelineFailed
 
 # (task folder, output name) of the files a person wants to open after a run.

@@ -9,7 +9,6 @@ from typing import List  # noqa: UP035 - KFP's signature parser needs typing.Lis
 
 from kfp import dsl
 
-from components.common.sample_data import SAMPLE_SCHEMA
 from components.evaluate.component import evaluate_model
 from components.export_onnx.component import export_onnx_model
 from components.model_validation.component import validate_model
@@ -18,6 +17,7 @@ from components.promotion_gate.component import combine_gates, metrics_gate, pro
 from components.register.component import register_model
 from components.train.component import train_model
 from components.tune.component import fixed_hyperparameters
+from mlops.sample_data import SAMPLE_SCHEMA
 from pipelines.stages import tracking_arguments, validated_dataset
 from pipelines.tuning import tuning_stage
 

@@ -11,8 +11,8 @@ from typing import Any, List  # noqa: UP035 - KFP's signature parser needs typin
 
 from kfp import dsl
 
-from components.common.sample_data import SAMPLE_SCHEMA
 from components.tune.component import create_tuning_study, run_tuning_worker, select_best_trial
+from mlops.sample_data import SAMPLE_SCHEMA
 from pipelines.stages import tracking_arguments, validated_dataset
 
 PIPELINE_NAME = "tuning"

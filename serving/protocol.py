@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from training.onnx_export import INPUT_NAME, OUTPUT_NAME
+from mlops.onnx_model import INPUT_NAME, OUTPUT_NAME
 
 if TYPE_CHECKING:
-    from training.features import FeatureSpec
+    from mlops.features import FeatureSpec
 
 V2_DATATYPES = ("FP32", "FP64")
 PLATFORM = "onnxruntime_onnx"

@@ -137,7 +137,7 @@ def quantize_with_gate(
     Raises :class:`QuantizationRejected` (and removes ``out_path``) when the AUC drop
     exceeds ``config.max_auc_drop``.
     """
-    from training.onnx_export import OnnxScorer
+    from mlops.onnx_model import OnnxScorer
 
     if label not in holdout.columns:
         raise ValueError(f"held-out data has no label column {label!r}; columns are {list(holdout.columns)}")

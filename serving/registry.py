@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.register.core import ONNX_FILE, TAG_PREFIX, file_sha256
+from mlops.registry import DIGEST_TAG, ONNX_FILE, PRECISION_TAG, QUANTIZED_FROM_TAG, file_sha256
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-DIGEST_TAG = f"{TAG_PREFIX}onnx_sha256"
-PRECISION_TAG = f"{TAG_PREFIX}precision"
-QUANTIZED_FROM_TAG = f"{TAG_PREFIX}quantized_from"
+__all__ = ["DIGEST_TAG", "PRECISION_TAG", "QUANTIZED_FROM_TAG", "ModelRegistry", "RegistryError"]
 
 
 class RegistryError(ValueError):

@@ -33,8 +33,8 @@ import numpy as np
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from mlops.features import FeatureSpec
     from serving.runtime import LoadedModel
-    from training.features import FeatureSpec
 
 log = logging.getLogger("serving.request_log")
 RESERVED = ("prediction", "model_version", "timestamp")

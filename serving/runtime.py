@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from training.features import FeatureSpec
-from training.onnx_export import INPUT_NAME, OUTPUT_NAME, SPEC_KEY
+from mlops.features import FeatureSpec
+from mlops.onnx_model import INPUT_NAME, OUTPUT_NAME, SPEC_KEY
 
 if TYPE_CHECKING:
     import numpy as np

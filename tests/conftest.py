@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from components.common.sample_data import SampleDataConfig, write
-from components.common.tracking import TrackingContext
+from mlops.sample_data import SampleDataConfig, write
+from mlops.tracking import TrackingContext
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from components.common.dataset import DatasetError, DatasetSchema
+from mlops.dataset import DatasetError, DatasetSchema
+from mlops.features import FeatureSpec
 from training.config import TrainConfig
-from training.features import FeatureSpec
 
 if TYPE_CHECKING:
     import numpy as np

@@ -14,7 +14,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
-from training.features import FeatureSpec
+from mlops.features import FeatureSpec
 
 MODEL_FILE = "model.pt"
 SPEC_FILE = "feature_spec.json"

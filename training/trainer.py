@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from components.common.dataset import DatasetSchema
+from mlops.dataset import DatasetSchema
 from training.checkpoint import EarlyStopping, fingerprint
 from training.config import Runtime, TrainConfig, resolve_runtime
 from training.data import encode_splits, split_frame

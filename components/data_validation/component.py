@@ -5,7 +5,7 @@ from typing import List, NamedTuple  # noqa: UP035 - KFP's signature parser need
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset, Output
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -28,9 +28,9 @@ def validate_data(
     from collections import namedtuple
     from pathlib import Path
 
-    from components.common.dataset import DatasetSchema
-    from components.common.tracking import TrackingContext
     from components.data_validation.core import run_validation
+    from mlops.dataset import DatasetSchema
+    from mlops.tracking import TrackingContext
 
     schema = DatasetSchema(
         label=label_column,

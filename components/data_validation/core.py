@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.common.dataset import DatasetError, DatasetSchema, load_table
-from components.common.tracking import TrackingContext, task_run
 from components.data_validation.gx_run import run_suite
 from components.data_validation.report import render_html, render_json
 from components.data_validation.result import CheckResult, ValidationFailed, ValidationResult
 from components.data_validation.suite import DEFAULT_SUITE_PATH, Suite, SuiteError, load_suite
+from mlops.dataset import DatasetError, DatasetSchema, load_table
+from mlops.tracking import TrackingContext, task_run
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -5,7 +5,7 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -31,8 +31,8 @@ def evaluate_model(
     from collections import namedtuple
     from pathlib import Path
 
-    from components.common.tracking import TrackingContext
     from components.evaluate.core import CONFUSION_FILE, METRICS_FILE, ROC_FILE, run_evaluation
+    from mlops.tracking import TrackingContext
 
     with tempfile.TemporaryDirectory(prefix="evaluate-") as tmp:
         out = Path(tmp)

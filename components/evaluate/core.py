@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from components.common.tracking import TrackingContext, task_run
 from components.evaluate.metrics import (
     THRESHOLD,
     BinaryMetrics,
@@ -22,14 +21,15 @@ from components.evaluate.metrics import (
     EvaluationResult,
     score_probabilities,
 )
+from mlops.registry import CHAMPION, HAS_CHAMPION_TAG
+from mlops.tracking import TrackingContext, task_run
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from training.features import FeatureSpec
+    from mlops.features import FeatureSpec
 
-CHAMPION = "champion"
 METRICS_FILE = "metrics.json"
 CONFUSION_FILE = "confusion_matrix.png"
 ROC_FILE = "roc_curve.png"
@@ -122,7 +122,7 @@ def champion_metrics(model_name: str, test_frame: pd.DataFrame, label_column: st
     """
     import mlflow
 
-    from training.onnx_export import OnnxScorer
+    from mlops.onnx_model import OnnxScorer
 
     if not model_name.strip():
         raise EvaluationError("model_name is empty; pass the registered model name, e.g. 'credit-default'")
@@ -184,8 +184,8 @@ def run_evaluation(
     """
     import mlflow
 
-    from components.common.dataset import load_table
     from components.evaluate.plots import plot_confusion_matrix, plot_roc_curves
+    from mlops.dataset import load_table
 
     metrics_out = Path(metrics_out)
     metrics_out.mkdir(parents=True, exist_ok=True)
@@ -207,7 +207,7 @@ def run_evaluation(
         if champion is not None:
             mlflow.log_param("champion_version", champion.version)
             mlflow.log_metrics(champion.metrics.as_dict("champion_test_"))
-        mlflow.set_tag("mlops.has_champion", str(champion is not None).lower())
+        mlflow.set_tag(HAS_CHAMPION_TAG, str(champion is not None).lower())
         for name in (METRICS_FILE, CONFUSION_FILE, ROC_FILE):
             mlflow.log_artifact(str(metrics_out / name), artifact_path="evaluation")
     return EvaluationOutcome(

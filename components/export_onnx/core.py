@@ -12,13 +12,14 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mlops.registry import ONNX_FILE
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from training.model import TabularNet
     from training.onnx_export import ParityReport
 
-ONNX_FILE = "model.onnx"
 PARITY_ROWS = 512
 
 
@@ -32,7 +33,8 @@ def verify_export(model: TabularNet, onnx_path: Path, frame: pd.DataFrame, toler
     Returns the report of the worse of the two checks; raises :class:`ParityError` if
     either exceeds ``tolerance`` (absolute difference in probability).
     """
-    from training.onnx_export import OnnxScorer, check_parity
+    from mlops.onnx_model import OnnxScorer
+    from training.onnx_export import check_parity
 
     scorer = OnnxScorer.load(onnx_path)
     batch = check_parity(model, scorer, frame, atol=tolerance, rtol=0.0)
@@ -55,7 +57,7 @@ def run_export(model_dir: Path, sample_data_path: Path, onnx_out_dir: Path, tole
     On a parity failure the written files are removed, so nothing downstream can
     pick up an unfaithful model.
     """
-    from components.common.dataset import DatasetError, load_table
+    from mlops.dataset import DatasetError, load_table
     from training.model import load_model
     from training.onnx_export import export_onnx
 

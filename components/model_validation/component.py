@@ -5,7 +5,7 @@ from typing import List  # noqa: UP035 - KFP's signature parser needs typing.Lis
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset, Input, Model, Output, OutputPath
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -40,7 +40,6 @@ def validate_model(
     """
     from pathlib import Path
 
-    from components.common.tracking import TrackingContext
     from components.model_validation.config import (
         BehaviouralSuite,
         DirectionalTest,
@@ -50,6 +49,7 @@ def validate_model(
         ValidationConfig,
     )
     from components.model_validation.core import run
+    from mlops.tracking import TrackingContext
 
     config = ValidationConfig(
         fairness=FairnessPolicy(

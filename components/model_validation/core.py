@@ -9,7 +9,6 @@ violated threshold, and where the full report lives.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,47 +17,22 @@ from components.model_validation.checks import Violation, slug
 from components.model_validation.config import ValidationConfig
 from components.model_validation.explainability import ExplainabilityResult, explain
 from components.model_validation.fairness import AttributeFairness, check_columns, evaluate_fairness
-from components.promotion_gate.core import PROMOTE, REJECT, Decision
-from components.register.core import TAG_PREFIX
+from components.model_validation.result import CHECKS, GATE, ValidationResult
+from mlops.gates import PROMOTE, REJECT, Decision
+from mlops.registry import MODEL_VERSION_TAG, TAG_PREFIX, gate_tag
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from components.common.tracking import TrackingContext
     from components.model_validation.scoring import Scorer
+    from mlops.tracking import TrackingContext
 
-GATE = "model_validation"
-CHECKS = ("fairness", "behavioural", "explainability")
 RUN_ID_TAG = f"{TAG_PREFIX}{GATE}.run_id"
 REPORT_URI_TAG = f"{TAG_PREFIX}{GATE}.report_uri"
 HTML_NAME = "report.html"
 JSON_NAME = "report.json"
 # MLflow caps a model-version tag value at 5,000 characters.
 MAX_TAG_CHARS = 4000
-
-
-@dataclass(frozen=True)
-class ValidationResult:
-    label: str
-    protected_attributes: tuple[str, ...]
-    n_rows: int
-    """Test rows scored for fairness."""
-    config: ValidationConfig
-    fairness: tuple[AttributeFairness, ...]
-    explainability: ExplainabilityResult
-    behavioural: tuple[BehaviouralResult, ...]
-    decisions: dict[str, Decision] = field(default_factory=dict)
-    """Per family of checks (``fairness``, ``behavioural``, ``explainability``) and overall (``model_validation``)."""
-
-    @property
-    def decision(self) -> Decision:
-        return self.decisions[GATE]
-
-    @property
-    def violations(self) -> tuple[Violation, ...]:
-        found = [v for a in self.fairness for v in a.violations]
-        found += [v for b in self.behavioural for v in b.violations]
-        return (*found, *self.explainability.violations)
 
 
 def _decide(gate: str, violations: Sequence[Violation], passed: str, metrics: dict[str, float]) -> Decision:
@@ -183,7 +157,7 @@ def record(
 
     import mlflow
 
-    from components.common.tracking import task_run
+    from mlops.tracking import task_run
 
     with task_run(context, f"gate_{GATE}") as run:
         client = mlflow.MlflowClient()
@@ -200,17 +174,13 @@ def record(
             REPORT_URI_TAG: f"{run.info.artifact_uri.rstrip('/')}/{GATE}/{HTML_NAME}",
         }
         for name, decision in result.decisions.items():
-            tags[f"{TAG_PREFIX}gate.{name}.decision"] = decision.decision
-            tags[f"{TAG_PREFIX}gate.{name}.reason"] = _clip(decision.reason)
+            tags[gate_tag(name, "decision")] = decision.decision
+            tags[gate_tag(name, "reason")] = _clip(decision.reason)
         for violation in result.violations:
-            tags[f"{TAG_PREFIX}gate.{violation.check}.violation.{violation.tag_key}"] = _clip(
-                violation.message
-            )
+            tags[gate_tag(violation.check, f"violation.{violation.tag_key}")] = _clip(violation.message)
         for key, value in tags.items():
             client.set_model_version_tag(model_name, version, key, value)
-        mlflow.set_tags(
-            {f"mlops.gate.{GATE}.decision": result.decision.decision, "mlops.model_version": version}
-        )
+        mlflow.set_tags({gate_tag(GATE, "decision"): result.decision.decision, MODEL_VERSION_TAG: version})
         return str(run.info.run_id)
 
 
@@ -227,9 +197,9 @@ def run(
     json_path: Path,
 ) -> ValidationResult:
     """Everything the KFP task does: load, validate, write both reports, record on MLflow and the version."""
-    from components.common.dataset import load_table
     from components.model_validation.report import write_reports
     from components.model_validation.scoring import load_scorer
+    from mlops.dataset import load_table
 
     scorer = load_scorer(model_path)
     frame, _ = load_table(test_data_uri)

@@ -3,7 +3,7 @@
 from kfp import dsl
 from kfp.dsl import Dataset, Output
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.common.sample_data import SampleDataConfig, generate
+from mlops.sample_data import SampleDataConfig, generate
 
 
 def resolve_data(data_uri: str, sample_out: Path, sample_rows: int, sample_seed: int) -> str:

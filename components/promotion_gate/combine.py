@@ -15,41 +15,24 @@ condition as false, so the guarded task silently never runs. Conditions on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from components.promotion_gate.core import PROMOTE, REJECT, Decision
-from components.register.core import TAG_PREFIX
+from mlops.gates import OVERALL, Decision, combine
+from mlops.registry import DECISION_TAG, MODEL_VERSION_TAG, REASON_TAG, clip
 
 if TYPE_CHECKING:
-    from components.common.tracking import TrackingContext
+    from mlops.tracking import TrackingContext
 
-OVERALL = "overall"
-
-
-def combine(decisions: Sequence[Decision]) -> Decision:
-    """``promote`` iff every decision is ``promote``; the reason names each rejecting gate."""
-    if not decisions:
-        raise ValueError("combine needs at least one gate decision")
-    unknown = [d for d in decisions if d.decision not in (PROMOTE, REJECT)]
-    if unknown:
-        raise ValueError(
-            f"gate(s) {[d.gate for d in unknown]} returned {[d.decision for d in unknown]}; "
-            f"expected {PROMOTE!r} or {REJECT!r}"
-        )
-    rejected = [d for d in decisions if not d.promote]
-    if rejected:
-        return Decision(OVERALL, REJECT, "; ".join(f"{d.gate} gate: {d.reason}" for d in rejected), {})
-    return Decision(OVERALL, PROMOTE, "all gates passed: " + ", ".join(d.gate for d in decisions), {})
+__all__ = ["combine", "record_overall"]
 
 
 def record_overall(decision: Decision, model_name: str, version: str, context: TrackingContext) -> None:
     import mlflow
 
-    from components.common.tracking import task_run
+    from mlops.tracking import task_run
 
     with task_run(context, f"gate_{OVERALL}"):
         client = mlflow.MlflowClient()
-        client.set_model_version_tag(model_name, version, f"{TAG_PREFIX}decision", decision.decision)
-        client.set_model_version_tag(model_name, version, f"{TAG_PREFIX}reason", decision.reason[:4000])
-        mlflow.set_tags({"mlops.decision": decision.decision, "mlops.model_version": version})
+        client.set_model_version_tag(model_name, version, DECISION_TAG, decision.decision)
+        client.set_model_version_tag(model_name, version, REASON_TAG, clip(decision.reason))
+        mlflow.set_tags({DECISION_TAG: decision.decision, MODEL_VERSION_TAG: version})

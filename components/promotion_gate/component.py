@@ -3,7 +3,7 @@
 from kfp import dsl
 from kfp.dsl import Artifact, Output, OutputPath
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -29,8 +29,8 @@ def metrics_gate(
     """
     from pathlib import Path
 
-    from components.common.tracking import TrackingContext
     from components.promotion_gate.core import MetricsGatePolicy, decide, record
+    from mlops.tracking import TrackingContext
 
     policy = MetricsGatePolicy(auc_floor=auc_floor, max_auc_regression=max_auc_regression)
     decision = decide(policy, test_auc, champion_auc, has_champion)
@@ -51,8 +51,8 @@ def promote_to_champion(
     artifact_root: str,
 ) -> str:
     """Moves alias ``champion`` to the version; returns the replaced version or ''."""
-    from components.common.tracking import TrackingContext
     from components.promotion_gate.core import promote
+    from mlops.tracking import TrackingContext
 
     context = TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root)
     previous = promote(model_name, version, context)
@@ -80,9 +80,9 @@ def combine_gates(
     """
     from pathlib import Path
 
-    from components.common.tracking import TrackingContext
     from components.promotion_gate.combine import combine, record_overall
-    from components.promotion_gate.core import Decision
+    from mlops.gates import Decision
+    from mlops.tracking import TrackingContext
 
     decision = combine(
         [

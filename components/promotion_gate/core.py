@@ -9,17 +9,17 @@ calls it only when the decision is ``promote``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.common.tracking import TrackingContext, task_run
-from components.register.core import CHAMPION, TAG_PREFIX
+from mlops.gates import PROMOTE, REJECT, Decision
+from mlops.registry import CHAMPION, MODEL_VERSION_TAG, PROMOTED_AT_TAG, REPLACED_BY_TAG, gate_tag
+from mlops.tracking import TrackingContext, task_run
 
-PROMOTE = "promote"
-REJECT = "reject"
+__all__ = ["PROMOTE", "REJECT", "Decision", "MetricsGatePolicy", "decide", "promote", "record"]
 
 
 class MetricsGatePolicy(BaseModel):
@@ -34,18 +34,6 @@ class MetricsGatePolicy(BaseModel):
         le=1.0,
         description="How much lower than the champion's AUC (same data) is tolerated.",
     )
-
-
-@dataclass(frozen=True)
-class Decision:
-    gate: str
-    decision: str
-    reason: str
-    metrics: dict[str, float]
-
-    @property
-    def promote(self) -> bool:
-        return self.decision == PROMOTE
 
 
 def decide(policy: MetricsGatePolicy, test_auc: float, champion_auc: float, has_champion: bool) -> Decision:
@@ -85,10 +73,10 @@ def record(
     report_path.write_text(json.dumps(report, indent=2, default=str))
     with task_run(context, f"gate_{decision.gate}"):
         client = mlflow.MlflowClient()
-        prefix = f"{TAG_PREFIX}gate.{decision.gate}"
-        client.set_model_version_tag(model_name, version, f"{prefix}.decision", decision.decision)
-        client.set_model_version_tag(model_name, version, f"{prefix}.reason", decision.reason)
-        mlflow.set_tags({f"{prefix}.decision": decision.decision, "mlops.model_version": version})
+        decision_tag = gate_tag(decision.gate, "decision")
+        client.set_model_version_tag(model_name, version, decision_tag, decision.decision)
+        client.set_model_version_tag(model_name, version, gate_tag(decision.gate, "reason"), decision.reason)
+        mlflow.set_tags({decision_tag: decision.decision, MODEL_VERSION_TAG: version})
         mlflow.log_artifact(str(report_path), artifact_path="gate")
 
 
@@ -103,9 +91,7 @@ def promote(model_name: str, version: str, context: TrackingContext) -> str | No
     except mlflow.exceptions.MlflowException:
         previous = None
     client.set_registered_model_alias(model_name, CHAMPION, version)
-    client.set_model_version_tag(
-        model_name, version, f"{TAG_PREFIX}promoted_at", datetime.now(UTC).isoformat()
-    )
+    client.set_model_version_tag(model_name, version, PROMOTED_AT_TAG, datetime.now(UTC).isoformat())
     if previous and previous != version:
-        client.set_model_version_tag(model_name, previous, f"{TAG_PREFIX}replaced_by", version)
+        client.set_model_version_tag(model_name, previous, REPLACED_BY_TAG, version)
     return previous

@@ -5,7 +5,7 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Model, Output
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -28,8 +28,8 @@ def quantize_model(
     from collections import namedtuple
     from pathlib import Path
 
-    from components.common.tracking import TrackingContext
     from components.quantize.core import run_quantize
+    from mlops.tracking import TrackingContext
 
     outcome = run_quantize(
         model_name=model_name,

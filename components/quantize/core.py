@@ -1,6 +1,6 @@
 """The INT8 step of a pipeline: quantise a registered version and register the result if the gate passes.
 
-The logic lives in :mod:`serving.int8` (``mlops quantize`` runs the same code); this
+The logic lives in :mod:`components.quantize.int8` (``mlops quantize`` runs the same code); this
 module turns a gate refusal into a recorded decision instead of a failed task,
 like the promotion gates: a pipeline whose INT8 copy is not accurate enough still
 succeeds and keeps serving FP32.
@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.common.tracking import TrackingContext, task_run
+from mlops.gates import REJECT
+from mlops.registry import DECISION_TAG, REASON_TAG
+from mlops.tracking import TrackingContext, task_run
 
 ACCEPT = "accept"
-REJECT = "reject"
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,8 @@ def run_quantize(
     """Quantise ``model_name`` version ``source_version``; the INT8 file goes to ``out_dir/model.onnx``."""
     import mlflow
 
-    from components.common.dataset import load_table
-    from serving.int8 import quantize_registered
+    from components.quantize.int8 import quantize_registered
+    from mlops.dataset import load_table
     from serving.quantize import QuantizationRejected, QuantizeConfig
 
     if not source_version.isdigit():
@@ -66,7 +67,7 @@ def run_quantize(
             mlflow.log_metrics(
                 {"auc_fp32": parity.auc_fp32, "auc_int8": parity.auc_int8, "auc_drop": parity.auc_drop}
             )
-            mlflow.set_tags({"mlops.decision": REJECT, "mlops.reason": str(rejected)})
+            mlflow.set_tags({DECISION_TAG: REJECT, REASON_TAG: str(rejected)})
         return QuantizeOutcome(REJECT, str(rejected), "", parity.auc_fp32, parity.auc_int8)
     parity = result.parity
     return QuantizeOutcome(ACCEPT, parity.message(), result.version, parity.auc_fp32, parity.auc_int8)

@@ -5,7 +5,7 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Model
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -28,8 +28,9 @@ def register_model(
 
     import pandas as pd
 
-    from components.common.tracking import TrackingContext
-    from components.register.core import Lineage, package_version, register_onnx_model
+    from components.register.core import register_onnx_model
+    from mlops.registry import Lineage, package_version
+    from mlops.tracking import TrackingContext
 
     registered = register_onnx_model(
         onnx_dir=Path(onnx_model.path),

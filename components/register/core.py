@@ -7,41 +7,23 @@ and the SHA-256 of its ONNX file, which the server checks before loading.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.common.tracking import TrackingContext, task_run
+from mlops.registry import (
+    CHALLENGER,
+    DIGEST_TAG,
+    MODEL_NAME_TAG,
+    MODEL_VERSION_TAG,
+    ONNX_FILE,
+    Lineage,
+    file_sha256,
+)
+from mlops.tracking import TrackingContext, task_run
 
 if TYPE_CHECKING:
     import pandas as pd
-
-CHALLENGER = "challenger"
-CHAMPION = "champion"
-ONNX_FILE = "model.onnx"
-TAG_PREFIX = "mlops."
-
-
-@dataclass(frozen=True)
-class Lineage:
-    """Where a model version came from; each field becomes a ``mlops.<field>`` version tag."""
-
-    kfp_run_id: str
-    """KFP pipeline run id (the local runner's run id under the embedded default)."""
-    git_commit: str
-    """Commit of the pipeline code; empty when not run from a git checkout."""
-    dataset_digest: str
-    """SHA-256 of the training data file's bytes."""
-    suite_version: str
-    """Version of the expectation suite the data passed."""
-    package_version: str
-    """Version of the mlops package that trained the model."""
-    train_run_id: str
-    """MLflow run id of the training task."""
-
-    def tags(self) -> dict[str, str]:
-        return {f"{TAG_PREFIX}{k}": v for k, v in asdict(self).items()}
 
 
 @dataclass(frozen=True)
@@ -50,23 +32,6 @@ class RegisteredVersion:
     version: str
     model_uri: str
     onnx_sha256: str
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mlops")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def register_onnx_model(
@@ -83,7 +48,7 @@ def register_onnx_model(
     import onnx
     from mlflow.models import infer_signature
 
-    from training.onnx_export import OnnxScorer
+    from mlops.onnx_model import OnnxScorer
 
     if not model_name or "/" in model_name or "@" in model_name:
         raise ValueError(f"model name {model_name!r} is invalid; use letters, digits, '-', '_' or '.'")
@@ -111,9 +76,9 @@ def register_onnx_model(
         local_copy = Path(mlflow.artifacts.download_artifacts(f"models:/{model_name}/{number}"))
         onnx_sha256 = file_sha256(local_copy / ONNX_FILE)
         client = mlflow.MlflowClient()
-        for key, value in {**lineage.tags(), f"{TAG_PREFIX}onnx_sha256": onnx_sha256}.items():
+        for key, value in {**lineage.tags(), DIGEST_TAG: onnx_sha256}.items():
             client.set_model_version_tag(model_name, number, key, value)
         client.set_registered_model_alias(model_name, CHALLENGER, number)
-        mlflow.set_tags({"mlops.model_name": model_name, "mlops.model_version": number})
+        mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
         mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)

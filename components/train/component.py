@@ -5,7 +5,7 @@ from typing import List, NamedTuple  # noqa: UP035 - KFP's signature parser need
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -37,9 +37,9 @@ def train_model(
     from collections import namedtuple
     from pathlib import Path
 
-    from components.common.dataset import DatasetSchema
-    from components.common.tracking import TrackingContext
     from components.train.core import resolve_checkpoint_dir, run_training
+    from mlops.dataset import DatasetSchema
+    from mlops.tracking import TrackingContext
     from training.config import TrainConfig
     from training.model import ModelConfig
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.common.dataset import DatasetSchema, load_table
-from components.common.tracking import TrackingContext, task_run
+from mlops.dataset import DatasetSchema, load_table
+from mlops.tracking import TrackingContext, task_run
 from training.config import TrainConfig
 
 TASK_NAME = "train"

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.common.tracking import TrackingContext
 from components.tune.space import apply
 from components.tune.study import TuningPlan, open_storage
+from mlops.tracking import TrackingContext
 from training.config import TrainConfig
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from typing import List, NamedTuple  # noqa: UP035 - KFP's signature parser need
 from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Output
 
-from components.common.images import PLATFORM_IMAGE
+from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
@@ -43,9 +43,9 @@ def create_tuning_study(
     """
     from pathlib import Path
 
-    from components.common.tracking import TrackingContext
     from components.tune.core import prepare_study
     from components.tune.study import TuneSettings, resolve_storage
+    from mlops.tracking import TrackingContext
     from training.config import TrainConfig
 
     settings = TuneSettings(
@@ -105,10 +105,10 @@ def run_tuning_worker(
     """Runs this worker's share of trials against the shared study; returns how many it ran."""
     from pathlib import Path
 
-    from components.common.dataset import DatasetSchema, load_table
-    from components.common.tracking import TrackingContext
     from components.tune.core import run_worker
     from components.tune.study import TuningPlan
+    from mlops.dataset import DatasetSchema, load_table
+    from mlops.tracking import TrackingContext
 
     frame, _ = load_table(dataset.path)
     summary = run_worker(
@@ -151,9 +151,9 @@ def select_best_trial(
     from collections import namedtuple
     from pathlib import Path
 
-    from components.common.tracking import TrackingContext
     from components.tune.best import select_best
     from components.tune.study import TuningPlan
+    from mlops.tracking import TrackingContext
 
     best = select_best(
         TuningPlan.load(Path(plan.path)),

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.common.dataset import DatasetSchema
-from components.common.tracking import PIPELINE_RUN_ID_TAG, TASK_TAG, TrackingContext, task_run
 from components.tune.space import SearchSpace, load_space
 from components.tune.study import (
     StudyStorageError,
@@ -30,6 +28,8 @@ from components.tune.study import (
     open_study,
     redact,
 )
+from mlops.dataset import DatasetSchema
+from mlops.tracking import PIPELINE_RUN_ID_TAG, TASK_TAG, TrackingContext, task_run
 from training.config import TrainConfig
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "compiled"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 
 # Not the training pipeline's default seed (0), so the default held-out rows are unseen by a sample-trained model.
 HOLDOUT_SEED = 20_240
@@ -49,10 +49,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
-    from components.common.dataset import load_table
-    from components.common.sample_data import SampleDataConfig, generate
-    from components.common.tracking import TrackingContext
-    from serving.int8 import quantize_registered
+    from components.quantize.int8 import quantize_registered
+    from mlops.dataset import load_table
+    from mlops.sample_data import SampleDataConfig, generate
+    from mlops.tracking import TrackingContext
     from serving.quantize import QuantizationRejected, QuantizeConfig
 
     tracking_uri = args.tracking_uri or workspace.tracking_uri

@@ -6,7 +6,7 @@ import argparse
 import subprocess
 from pathlib import Path
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 from pipelines.commands.options import add_data_and_overrides, resolve_data
 
 

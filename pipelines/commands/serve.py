@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from components.common.workspace import DEFAULT_WORKSPACE, Workspace
+from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 
 # Fields whose default depends on the workspace; None in the namespace means "use the workspace's".
 WORKSPACE_DEFAULTS = {

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 from pipelines.remote.arguments import add_connection_arguments, connection_from_args
 
 EXIT_RUN_FAILED = 1

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 from pipelines.commands.options import add_data_and_overrides, resolve_data
 
 # CLI flag -> tuning pipeline parameter; a flag left unset keeps the pipeline default (or a --set value).

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

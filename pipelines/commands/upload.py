@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from components.common.workspace import Workspace
+from mlops.workspace import Workspace
 from pipelines.remote.arguments import add_connection_arguments, connection_from_args
 
 EXIT_KFP_ERROR = 3

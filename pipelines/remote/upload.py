@@ -68,7 +68,7 @@ def with_image(package: Path, image: str, out_dir: Path) -> Path:
     Components name the released platform image at compile time; CI swaps in the image
     it just built so the uploaded version runs exactly the code of its commit.
     """
-    from components.common.images import PLATFORM_IMAGE
+    from mlops.images import PLATFORM_IMAGE
 
     image = image.strip()
     if not image or any(c.isspace() for c in image):

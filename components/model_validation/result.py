@@ -1,0 +1,43 @@
+"""What the model-validation gate found: every check's results and the decisions drawn from them.
+
+Its own module so that the reports (``report.py``) and the gate (``core.py``) both
+read it without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from components.model_validation.behavioural import BehaviouralResult
+from components.model_validation.checks import Violation
+from components.model_validation.config import ValidationConfig
+from components.model_validation.explainability import ExplainabilityResult
+from components.model_validation.fairness import AttributeFairness
+from mlops.gates import Decision
+
+GATE = "model_validation"
+CHECKS = ("fairness", "behavioural", "explainability")
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    label: str
+    protected_attributes: tuple[str, ...]
+    n_rows: int
+    """Test rows scored for fairness."""
+    config: ValidationConfig
+    fairness: tuple[AttributeFairness, ...]
+    explainability: ExplainabilityResult
+    behavioural: tuple[BehaviouralResult, ...]
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    """Per family of checks (``fairness``, ``behavioural``, ``explainability``) and overall (``model_validation``)."""
+
+    @property
+    def decision(self) -> Decision:
+        return self.decisions[GATE]
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        found = [v for a in self.fairness for v in a.violations]
+        found += [v for b in self.behavioural for v in b.violations]
+        return (*found, *self.explainability.violations)

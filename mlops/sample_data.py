@@ -1,0 +1,171 @@
+"""A deterministic credit-default-like dataset for demos, tests and benchmarks.
+
+Twenty features (14 numeric, 6 categorical), one protected attribute (``sex``)
+that the model never sees, a label with a learnable but noisy signal, and
+missing values at a realistic rate. Two knobs make later stages testable:
+``drift`` shifts feature distributions (for the drift monitor) and ``bias``
+makes the label depend on the protected group (for the fairness gate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mlops.dataset import DatasetSchema
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "employment_type": ("salaried", "self_employed", "unemployed", "retired"),
+    "home_ownership": ("rent", "own", "mortgage"),
+    "loan_purpose": ("debt_consolidation", "home_improvement", "car", "education", "business", "other"),
+    "education": ("high_school", "bachelor", "master", "phd"),
+    "marital_status": ("single", "married", "divorced"),
+    "region": ("north", "south", "east", "west"),
+}
+NUMERIC = (
+    "age",
+    "income",
+    "loan_amount",
+    "loan_term_months",
+    "interest_rate",
+    "credit_score",
+    "debt_to_income",
+    "num_open_accounts",
+    "num_delinquencies",
+    "months_employed",
+    "credit_utilization",
+    "savings_balance",
+    "num_dependents",
+    "years_at_address",
+)
+SAMPLE_SCHEMA = DatasetSchema(
+    label="default",
+    numeric_features=NUMERIC,
+    categorical_features=tuple(CATEGORIES),
+    protected_attributes=("sex",),
+)
+# Columns that never have missing values: identifiers of the applicant and the loan terms.
+_NEVER_MISSING = {"age", "loan_amount", "loan_term_months", "interest_rate"}
+
+
+@dataclass(frozen=True)
+class SampleDataConfig:
+    """How to generate the sample dataset."""
+
+    n_rows: int = 5000
+    """Number of rows."""
+    seed: int = 0
+    """Random seed; the same config always yields the same bytes."""
+    missing_rate: float = 0.03
+    """Fraction of values blanked in the nullable numeric and categorical columns."""
+    drift: float = 0.0
+    """0 = reference distribution; 1 = strongly shifted income, credit score, utilisation and purpose mix."""
+    bias: float = 0.0
+    """0 = label independent of ``sex`` given the features; >0 raises default odds for ``sex == 'female'``."""
+    minority_fraction: float = 0.5
+    """Share of rows with ``sex == 'female'``; small values make a tiny group for fairness tests."""
+
+    def __post_init__(self) -> None:
+        if self.n_rows < 1:
+            raise ValueError(f"n_rows must be >= 1, got {self.n_rows}")
+        if not 0 <= self.missing_rate < 0.5:
+            raise ValueError(f"missing_rate must be in [0, 0.5), got {self.missing_rate}")
+        if not 0 <= self.drift <= 5:
+            raise ValueError(f"drift must be in [0, 5], got {self.drift}")
+        if not 0 <= self.bias <= 10:
+            raise ValueError(f"bias must be in [0, 10], got {self.bias}")
+        if not 0 < self.minority_fraction < 1:
+            raise ValueError(f"minority_fraction must be in (0, 1), got {self.minority_fraction}")
+
+
+def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
+    cfg = config or SampleDataConfig()
+    rng = np.random.default_rng(cfg.seed)
+    n, d = cfg.n_rows, cfg.drift
+
+    sex = np.where(rng.random(n) < cfg.minority_fraction, "female", "male")
+    age = np.clip(rng.normal(41, 12, n), 18, 85).round()
+    income = np.exp(rng.normal(10.8 - 0.25 * d, 0.5, n)).round(-2)
+    loan_amount = np.clip(income * rng.uniform(0.1, 0.9, n), 1000, None).round(-2)
+    loan_term = rng.choice([12, 24, 36, 48, 60], n, p=[0.1, 0.2, 0.35, 0.15, 0.2]).astype(float)
+    credit_score = np.clip(rng.normal(680 - 40 * d, 60, n), 300, 850).round()
+    interest_rate = np.clip(0.28 - (credit_score - 300) / 550 * 0.22 + rng.normal(0, 0.015, n), 0.02, 0.35)
+    debt_to_income = np.clip(rng.beta(2, 5, n) + 0.1 * d, 0, 1.5)
+    open_accounts = rng.poisson(6, n).astype(float)
+    delinquencies = rng.poisson(0.3 + 0.3 * d, n).astype(float)
+    months_employed = np.clip(rng.exponential(60, n), 0, 480).round()
+    utilisation = np.clip(rng.beta(2 + 2 * d, 4, n), 0, 1)
+    savings = np.exp(rng.normal(8.5, 1.2, n)).round(-1)
+    dependents = rng.poisson(1.1, n).astype(float)
+    years_at_address = np.clip(rng.exponential(6, n), 0, 50).round(1)
+
+    purpose_p = np.array([0.35, 0.15, 0.2, 0.1, 0.1, 0.1])
+    purpose_p = (1 - min(d, 1) * 0.5) * purpose_p + min(d, 1) * 0.5 * np.array([0.1, 0.1, 0.1, 0.1, 0.5, 0.1])
+    categorical = {
+        "employment_type": rng.choice(CATEGORIES["employment_type"], n, p=[0.6, 0.2, 0.08, 0.12]),
+        "home_ownership": rng.choice(CATEGORIES["home_ownership"], n, p=[0.4, 0.25, 0.35]),
+        "loan_purpose": rng.choice(CATEGORIES["loan_purpose"], n, p=purpose_p / purpose_p.sum()),
+        "education": rng.choice(CATEGORIES["education"], n, p=[0.35, 0.4, 0.2, 0.05]),
+        "marital_status": rng.choice(CATEGORIES["marital_status"], n, p=[0.4, 0.45, 0.15]),
+        "region": rng.choice(CATEGORIES["region"], n),
+    }
+
+    signal = (
+        -0.015 * (credit_score - 680)
+        + 2.5 * (debt_to_income - 0.3)
+        + 2.0 * (utilisation - 0.33)
+        + 0.6 * delinquencies
+        + 8.0 * (interest_rate - 0.15)
+        - 0.5 * (np.log(income) - 10.8)
+        - 0.005 * (months_employed - 60)
+        + 1.0 * (categorical["employment_type"] == "unemployed")
+        + 0.5 * (categorical["loan_purpose"] == "business")
+        - 0.4 * (categorical["home_ownership"] == "own")
+    )
+    # Irreducible noise keeps the signal imperfect (a well-fitted model reaches ROC AUC ~0.8).
+    logit = -1.7 + signal + cfg.bias * (sex == "female") + rng.normal(0, 0.5, n)
+    label = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+
+    frame = pd.DataFrame(
+        {
+            "age": age,
+            "income": income,
+            "loan_amount": loan_amount,
+            "loan_term_months": loan_term,
+            "interest_rate": interest_rate.round(4),
+            "credit_score": credit_score,
+            "debt_to_income": debt_to_income.round(4),
+            "num_open_accounts": open_accounts,
+            "num_delinquencies": delinquencies,
+            "months_employed": months_employed,
+            "credit_utilization": utilisation.round(4),
+            "savings_balance": savings,
+            "num_dependents": dependents,
+            "years_at_address": years_at_address,
+            **{k: v.astype(object) for k, v in categorical.items()},
+            "sex": sex,
+            "default": label,
+        }
+    )
+    for col in (*NUMERIC, *CATEGORIES):
+        if col in _NEVER_MISSING:
+            continue
+        mask = rng.random(n) < cfg.missing_rate
+        frame.loc[mask, col] = np.nan if col in NUMERIC else None
+    return frame
+
+
+def write(path: str, config: SampleDataConfig | None = None) -> str:
+    """Write the sample dataset as CSV or Parquet (by suffix) and return the path."""
+    frame = generate(config)
+    if path.lower().endswith((".parquet", ".pq")):
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False)
+    return path

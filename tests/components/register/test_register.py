@@ -1,0 +1,91 @@
+"""Registration against a real MLflow SQLite registry with a real exported ONNX model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+import torch
+
+from components.register.core import register_onnx_model
+from mlops.features import FeatureSpec
+from mlops.onnx_model import OnnxScorer
+from mlops.registry import Lineage, file_sha256
+from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.tracking import TrackingContext
+from training.model import ModelConfig, TabularNet
+from training.onnx_export import export_onnx
+
+LINEAGE = Lineage(
+    kfp_run_id="run-1",
+    git_commit="abc123",
+    dataset_digest="d" * 64,
+    suite_version="1.0.0",
+    package_version="0.1.0",
+    train_run_id="train-run",
+)
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return generate(SampleDataConfig(n_rows=600, seed=5))
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(frame: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    model = TabularNet(FeatureSpec.fit(frame, SAMPLE_SCHEMA), ModelConfig(hidden_units=(8,))).eval()
+    directory = tmp_path_factory.mktemp("onnx")
+    export_onnx(model, directory / "model.onnx")
+    return directory
+
+
+def test_registers_version_with_lineage_digest_and_challenger_alias(
+    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext
+) -> None:
+    first = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
+    second = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
+    assert (first.version, second.version) == ("1", "2")
+
+    client = mlflow.MlflowClient()
+    version = client.get_model_version("credit", second.version)
+    assert version.aliases == ["challenger"]  # the alias moved off version 1
+    assert client.get_model_version("credit", first.version).aliases == []
+    for key, value in {
+        "mlops.kfp_run_id": "run-1",
+        "mlops.git_commit": "abc123",
+        "mlops.dataset_digest": "d" * 64,
+        "mlops.suite_version": "1.0.0",
+        "mlops.package_version": "0.1.0",
+        "mlops.train_run_id": "train-run",
+    }.items():
+        assert version.tags[key] == value
+
+    # The recorded digest is the digest of exactly what a server downloads, and it scores.
+    downloaded = Path(mlflow.artifacts.download_artifacts("models:/credit@challenger"))
+    assert version.tags["mlops.onnx_sha256"] == file_sha256(downloaded / "model.onnx") == second.onnx_sha256
+    assert not list(downloaded.glob("*.data")), "registered model must be one self-contained file"
+    scorer = OnnxScorer.load(downloaded / "model.onnx")
+    assert scorer.predict_proba(frame.head(3)).shape == (3,)
+
+    # Signature and input example come from the encoded features.
+    info = mlflow.models.get_model_info("models:/credit/2")
+    assert info.signature is not None
+    assert [spec.shape for spec in info.signature.inputs.inputs] == [(-1, 20)]
+
+    run = client.get_run(client.get_model_version("credit", "2").run_id)
+    assert run.data.tags["mlops.task"] == "register"
+    assert run.data.tags["mlops.pipeline_run_id"] == "test-run"
+
+
+def test_bad_inputs_register_nothing(
+    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=r"model name 'a/b' is invalid"):
+        register_onnx_model(onnx_dir, frame, "a/b", LINEAGE, tracking)
+    with pytest.raises(FileNotFoundError, match="holds no model.onnx; run the export_onnx step first"):
+        register_onnx_model(tmp_path, frame, "credit", LINEAGE, tracking)
+    tracking.apply()
+    assert mlflow.MlflowClient().search_registered_models() == []

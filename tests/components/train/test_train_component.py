@@ -1,0 +1,149 @@
+"""The train component: core.run_training against a real MLflow store, and the KFP wrapper under kfp.local."""
+
+# No `from __future__ import annotations`: KFP reads the pipeline function's annotations as real types.
+
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+
+from components.train.core import resolve_checkpoint_dir, run_training
+from mlops.dataset import DatasetSchema
+from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.tracking import TrackingContext
+from training.config import TrainConfig
+from training.model import ModelConfig, load_model
+
+CONFIG = TrainConfig(
+    epochs=3,
+    batch_size=128,
+    learning_rate=5e-3,
+    model=ModelConfig(hidden_units=(32, 16)),
+    precision="fp32",
+    patience=2,
+)
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "validated.parquet"
+    generate(SampleDataConfig(n_rows=3000, seed=4)).to_parquet(path, index=False)
+    return path
+
+
+def test_run_training_logs_params_metrics_and_model(
+    dataset: Path, tracking: TrackingContext, tmp_path: Path
+) -> None:
+    outcome = run_training(
+        dataset_path=str(dataset),
+        schema=SAMPLE_SCHEMA,
+        config=CONFIG,
+        tracking_context=tracking,
+        model_dir=tmp_path / "out" / "model",
+        test_data_path=tmp_path / "out" / "test.parquet",
+        checkpoint_dir=tmp_path / "out" / "checkpoints",
+    )
+
+    client = mlflow.MlflowClient(tracking_uri=tracking.tracking_uri)
+    run = client.get_run(outcome.run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["mlops.task"] == "train"
+    assert run.data.tags["mlops.pipeline_run_id"] == "test-run"
+    assert len(run.data.tags["mlops.dataset_digest"]) == 64
+    params = run.data.params
+    assert params["learning_rate"] == "0.005" and params["model.hidden_units"] == "32,16"
+    assert params["system.torch_version"].startswith("2.") and params["system.precision"] == "fp32"
+    assert params["system.nproc"] == "1" and int(params["system.cpu_count"]) >= 1
+    auc_history = client.get_metric_history(outcome.run_id, "val_auc")
+    assert sorted(m.step for m in auc_history) == list(range(1, outcome.epochs_run + 1))
+    assert max(m.value for m in auc_history) == pytest.approx(outcome.val_auc)
+    assert run.data.metrics["best_val_auc"] == pytest.approx(outcome.val_auc)
+    assert {m.key for m in client.get_metric_history(outcome.run_id, "train_loss")} == {"train_loss"}
+    artifacts = {a.path for a in client.list_artifacts(outcome.run_id, "model")}
+    assert artifacts == {"model/model.pt", "model/feature_spec.json", "model/model_config.json"}
+
+    assert outcome.val_auc > 0.65 and outcome.samples_per_second > 0
+    model = load_model(tmp_path / "out" / "model")
+    test = pd.read_parquet(tmp_path / "out" / "test.parquet")
+    assert list(test.columns) == list(generate(SampleDataConfig(n_rows=5)).columns)
+    assert len(test) == pytest.approx(0.15 * 3000, abs=2)
+    assert model.spec.names == SAMPLE_SCHEMA.features
+    assert (tmp_path / "out" / "checkpoints" / "last.pt").is_file()
+
+
+def test_failed_training_marks_the_run_failed(
+    dataset: Path, tracking: TrackingContext, tmp_path: Path
+) -> None:
+    schema = DatasetSchema(label="default", numeric_features=("no_such_column",))
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['no_such_column'\]"):
+        run_training(str(dataset), schema, CONFIG, tracking, tmp_path / "m", tmp_path / "t.parquet", None)
+    client = mlflow.MlflowClient(tracking_uri=tracking.tracking_uri)
+    experiment = client.get_experiment_by_name("tests")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    assert [r.info.status for r in runs] == ["FAILED"]
+
+
+def test_empty_checkpoint_dir_means_next_to_the_model(tmp_path: Path) -> None:
+    assert resolve_checkpoint_dir("", tmp_path / "task" / "model") == tmp_path / "task" / "checkpoints"
+    assert resolve_checkpoint_dir("  ", tmp_path / "m") == tmp_path / "checkpoints"
+    assert resolve_checkpoint_dir("/pv/ckpt", tmp_path / "m") == Path("/pv/ckpt")
+
+
+@pytest.mark.slow
+def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
+    from kfp import dsl
+
+    from components.train.component import train_model
+    from mlops.workspace import Workspace
+    from pipelines.local_run import run_locally
+
+    @dsl.pipeline(name="train-only")
+    def train_only(data: str, tracking_uri: str, artifact_root: str) -> float:
+        imported = dsl.importer(artifact_uri=data, artifact_class=dsl.Dataset)
+        task = train_model(
+            dataset=imported.output,
+            label_column=SAMPLE_SCHEMA.label,
+            numeric_features=list(SAMPLE_SCHEMA.numeric_features),
+            categorical_features=list(SAMPLE_SCHEMA.categorical_features),
+            epochs=2,
+            batch_size=128,
+            learning_rate=0.005,
+            weight_decay=0.0001,
+            hidden_units=[16],
+            dropout=0.1,
+            patience=2,
+            seed=0,
+            nproc=1,
+            precision="fp32",
+            checkpoint_dir="",
+            tracking_uri=tracking_uri,
+            experiment="component-test",
+            pipeline_run_id="local",
+            artifact_root=artifact_root,
+        )
+        return task.outputs["val_auc"]
+
+    workspace = Workspace(tmp_path / "ws")
+    result = run_locally(
+        train_only,
+        {
+            "data": str(dataset),
+            "tracking_uri": workspace.tracking_uri,
+            "artifact_root": workspace.artifact_root,
+        },
+        workspace,
+    )
+    assert 0.6 < float(result.output) <= 1.0
+    assert result.run_dir is not None
+    task_dir = result.run_dir / "train-model"
+    assert load_model(task_dir / "model").config.hidden_units == (16,)
+    assert len(pd.read_parquet(task_dir / "test_data")) == pytest.approx(450, abs=2)
+    assert (task_dir / "checkpoints" / "last.pt").is_file()
+    client = mlflow.MlflowClient(tracking_uri=workspace.tracking_uri)
+    experiment = client.get_experiment_by_name("component-test")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    assert [r.data.tags["mlops.task"] for r in runs] == ["train"]
+    assert runs[0].data.metrics["best_val_auc"] == pytest.approx(float(result.output))

@@ -1,0 +1,81 @@
+"""The ``mlops`` console script as a user runs it: a real process, real exit codes and output."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlops.sample_data import SampleDataConfig, generate
+from pipelines.cli import main
+
+MLOPS = shutil.which("mlops", path=str(Path(sys.executable).parent))
+
+
+def _mlops(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert MLOPS, "the mlops console script is not installed in this environment"
+    return subprocess.run([MLOPS, *args], cwd=cwd, capture_output=True, text=True, timeout=900, check=False)
+
+
+@pytest.mark.slow
+def test_run_training_prints_where_everything_is(tmp_path: Path) -> None:
+    result = _mlops(
+        "--workspace",
+        str(tmp_path / "ws"),
+        "run",
+        "training",
+        "--set",
+        "sample_rows=2000",
+        "--set",
+        "epochs=2",
+        "--set",
+        "hidden_units=16",
+        "--set",
+        "bootstrap_resamples=0",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "model             credit-default version 1 (aliases: challenger" in out
+    assert f"tracking URI      sqlite:///{tmp_path / 'ws'}/mlflow.db" in out
+    report = next(line for line in out.splitlines() if "data report " in line).split()[-1]
+    assert Path(report).is_file() and "<html" in Path(report).read_text().lower()
+    # Progress is shown per step.
+    for task in ("validate-data", "train-model", "evaluate-model", "register-model", "metrics-gate"):
+        assert task in out
+
+
+@pytest.mark.slow
+def test_run_on_corrupt_file_ends_with_step_and_reason(tmp_path: Path) -> None:
+    frame = generate(SampleDataConfig(n_rows=1000, seed=2))
+    frame.loc[:, "home_ownership"] = "castle"
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    result = _mlops("--workspace", str(tmp_path / "ws"), "run", "training", "--data", "bad.csv", cwd=tmp_path)
+    assert result.returncode == 1
+    last = result.stdout.strip().splitlines()[-2:]
+    assert last[0] == "failed step: validate-data"
+    assert last[1].startswith("reason: ") and "home_ownership" in last[1]
+
+
+def test_unknown_parameter_exits_2_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--workspace", str(tmp_path / "ws"), "run", "training", "--set", "learning_rat=0.1"])
+    assert code == 2
+    assert "unknown parameter 'learning_rat'; did you mean 'learning_rate'" in capsys.readouterr().err
+
+
+def test_missing_data_file_is_named(tmp_path: Path) -> None:
+    result = _mlops(
+        "--workspace", str(tmp_path / "ws"), "run", "training", "--data", "nope.csv", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "--data nope.csv: no such file" in result.stderr
+
+
+def test_compile_writes_yaml(tmp_path: Path) -> None:
+    assert main(["compile", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "training.yaml").read_text().startswith("# PIPELINE DEFINITION")

@@ -1,0 +1,213 @@
+"""Shared fixtures for the serving tests (this module holds no tests of its own).
+
+Building a real model (sample data -> FeatureSpec -> a few training steps -> ONNX
+export -> registry) takes ~10 s, so it happens once per pytest process and every
+serving test module reuses the store; tests that move aliases or add versions use
+their own model names in it. Servers run as real subprocesses (`mlops serve`'s own
+code path) on a free 127.0.0.1 port and are stopped with SIGTERM like a pod would be.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+
+from components.register.core import register_onnx_model
+from mlops.registry import Lineage
+from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.tracking import TrackingContext
+from mlops.workspace import Workspace
+
+MODEL = "credit-default"
+
+
+@dataclass(frozen=True)
+class DemoStore:
+    """A workspace whose registry holds ``credit-default`` v1 (alias champion) and two ONNX exports."""
+
+    workspace: Workspace
+    onnx_a: Path
+    """Directory holding model A's model.onnx (registered as credit-default v1)."""
+    onnx_b: Path
+    """Directory holding model B's model.onnx (different weights, so different predictions)."""
+    holdout: pd.DataFrame
+    """Labelled rows the models never trained on."""
+
+    @property
+    def context(self) -> TrackingContext:
+        return TrackingContext(
+            tracking_uri=self.workspace.tracking_uri,
+            experiment="serving-tests",
+            pipeline_run_id="serving-tests",
+            artifact_root=self.workspace.artifact_root,
+        )
+
+
+def train_onnx(
+    directory: Path, frame: pd.DataFrame, seed: int, hidden_units: tuple[int, ...] = (32, 16)
+) -> Path:
+    """A briefly trained TabularNet exported to ``directory/model.onnx``."""
+    import torch
+
+    from mlops.features import FeatureSpec
+    from training.model import ModelConfig, TabularNet
+    from training.onnx_export import export_onnx
+
+    spec = FeatureSpec.fit(frame, SAMPLE_SCHEMA)
+    torch.manual_seed(seed)
+    model = TabularNet(spec, ModelConfig(hidden_units=hidden_units, dropout=0.0))
+    x = torch.from_numpy(spec.encode(frame))
+    y = torch.tensor(frame[SAMPLE_SCHEMA.label].to_numpy(), dtype=torch.float32)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(25):
+        optimizer.zero_grad()
+        torch.nn.functional.binary_cross_entropy_with_logits(model(x), y).backward()
+        optimizer.step()
+    export_onnx(model, directory / "model.onnx")
+    return directory
+
+
+def register(store: DemoStore, name: str, onnx_dir: Path, alias: str | None = "champion") -> str:
+    """Register ``onnx_dir`` as a new version of ``name``; point ``alias`` at it; return the version."""
+    import mlflow
+
+    lineage = Lineage("serving-tests", "", "digest", "1", "0.1.0", "run")
+    registered = register_onnx_model(onnx_dir, store.holdout, name, lineage, store.context)
+    if alias:
+        mlflow.MlflowClient(store.workspace.tracking_uri).set_registered_model_alias(
+            name, alias, registered.version
+        )
+    return registered.version
+
+
+@functools.cache
+def demo_store(base: Path) -> DemoStore:
+    workspace = Workspace(base / "workspace").create()
+    train = generate(SampleDataConfig(n_rows=1500, seed=11))
+    holdout = generate(SampleDataConfig(n_rows=600, seed=12))
+    store = DemoStore(
+        workspace=workspace,
+        onnx_a=train_onnx(base / "onnx-a", train, seed=0),
+        onnx_b=train_onnx(base / "onnx-b", train, seed=1, hidden_units=(16,)),
+        holdout=holdout,
+    )
+    register(store, MODEL, store.onnx_a)
+    return store
+
+
+def encoded(store: DemoStore, rows: int, offset: int = 0) -> np.ndarray:
+    """Encoded float32 rows of the holdout frame, exactly what a V2 client sends."""
+    from mlops.onnx_model import OnnxScorer
+
+    spec = OnnxScorer.load(store.onnx_a / "model.onnx").spec
+    return spec.encode(store.holdout.iloc[offset : offset + rows])
+
+
+def direct(onnx_dir: Path, x: np.ndarray) -> np.ndarray:
+    """Reference probabilities straight from ONNX Runtime, no server involved."""
+    from mlops.onnx_model import OnnxScorer
+
+    return OnnxScorer.load(onnx_dir / "model.onnx").predict_encoded(x)
+
+
+def v2_body(x: np.ndarray, request_id: str | None = None) -> dict[str, object]:
+    values = [None if np.isnan(v) else float(v) for v in x.ravel()]
+    body: dict[str, object] = {
+        "inputs": [{"name": "features", "shape": list(x.shape), "datatype": "FP32", "data": values}]
+    }
+    if request_id is not None:
+        body["id"] = request_id
+    return body
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    url: str
+    process: subprocess.Popen[str]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+
+def serve_command(store: DemoStore, port: int, *flags: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pipelines.commands.serve",
+        "--workspace",
+        str(store.workspace.root),
+        "--port",
+        str(port),
+        *flags,
+    ]
+
+
+def clean_env() -> dict[str, str]:
+    """The environment of a user's shell: mlflow.set_tracking_uri in this process exports
+    MLFLOW_TRACKING_URI, which would let a server that ignores its --tracking-uri pass anyway."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    return {**env, "PYTHONUNBUFFERED": "1"}
+
+
+@contextmanager
+def running_server(store: DemoStore, *flags: str, timeout_s: float = 90.0) -> Iterator[ServerProcess]:
+    """``mlops serve`` in a subprocess, ready when /v2/health/ready answers; SIGTERM on exit."""
+    port = free_port()
+    log_path = store.workspace.root / f"server-{port}.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            serve_command(store, port, *flags),
+            cwd=store.workspace.root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=clean_env(),
+        )
+    server = ServerProcess(f"http://127.0.0.1:{port}", process, log_path)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
+            try:
+                if httpx.get(f"{server.url}/v2/health/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server not ready after {timeout_s} s:\n{server.log()}")
+            time.sleep(0.1)
+        yield server
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen[str]) -> int:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
