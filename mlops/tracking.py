@@ -8,10 +8,10 @@ pipeline run with ``tags.mlops.pipeline_run_id = '…'``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 from mlops.registry import PIPELINE_RUN_ID_TAG, TASK_TAG
 
@@ -35,6 +35,26 @@ class TrackingContext:
     def __post_init__(self) -> None:
         if not self.experiment.strip():
             raise ValueError("experiment name must not be empty; pass e.g. experiment='training'")
+
+    def as_dict(self) -> dict[str, str]:
+        """The one value a pipeline passes to every task (``tracking: dict``)."""
+        return {
+            "tracking_uri": self.tracking_uri,
+            "experiment": self.experiment,
+            "pipeline_run_id": self.pipeline_run_id,
+            "artifact_root": self.artifact_root,
+        }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> TrackingContext:
+        """Rebuild a context from :meth:`as_dict` output; unknown keys are an error, missing ones default."""
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(
+                f"tracking has unknown key(s) {unknown}; expected tracking_uri, experiment, "
+                "pipeline_run_id, artifact_root"
+            )
+        return cls(**{key: str(value) for key, value in values.items()})
 
     def apply(self) -> None:
         """Point the MLflow client at this context's store and experiment."""
