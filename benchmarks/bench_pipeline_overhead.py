@@ -48,9 +48,8 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     from mlops.sample_data import SAMPLE_SCHEMA
     from mlops.tracking import TrackingContext
     from mlops.workspace import Workspace
-    from pipelines.training import training_pipeline
-    from training.config import TrainConfig
-    from training.model import ModelConfig
+    from pipelines.training.pipeline import training_pipeline
+    from training.config import ModelConfig, TrainConfig
 
     defaults = {name: spec.default for name, spec in training_pipeline.component_spec.inputs.items()}
     params = {**defaults, **pipeline_arguments(rows, epochs)}
@@ -122,7 +121,7 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
 def run_pipeline(workspace_dir: Path, rows: int, epochs: int) -> float:
     from mlops.workspace import Workspace
     from pipelines.local_run import run_locally
-    from pipelines.training import training_pipeline
+    from pipelines.training.pipeline import training_pipeline
 
     workspace = Workspace(workspace_dir)
     arguments = {

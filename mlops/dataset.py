@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -94,6 +95,21 @@ class DatasetSchema(BaseModel):
                 f"{source} label {self.label!r} has a single class {sorted(map(str, values))}; "
                 "a classifier needs both 0 and 1"
             )
+
+
+SCHEMA_METADATA_KEY = "schema"
+"""Key of the schema in a Dataset artifact's metadata: the schema travels with the data from validate-data on."""
+
+
+def schema_from_metadata(metadata: Mapping[str, Any], source: str) -> DatasetSchema:
+    """The schema a Dataset artifact carries; a clear error when it carries none."""
+    raw = metadata.get(SCHEMA_METADATA_KEY)
+    if not isinstance(raw, Mapping):
+        raise DatasetError(
+            f"{source} carries no {SCHEMA_METADATA_KEY!r} in its metadata; pass a Dataset produced by "
+            "validate-data (or train-model's test_data), which record the schema they were checked against"
+        )
+    return DatasetSchema.model_validate(dict(raw))
 
 
 def read_bytes(uri: str) -> bytes:

@@ -11,6 +11,8 @@ import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 CHALLENGER = "challenger"
 """Alias of the newest registered version awaiting the gates."""
 CHAMPION = "champion"
@@ -93,3 +95,18 @@ def package_version() -> str:
         return version("mlops")
     except PackageNotFoundError:
         return "unknown"
+
+
+class RegistrationSettings(BaseModel):
+    """Which registered model a run adds a version to, and the code it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_name: str = Field(
+        default="credit-default",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="Registered model name in the MLflow model registry.",
+    )
+    git_commit: str = Field(
+        default="", description="Commit of the pipeline code, recorded on the model version."
+    )

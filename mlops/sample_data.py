@@ -9,8 +9,9 @@ makes the label depend on the protected group (for the fairness gate).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from mlops.dataset import DatasetSchema
 
@@ -51,34 +52,41 @@ SAMPLE_SCHEMA = DatasetSchema(
 _NEVER_MISSING = {"age", "loan_amount", "loan_term_months", "interest_rate"}
 
 
-@dataclass(frozen=True)
-class SampleDataConfig:
-    """How to generate the sample dataset."""
+class SampleDataConfig(BaseModel):
+    """How to generate the sample dataset (used when ``data_uri`` is empty)."""
 
-    n_rows: int = 5000
-    """Number of rows."""
-    seed: int = 0
-    """Random seed; the same config always yields the same bytes."""
-    missing_rate: float = 0.03
-    """Fraction of values blanked in the nullable numeric and categorical columns."""
-    drift: float = 0.0
-    """0 = reference distribution; 1 = strongly shifted income, credit score, utilisation and purpose mix."""
-    bias: float = 0.0
-    """0 = label independent of ``sex`` given the features; >0 raises default odds for ``sex == 'female'``."""
-    minority_fraction: float = 0.5
-    """Share of rows with ``sex == 'female'``; small values make a tiny group for fairness tests."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def __post_init__(self) -> None:
-        if self.n_rows < 1:
-            raise ValueError(f"n_rows must be >= 1, got {self.n_rows}")
-        if not 0 <= self.missing_rate < 0.5:
-            raise ValueError(f"missing_rate must be in [0, 0.5), got {self.missing_rate}")
-        if not 0 <= self.drift <= 5:
-            raise ValueError(f"drift must be in [0, 5], got {self.drift}")
-        if not 0 <= self.bias <= 10:
-            raise ValueError(f"bias must be in [0, 10], got {self.bias}")
-        if not 0 < self.minority_fraction < 1:
-            raise ValueError(f"minority_fraction must be in (0, 1), got {self.minority_fraction}")
+    sample_rows: int = Field(default=5000, ge=1, description="Rows of the sample dataset.")
+    sample_seed: int = Field(
+        default=0,
+        ge=0,
+        description="Seed of the sample dataset; the same settings always yield the same bytes.",
+    )
+    sample_missing_rate: float = Field(
+        default=0.03,
+        ge=0,
+        lt=0.5,
+        description="Fraction of values blanked in the sample's nullable numeric and categorical columns.",
+    )
+    sample_drift: float = Field(
+        default=0.0,
+        ge=0,
+        le=5,
+        description="0 = reference distribution; 1 = strongly shifted income, credit score, utilisation and purpose mix.",
+    )
+    sample_bias: float = Field(
+        default=0.0,
+        ge=0,
+        le=10,
+        description="0 = label independent of sex given the features; > 0 raises default odds for sex == 'female'.",
+    )
+    sample_minority_fraction: float = Field(
+        default=0.5,
+        gt=0,
+        lt=1,
+        description="Share of sample rows with sex == 'female'; small values make a tiny group for fairness tests.",
+    )
 
 
 def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:
@@ -86,10 +94,10 @@ def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:
     import pandas as pd
 
     cfg = config or SampleDataConfig()
-    rng = np.random.default_rng(cfg.seed)
-    n, d = cfg.n_rows, cfg.drift
+    rng = np.random.default_rng(cfg.sample_seed)
+    n, d = cfg.sample_rows, cfg.sample_drift
 
-    sex = np.where(rng.random(n) < cfg.minority_fraction, "female", "male")
+    sex = np.where(rng.random(n) < cfg.sample_minority_fraction, "female", "male")
     age = np.clip(rng.normal(41, 12, n), 18, 85).round()
     income = np.exp(rng.normal(10.8 - 0.25 * d, 0.5, n)).round(-2)
     loan_amount = np.clip(income * rng.uniform(0.1, 0.9, n), 1000, None).round(-2)
@@ -129,7 +137,7 @@ def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:
         - 0.4 * (categorical["home_ownership"] == "own")
     )
     # Irreducible noise keeps the signal imperfect (a well-fitted model reaches ROC AUC ~0.8).
-    logit = -1.7 + signal + cfg.bias * (sex == "female") + rng.normal(0, 0.5, n)
+    logit = -1.7 + signal + cfg.sample_bias * (sex == "female") + rng.normal(0, 0.5, n)
     label = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
 
     frame = pd.DataFrame(
@@ -156,7 +164,7 @@ def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:
     for col in (*NUMERIC, *CATEGORIES):
         if col in _NEVER_MISSING:
             continue
-        mask = rng.random(n) < cfg.missing_rate
+        mask = rng.random(n) < cfg.sample_missing_rate
         frame.loc[mask, col] = np.nan if col in NUMERIC else None
     return frame
 

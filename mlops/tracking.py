@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from mlops.registry import PIPELINE_RUN_ID_TAG, TASK_TAG
 
 if TYPE_CHECKING:
@@ -86,3 +88,37 @@ def task_run(context: TrackingContext, task: str) -> Iterator[mlflow.ActiveRun]:
         tags[PIPELINE_RUN_ID_TAG] = context.pipeline_run_id
     with mlflow.start_run(run_name=task, tags=tags) as run:
         yield run
+
+
+class TrackingSettings(BaseModel):
+    """Where every task of a pipeline logs: the pipeline parameters behind :class:`TrackingContext`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tracking_uri: str = Field(
+        default="", description="MLflow tracking URI. Empty: the task environment's MLFLOW_TRACKING_URI."
+    )
+    experiment: str = Field(
+        default="training", min_length=1, description="MLflow experiment for this pipeline's runs."
+    )
+    artifact_root: str = Field(
+        default="",
+        description="Artifact location for a newly created MLflow experiment. Empty: the tracking server's default.",
+    )
+
+
+@dataclass(frozen=True)
+class ResolvedTracking:
+    """The tracking configuration a command uses, resolved once (placeholder until the resolver lands)."""
+
+    tracking_uri: str
+    artifact_root: str
+
+
+def resolve_tracking(workspace: Any, tracking_uri: str = "", artifact_root: str = "") -> ResolvedTracking:
+    """Explicit value > ``MLFLOW_TRACKING_URI`` > the workspace's SQLite store."""
+    import os
+
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "") or workspace.tracking_uri
+    root = artifact_root or (workspace.artifact_root if uri == workspace.tracking_uri else "")
+    return ResolvedTracking(uri, root)

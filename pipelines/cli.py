@@ -35,9 +35,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+ALIASES = {"tune": ["run", "tuning"]}
+"""Commands that are another command's spelling: ``mlops tune …`` is ``mlops run tuning …``."""
+
+
+def expand_aliases(argv: Sequence[str]) -> list[str]:
+    """Replace an alias in command position (after the global ``--workspace DIR``), so its
+    arguments, ``--help`` included, reach the command it stands for."""
+    args = list(argv)
+    position = 0
+    while position < len(args) and args[position].startswith("-"):
+        position += 1 if "=" in args[position] or args[position] in ("-h", "--help") else 2
+    if position < len(args) and args[position] in ALIASES:
+        args[position : position + 1] = ALIASES[args[position]]
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(expand_aliases(sys.argv[1:] if argv is None else argv))
     try:
         workspace = Workspace(args.workspace)
         return int(args.handler(args, workspace))

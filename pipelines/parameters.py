@@ -23,7 +23,8 @@ def pipeline_parameters(pipeline: BaseComponent) -> dict[str, str]:
     return {name: spec.type for name, spec in pipeline.component_spec.inputs.items()}
 
 
-def _coerce(name: str, kind: str, raw: str) -> Any:
+def coerce(name: str, kind: str, raw: str, flag: bool = False) -> Any:
+    """``raw`` as the parameter's KFP type; the error shows how the user gave it (``--set`` or flag)."""
     try:
         if kind == "String":
             return raw
@@ -36,6 +37,11 @@ def _coerce(name: str, kind: str, raw: str) -> Any:
             if lowered not in {"true", "false", "1", "0", "yes", "no"}:
                 raise ValueError(raw)
             return lowered in {"true", "1", "yes"}
+        if kind == "Dict" or kind.startswith("typing.Dict"):
+            value = json.loads(raw)
+            if not isinstance(value, dict):
+                raise ValueError(raw)
+            return value
         if kind == "List" or kind.startswith("typing.List"):
             element = kind[len("typing.List[") : -1] if kind.startswith("typing.List[") else ""
             if raw.strip().startswith("["):
@@ -52,11 +58,16 @@ def _coerce(name: str, kind: str, raw: str) -> Any:
                 return [float(item) for item in items]
             return items
     except (ValueError, json.JSONDecodeError) as exc:
-        label = "list" if "List" in kind else kind.lower()
-        example = {"integer": "3", "float": "0.5", "boolean": "true", "list": "a,b or a JSON list"}.get(
-            label, "text"
-        )
-        raise ParameterError(f"--set {name}={raw!r}: expected {label} (e.g. {name}={example})") from exc
+        label = "list" if "List" in kind else "dict" if "Dict" in kind else kind.lower()
+        example = {
+            "integer": "3",
+            "float": "0.5",
+            "boolean": "true",
+            "list": "a,b or a JSON list",
+            "dict": '{"key": 1}',
+        }.get(label, "text")
+        given = f"--{name} {raw!r}" if flag else f"--set {name}={raw!r}"
+        raise ParameterError(f"{given}: expected {label} (e.g. {name}={example})") from exc
     raise ParameterError(f"parameter {name} has type {kind}, which --set cannot fill")
 
 
@@ -72,7 +83,7 @@ def parse_overrides(pipeline: BaseComponent, assignments: Iterable[str]) -> dict
             close = difflib.get_close_matches(name, params, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ParameterError(f"unknown parameter {name!r}; {hint}known: {', '.join(sorted(params))}")
-        values[name] = _coerce(name, params[name], raw)
+        values[name] = coerce(name, params[name], raw)
     return values
 
 

@@ -1,4 +1,4 @@
-"""What ``mlops run`` prints at the end: where everything is, or why it stopped."""
+"""What ``mlops run`` prints around a run: where it logs, and where it stopped if it failed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from mlops.workspace import Workspace
 from pipelines.local_run import PipelineFailed
 
-# (task folder, output name) of the files a person wants to open after a run.
+# (task folder, output name, label) of the files a person wants to open after a run.
 REPORTS = (
     ("validate-data", "report_html", "data report"),
     ("validate-data", "report_json", "data report json"),
@@ -34,31 +34,16 @@ def report_paths(run_dir: Path | None) -> list[tuple[str, Path]]:
     return found
 
 
-def print_summary(
-    workspace: Workspace, arguments: dict[str, Any], version: str, run_dir: Path | None
-) -> None:
-    import mlflow
-
-    model_name = arguments.get("model_name") or "credit-default"
-    client = mlflow.MlflowClient(tracking_uri=workspace.tracking_uri, registry_uri=workspace.tracking_uri)
-    model_version = client.get_model_version(model_name, version)
-    aliases = ", ".join(sorted(model_version.aliases)) or "none"
-    tags = model_version.tags
+def print_start(pipeline: str, workspace: Workspace, arguments: dict[str, Any]) -> None:
+    """The resolved configuration, before anything runs: a wrong store is visible at once."""
     lines = [
-        "",
-        "Run finished.",
+        f"Running pipeline {pipeline!r} with kfp.local.",
         f"  {'workspace':<17} {workspace.root}",
-        f"  {'tracking URI':<17} {workspace.tracking_uri}",
-        f"  {'model':<17} {model_name} version {version} (aliases: {aliases})",
-        f"  {'model URI':<17} models:/{model_name}/{version}",
-        f"  {'decision':<17} {tags.get('mlops.decision', '?')}: {tags.get('mlops.reason', '')}",
-        f"  {'dataset digest':<17} {tags.get('mlops.dataset_digest', '?')}",
+        f"  {'tracking URI':<17} {arguments.get('tracking_uri') or '(task environment MLFLOW_TRACKING_URI)'}",
+        f"  {'artifact root':<17} {arguments.get('artifact_root') or '(tracking server default)'}",
+        f"  {'experiment':<17} {arguments.get('experiment', '?')}",
     ]
-    if run_dir is not None:
-        lines.append(f"  {'pipeline run':<17} {run_dir}")
-    lines += [f"  {label:<17} {path}" for label, path in report_paths(run_dir)]
-    lines.append(f"  {'browse runs':<17} mlops ui")
-    print("\n".join(lines))
+    print("\n".join(lines), flush=True)
 
 
 def print_failure(failure: PipelineFailed, workspace: Workspace) -> None:

@@ -29,4 +29,4 @@ def tracking(tmp_path: Path) -> Iterator[TrackingContext]:
 
 @pytest.fixture
 def sample_csv(tmp_path: Path) -> Path:
-    return Path(write(str(tmp_path / "sample.csv"), SampleDataConfig(n_rows=1500, seed=3)))
+    return Path(write(str(tmp_path / "sample.csv"), SampleDataConfig(sample_rows=1500, sample_seed=3)))

@@ -11,9 +11,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from training.model import ModelConfig
+
+class ModelConfig(BaseModel):
+    """Architecture of :class:`TabularNet`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hidden_units: tuple[int, ...] = Field(default=(128, 64), description="Width of each hidden layer.")
+    dropout: float = Field(default=0.1, ge=0.0, lt=1.0, description="Dropout after each hidden layer.")
+    embedding_dim: int = Field(default=4, ge=1, le=64, description="Embedding width per categorical feature.")
+
+    @field_validator("hidden_units")
+    @classmethod
+    def _positive_widths(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value or any(w < 1 for w in value):
+            raise ValueError(f"hidden_units must be one or more positive widths, got {value}")
+        return value
+
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
 Device = Literal["auto", "cpu", "cuda"]

@@ -11,31 +11,14 @@ import json
 from pathlib import Path
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch import nn
 
 from mlops.features import FeatureSpec
+from training.config import ModelConfig
 
 MODEL_FILE = "model.pt"
 SPEC_FILE = "feature_spec.json"
 CONFIG_FILE = "model_config.json"
-
-
-class ModelConfig(BaseModel):
-    """Architecture of :class:`TabularNet`."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    hidden_units: tuple[int, ...] = Field(default=(128, 64), description="Width of each hidden layer.")
-    dropout: float = Field(default=0.1, ge=0.0, lt=1.0, description="Dropout after each hidden layer.")
-    embedding_dim: int = Field(default=4, ge=1, le=64, description="Embedding width per categorical feature.")
-
-    @field_validator("hidden_units")
-    @classmethod
-    def _positive_widths(cls, value: tuple[int, ...]) -> tuple[int, ...]:
-        if not value or any(w < 1 for w in value):
-            raise ValueError(f"hidden_units must be one or more positive widths, got {value}")
-        return value
 
 
 class TabularNet(nn.Module):

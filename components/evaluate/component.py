@@ -12,12 +12,8 @@ from mlops.images import PLATFORM_IMAGE
 def evaluate_model(
     model: Input[Model],
     test_data: Input[Dataset],
-    label_column: str,
     model_name: str,
-    tracking_uri: str,
-    experiment: str,
-    pipeline_run_id: str,
-    artifact_root: str,
+    tracking: dict,
     metrics: Output[Metrics],
     confusion_matrix: Output[Artifact],
     roc_curve: Output[Artifact],
@@ -32,6 +28,7 @@ def evaluate_model(
     from pathlib import Path
 
     from components.evaluate.core import CONFUSION_FILE, METRICS_FILE, ROC_FILE, run_evaluation
+    from mlops.dataset import schema_from_metadata
     from mlops.tracking import TrackingContext
 
     with tempfile.TemporaryDirectory(prefix="evaluate-") as tmp:
@@ -39,9 +36,9 @@ def evaluate_model(
         outcome = run_evaluation(
             model_dir=Path(model.path),
             test_data_path=Path(test_data.path),
-            label_column=label_column,
+            label_column=schema_from_metadata(test_data.metadata, "evaluate-model's test_data").label,
             model_name=model_name,
-            tracking_context=TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+            tracking_context=TrackingContext.from_dict(tracking),
             metrics_out=out,
         )
         report = json.loads((out / METRICS_FILE).read_text())

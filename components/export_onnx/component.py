@@ -12,14 +12,18 @@ from mlops.images import PLATFORM_IMAGE
 def export_onnx_model(
     model: Input[Model],
     test_data: Input[Dataset],
-    tolerance: float,
+    export: dict,
     onnx_model: Output[Model],
 ) -> NamedTuple("ExportOutputs", [("max_abs_diff", float)]):  # type: ignore[valid-type]
     """Exports the model to ONNX (directory with model.onnx) and fails if ONNX Runtime and torch disagree."""
     from collections import namedtuple
     from pathlib import Path
 
+    from components.export_onnx.config import ExportSettings
     from components.export_onnx.core import run_export
+    from mlops.settings import from_flat
+
+    tolerance = from_flat(ExportSettings, export).onnx_tolerance
 
     report = run_export(
         model_dir=Path(model.path),

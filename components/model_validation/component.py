@@ -12,23 +12,12 @@ from mlops.images import PLATFORM_IMAGE
 def validate_model(
     model: Input[Model],
     test_data: Input[Dataset],
-    label_column: str,
-    protected_attributes: List[str],  # noqa: UP006
     model_name: str,
     version: str,
-    decision_threshold: float,
-    max_demographic_parity_difference: float,
-    min_demographic_parity_ratio: float,
-    max_equalized_odds_difference: float,
-    min_group_size: int,
-    bootstrap_resamples: int,
-    min_attribution_rank_agreement: float,
-    invariance_tests: List[dict],  # noqa: UP006
-    directional_tests: List[dict],  # noqa: UP006
-    tracking_uri: str,
-    experiment: str,
-    pipeline_run_id: str,
-    artifact_root: str,
+    validation: dict,
+    invariance: List[dict],  # noqa: UP006
+    directional: List[dict],  # noqa: UP006
+    tracking: dict,
     report_html: Output[HTML],
     report_json: Output[Artifact],
     reason: OutputPath(str),  # type: ignore[valid-type]
@@ -40,41 +29,24 @@ def validate_model(
     """
     from pathlib import Path
 
-    from components.model_validation.config import (
-        BehaviouralSuite,
-        DirectionalTest,
-        ExplainabilityPolicy,
-        FairnessPolicy,
-        InvarianceTest,
-        ValidationConfig,
-    )
+    from components.model_validation.config import ValidationConfig
     from components.model_validation.core import run
+    from mlops.dataset import schema_from_metadata
+    from mlops.settings import from_flat
     from mlops.tracking import TrackingContext
 
-    config = ValidationConfig(
-        fairness=FairnessPolicy(
-            decision_threshold=decision_threshold,
-            max_demographic_parity_difference=max_demographic_parity_difference,
-            min_demographic_parity_ratio=min_demographic_parity_ratio,
-            max_equalized_odds_difference=max_equalized_odds_difference,
-            min_group_size=min_group_size,
-            bootstrap_resamples=bootstrap_resamples,
-        ),
-        explainability=ExplainabilityPolicy(min_rank_agreement=min_attribution_rank_agreement),
-        behavioural=BehaviouralSuite(
-            invariance=tuple(InvarianceTest.model_validate(t) for t in invariance_tests),
-            directional=tuple(DirectionalTest.model_validate(t) for t in directional_tests),
-        ),
-    )
+    schema = schema_from_metadata(test_data.metadata, "validate-model's test_data")
     result = run(
         model_path=Path(model.path),
         test_data_uri=test_data.path,
-        label=label_column,
-        protected_attributes=protected_attributes,
-        config=config,
+        label=schema.label,
+        protected_attributes=schema.protected_attributes,
+        config=from_flat(
+            ValidationConfig, {**validation, "invariance": invariance, "directional": directional}
+        ),
         model_name=model_name,
         version=version,
-        context=TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+        context=TrackingContext.from_dict(tracking),
         html_path=Path(report_html.path),
         json_path=Path(report_json.path),
     )

@@ -184,9 +184,11 @@ class ValidationConfig(BaseModel):
         default_factory=ExplainabilityPolicy, description="Attribution settings and stability threshold."
     )
     behavioural: BehaviouralSuite = Field(default_factory=BehaviouralSuite, description="Behavioural tests.")
-    max_rows: int = Field(
+    validation_max_rows: int = Field(
         default=4000,
         ge=20,
         description="Rows (random sample) used by attributions and behavioural tests; fairness uses every row.",
     )
-    seed: int = Field(default=0, ge=0, description="Seed of row sampling and permutations.")
+    validation_seed: int = Field(
+        default=0, ge=0, description="Seed of the model-validation row sampling and permutations."
+    )

@@ -126,12 +126,16 @@ def validate(
     _check_label(frame, label)
     check_suite(scorer, config.behavioural)  # fail on a mis-declared test before any slow work
     scores = scorer.predict(frame)
-    fairness = evaluate_fairness(frame, scores, label, protected_attributes, config.fairness, config.seed)
-    sample = (
-        frame.sample(n=config.max_rows, random_state=config.seed) if len(frame) > config.max_rows else frame
+    fairness = evaluate_fairness(
+        frame, scores, label, protected_attributes, config.fairness, config.validation_seed
     )
-    explained = explain(scorer, sample, label, config.explainability, config.seed)
-    behaviour = run_suite(scorer, sample, config.behavioural, config.seed)
+    sample = (
+        frame.sample(n=config.validation_max_rows, random_state=config.validation_seed)
+        if len(frame) > config.validation_max_rows
+        else frame
+    )
+    explained = explain(scorer, sample, label, config.explainability, config.validation_seed)
+    behaviour = run_suite(scorer, sample, config.behavioural, config.validation_seed)
     return ValidationResult(
         label=label,
         protected_attributes=tuple(protected_attributes),

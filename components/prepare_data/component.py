@@ -7,15 +7,21 @@ from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
-def prepare_data(data_uri: str, sample_rows: int, sample_seed: int, sample: Output[Dataset]) -> str:
-    """Returns ``data_uri`` if set, else writes the sample dataset and returns its location."""
+def prepare_data(data: dict, sample: Output[Dataset]) -> str:
+    """Returns ``data_uri`` if set, else writes the sample dataset and returns its location.
+
+    ``data`` holds the :class:`~components.prepare_data.config.DataSettings` settings.
+    """
     from pathlib import Path
 
+    from components.prepare_data.config import DataSettings
     from components.prepare_data.core import resolve_data
+    from mlops.settings import from_flat
 
-    uri = resolve_data(data_uri, Path(sample.path), sample_rows, sample_seed)
+    settings = from_flat(DataSettings, data)
+    uri = resolve_data(settings, Path(sample.path))
     if uri == sample.path:
-        sample.metadata["rows"] = sample_rows
+        sample.metadata["rows"] = settings.sample.sample_rows
         # On a cluster sample.path is a FUSE mount of sample.uri; other pods read the URI.
         return sample.uri if sample.uri.startswith("s3://") else sample.path
     return uri

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlops.sample_data import SampleDataConfig, generate
+from components.prepare_data.config import DataSettings
+from mlops.sample_data import generate
 
 
-def resolve_data(data_uri: str, sample_out: Path, sample_rows: int, sample_seed: int) -> str:
+def resolve_data(settings: DataSettings, sample_out: Path) -> str:
     """Return the URI the validation step should read; the sample is written as Parquet."""
-    uri = data_uri.strip()
+    uri = settings.data_uri.strip()
     if uri:
         if not uri.startswith("s3://") and not Path(uri.removeprefix("file://")).is_file():
             raise FileNotFoundError(
@@ -21,5 +22,5 @@ def resolve_data(data_uri: str, sample_out: Path, sample_rows: int, sample_seed:
             )
         return uri
     sample_out.parent.mkdir(parents=True, exist_ok=True)
-    generate(SampleDataConfig(n_rows=sample_rows, seed=sample_seed)).to_parquet(sample_out, index=False)
+    generate(settings.sample).to_parquet(sample_out, index=False)
     return str(sample_out)

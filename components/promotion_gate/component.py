@@ -13,12 +13,8 @@ def metrics_gate(
     test_auc: float,
     champion_auc: float,
     has_champion: bool,
-    auc_floor: float,
-    max_auc_regression: float,
-    tracking_uri: str,
-    experiment: str,
-    pipeline_run_id: str,
-    artifact_root: str,
+    policy: dict,
+    tracking: dict,
     report: Output[Artifact],
     reason: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
@@ -30,11 +26,11 @@ def metrics_gate(
     from pathlib import Path
 
     from components.promotion_gate.core import MetricsGatePolicy, decide, record
+    from mlops.settings import from_flat
     from mlops.tracking import TrackingContext
 
-    policy = MetricsGatePolicy(auc_floor=auc_floor, max_auc_regression=max_auc_regression)
-    decision = decide(policy, test_auc, champion_auc, has_champion)
-    context = TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root)
+    decision = decide(from_flat(MetricsGatePolicy, policy), test_auc, champion_auc, has_champion)
+    context = TrackingContext.from_dict(tracking)
     record(decision, model_name, version, context, Path(report.path))
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
@@ -45,16 +41,13 @@ def metrics_gate(
 def promote_to_champion(
     model_name: str,
     version: str,
-    tracking_uri: str,
-    experiment: str,
-    pipeline_run_id: str,
-    artifact_root: str,
+    tracking: dict,
 ) -> str:
     """Moves alias ``champion`` to the version; returns the replaced version or ''."""
     from components.promotion_gate.core import promote
     from mlops.tracking import TrackingContext
 
-    context = TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root)
+    context = TrackingContext.from_dict(tracking)
     previous = promote(model_name, version, context)
     print(f"{model_name} version {version} is now champion (was {previous or 'none'})")
     return previous or ""
@@ -68,10 +61,7 @@ def combine_gates(
     metrics_reason: str,
     validation_decision: str,
     validation_reason: str,
-    tracking_uri: str,
-    experiment: str,
-    pipeline_run_id: str,
-    artifact_root: str,
+    tracking: dict,
     reason: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
     """``promote`` only when both gates promote; writes the overall mlops.decision/mlops.reason tags.
@@ -94,7 +84,7 @@ def combine_gates(
         decision,
         model_name,
         version,
-        TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+        TrackingContext.from_dict(tracking),
     )
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"overall gate: {decision.decision} ({decision.reason})")

@@ -13,12 +13,8 @@ def quantize_model(
     model_name: str,
     source_version: str,
     test_data: Input[Dataset],
-    label_column: str,
     max_auc_drop: float,
-    tracking_uri: str,
-    experiment: str,
-    pipeline_run_id: str,
-    artifact_root: str,
+    tracking: dict,
     int8_model: Output[Model],
 ) -> NamedTuple(  # type: ignore[valid-type]
     "QuantizeOutputs",
@@ -29,16 +25,17 @@ def quantize_model(
     from pathlib import Path
 
     from components.quantize.core import run_quantize
+    from mlops.dataset import schema_from_metadata
     from mlops.tracking import TrackingContext
 
     outcome = run_quantize(
         model_name=model_name,
         source_version=source_version,
         holdout_path=Path(test_data.path),
-        label_column=label_column,
+        label_column=schema_from_metadata(test_data.metadata, "quantize-model's test_data").label,
         max_auc_drop=max_auc_drop,
         out_dir=Path(int8_model.path),
-        context=TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+        context=TrackingContext.from_dict(tracking),
     )
     int8_model.metadata.update(
         {

@@ -17,10 +17,7 @@ def register_model(
     suite_version: str,
     train_run_id: str,
     git_commit: str,
-    tracking_uri: str,
-    experiment: str,
-    pipeline_run_id: str,
-    artifact_root: str,
+    tracking: dict,
 ) -> NamedTuple("RegisterOutputs", [("version", str), ("onnx_sha256", str)]):  # type: ignore[valid-type]
     """Registers the ONNX model as a new version with lineage tags and alias ``challenger``."""
     from collections import namedtuple
@@ -32,19 +29,20 @@ def register_model(
     from mlops.registry import Lineage, package_version
     from mlops.tracking import TrackingContext
 
+    context = TrackingContext.from_dict(tracking)
     registered = register_onnx_model(
         onnx_dir=Path(onnx_model.path),
         example_frame=pd.read_parquet(test_data.path),
         model_name=model_name,
         lineage=Lineage(
-            kfp_run_id=pipeline_run_id,
+            kfp_run_id=context.pipeline_run_id,
             git_commit=git_commit,
             dataset_digest=dataset_digest,
             suite_version=suite_version,
             package_version=package_version(),
             train_run_id=train_run_id,
         ),
-        context=TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+        context=context,
     )
     onnx_model.metadata["model_uri"] = registered.model_uri
     RegisterOutputs = namedtuple("RegisterOutputs", ["version", "onnx_sha256"])

@@ -1,6 +1,6 @@
 """KFP wrapper for :mod:`components.train.core`."""
 
-from typing import List, NamedTuple  # noqa: UP035 - KFP's signature parser needs typing.List
+from typing import NamedTuple
 
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
@@ -11,70 +11,45 @@ from mlops.images import PLATFORM_IMAGE
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
 def train_model(
     dataset: Input[Dataset],
-    label_column: str,
-    numeric_features: List[str],  # noqa: UP006
-    categorical_features: List[str],  # noqa: UP006
-    epochs: int,
-    batch_size: int,
-    learning_rate: float,
-    weight_decay: float,
-    hidden_units: List[int],  # noqa: UP006
-    dropout: float,
-    patience: int,
-    seed: int,
-    nproc: int,
-    precision: str,
-    checkpoint_dir: str,
-    tracking_uri: str,
-    experiment: str,
-    pipeline_run_id: str,
-    artifact_root: str,
+    train_config: dict,
+    train_task: dict,
+    tracking: dict,
     model: Output[Model],
     test_data: Output[Dataset],
     metrics: Output[Metrics],
 ) -> NamedTuple("TrainOutputs", [("run_id", str), ("val_auc", float)]):  # type: ignore[valid-type]
-    """Trains the tabular classifier (DDP when nproc > 1); outputs the best-epoch model and the test split."""
+    """Trains the tabular classifier (DDP when nproc > 1); outputs the best-epoch model and the test split.
+
+    ``train_config`` holds :class:`~training.config.TrainConfig`'s settings (the pipeline's or the
+    best tuning trial's); the schema comes from the validated dataset's metadata and travels on
+    with ``test_data``.
+    """
     from collections import namedtuple
     from pathlib import Path
 
+    from components.train.config import TrainTaskSettings
     from components.train.core import resolve_checkpoint_dir, run_training
-    from mlops.dataset import DatasetSchema
+    from mlops.dataset import SCHEMA_METADATA_KEY, schema_from_metadata
+    from mlops.settings import from_flat
     from mlops.tracking import TrackingContext
     from training.config import TrainConfig
-    from training.model import ModelConfig
 
-    # model_validate: pipeline strings such as precision are checked against the allowed values here.
-    config = TrainConfig.model_validate(
-        {
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "learning_rate": learning_rate,
-            "weight_decay": weight_decay,
-            "model": ModelConfig(hidden_units=tuple(hidden_units), dropout=dropout),
-            "patience": patience,
-            "seed": seed,
-            "nproc": nproc,
-            "precision": precision,
-        }
-    )
-    schema = DatasetSchema(
-        label=label_column,
-        numeric_features=tuple(numeric_features),
-        categorical_features=tuple(categorical_features),
-    )
+    schema = schema_from_metadata(dataset.metadata, "train-model's dataset")
+    task = from_flat(TrainTaskSettings, train_task)
     model_dir = Path(model.path)
     outcome = run_training(
         dataset_path=dataset.path,
         schema=schema,
-        config=config,
-        tracking_context=TrackingContext(tracking_uri, experiment, pipeline_run_id, artifact_root),
+        config=from_flat(TrainConfig, train_config),
+        tracking_context=TrackingContext.from_dict(tracking),
         model_dir=model_dir,
         test_data_path=Path(test_data.path),
-        checkpoint_dir=resolve_checkpoint_dir(checkpoint_dir, model_dir),
+        checkpoint_dir=resolve_checkpoint_dir(task.checkpoint_dir, model_dir),
     )
     model.metadata.update(
         {"framework": "pytorch", "mlflow_run_id": outcome.run_id, "best_epoch": outcome.best_epoch}
     )
+    test_data.metadata[SCHEMA_METADATA_KEY] = dataset.metadata[SCHEMA_METADATA_KEY]
     metrics.log_metric("val_auc", outcome.val_auc)
     metrics.log_metric("val_loss", outcome.val_loss)
     metrics.log_metric("epochs_run", outcome.epochs_run)

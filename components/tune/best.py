@@ -47,12 +47,12 @@ def select_best(plan: TuningPlan, tracking: TrackingContext) -> BestTrial:
     import mlflow
     import optuna
 
-    study = optuna.load_study(study_name=plan.settings.study_name, storage=open_storage(plan.storage))
+    study = optuna.load_study(study_name=plan.settings.tune_study_name, storage=open_storage(plan.storage))
     trials = study.get_trials(deepcopy=False)
     states = dict(Counter(t.state.name.lower() for t in trials))
     if not states.get("complete"):
         raise NoCompletedTrial(
-            f"study {plan.settings.study_name!r} has no completed trial ({states or 'no trials'}); see the "
+            f"study {plan.settings.tune_study_name!r} has no completed trial ({states or 'no trials'}); see the "
             f"failed/pruned child runs of MLflow run {plan.parent_run_id}, then widen the search space, "
             "relax the pruner or raise max_trials"
         )

@@ -74,15 +74,17 @@ def prepare_study(
     import mlflow
     import optuna
 
+    if settings.tune_trials < 1:
+        raise ValueError(f"tune_trials is {settings.tune_trials}: nothing to tune; set tune_trials >= 1")
     space: SearchSpace = load_space(space_file, space_overrides)
     space.check_against(base)
     storage = open_storage(storage_url)
     study = optuna.create_study(
-        study_name=settings.study_name, storage=storage, direction="maximize", load_if_exists=True
+        study_name=settings.tune_study_name, storage=storage, direction="maximize", load_if_exists=True
     )
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise StudyStorageError(
-            f"study {settings.study_name!r} in {redact(storage_url)} minimises its objective; this component "
+            f"study {settings.tune_study_name!r} in {redact(storage_url)} minimises its objective; this component "
             "maximises validation AUC: pick another study_name"
         )
     trials_before = len(study.get_trials(deepcopy=False))
@@ -96,14 +98,14 @@ def prepare_study(
             }
         )
         mlflow.log_dict(space.model_dump(mode="json"), "tuning/search_space.json")
-        mlflow.set_tags({"optuna.study_name": settings.study_name})
+        mlflow.set_tags({"optuna.study_name": settings.tune_study_name})
         parent_run_id = run.info.run_id
     return TuningPlan(
         settings=settings,
         storage=storage_url,
         space=space,
         base=base,
-        deadline=time.time() + settings.max_minutes * 60,
+        deadline=time.time() + settings.tune_max_minutes * 60,
         parent_run_id=parent_run_id,
         trials_before=trials_before,
     )
@@ -180,7 +182,7 @@ def _run_trial(
 
     tags = {
         TASK_TAG: TRIAL_TASK_NAME,
-        "optuna.study_name": plan.settings.study_name,
+        "optuna.study_name": plan.settings.tune_study_name,
         "optuna.trial_number": str(trial.number),
         "optuna.worker": str(worker_index),
     }

@@ -7,13 +7,15 @@ from pathlib import Path
 
 from mlops.workspace import Workspace
 
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "compiled"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("compile", help="compile pipelines to KFP IR YAML")
     parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: beside each definition, pipelines/<name>/<name>.yaml, checked in)",
     )
     parser.set_defaults(handler=compile_command)
 

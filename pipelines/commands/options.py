@@ -1,18 +1,70 @@
-"""Options that several local-run commands share, parsed and checked the same way."""
+"""Command-line options made from a pipeline's parameters: one flag per parameter, same name.
+
+``mlops run <pipeline> --help`` lists every parameter with its default and
+description, read from the pipeline's component spec (which the stage configs
+produced), so the CLI, the KFP UI form and the compiled YAML say the same thing.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+from typing import Any
+
+from kfp.dsl.base_component import BaseComponent
+
+from pipelines.parameters import coerce, pipeline_parameters
+
+DATA_ALIAS = "--data"
+"""Short, documented spelling of ``--data_uri``."""
 
 
-def add_data_and_overrides(parser: argparse.ArgumentParser, set_help: str) -> None:
+def _shown(value: Any) -> str:
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return ",".join(map(str, value))
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return repr(value) if value == "" else str(value)
+
+
+def add_parameter_flags(parser: argparse.ArgumentParser, pipeline: BaseComponent) -> None:
+    """One ``--<name>`` (and ``--<name-with-dashes>``) per pipeline parameter, plus ``--set`` and ``--data``."""
+    group = parser.add_argument_group("pipeline parameters (also settable as --set name=value)")
+    for name, spec in pipeline.component_spec.inputs.items():
+        flags = [f"--{name}"]
+        if "-" not in name and "_" in name:
+            flags.append(f"--{name.replace('_', '-')}")
+        if name == "data_uri":
+            flags.append(DATA_ALIAS)
+        help_text = (spec.description or "").replace("%", "%%")
+        default = _shown(spec.default).replace("%", "%%")
+        group.add_argument(
+            *flags,
+            dest=f"param:{name}",
+            default=None,
+            metavar=spec.type.upper().replace("TYPING.", ""),
+            help=f"{help_text} (default: {default})",
+        )
     parser.add_argument(
-        "--data", default="", help="CSV or Parquet path or s3:// URI (default: generated sample)"
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a pipeline parameter by name (repeatable); lists as a,b or JSON",
     )
-    parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=set_help
-    )
+
+
+def flag_values(args: argparse.Namespace, pipeline: BaseComponent) -> dict[str, Any]:
+    """The parameters given as flags, typed from the pipeline signature."""
+    kinds = pipeline_parameters(pipeline)
+    values = {}
+    for key, raw in vars(args).items():
+        if key.startswith("param:") and raw is not None:
+            name = key.removeprefix("param:")
+            values[name] = coerce(name, kinds[name], raw, flag=True)
+    return values
 
 
 def resolve_data(data: str) -> str:

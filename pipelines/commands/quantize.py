@@ -68,7 +68,7 @@ def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
         holdout, _ = load_table(args.data)
     else:
         print(f"no --data: judging on {HOLDOUT_ROWS} generated sample rows (seed {HOLDOUT_SEED})")
-        holdout = generate(SampleDataConfig(n_rows=HOLDOUT_ROWS, seed=HOLDOUT_SEED))
+        holdout = generate(SampleDataConfig(sample_rows=HOLDOUT_ROWS, sample_seed=HOLDOUT_SEED))
     context = TrackingContext(
         tracking_uri=tracking_uri,
         experiment=args.experiment,

@@ -1,19 +1,35 @@
-"""``mlops run training``: run the training pipeline on this machine."""
+"""``mlops run <pipeline>``: run any of the platform's pipelines on this machine (kfp.local).
+
+The pipeline's own parameters are the command's flags (``mlops run training --help``
+lists them with defaults and descriptions); the command fills in only what the
+local machine decides: the tracking configuration, the absolute data path and the
+git commit.
+"""
 
 from __future__ import annotations
 
 import argparse
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from mlops.workspace import Workspace
-from pipelines.commands.options import add_data_and_overrides, resolve_data
+
+PIPELINE_NAMES = ("training", "tuning")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("run", help="run a pipeline locally (kfp.local, MLflow on SQLite)")
-    parser.add_argument("pipeline", choices=["training"], help="which pipeline to run")
-    add_data_and_overrides(parser, "override a pipeline parameter (repeatable); lists as a,b or JSON")
+    parser = subparsers.add_parser(
+        "run",
+        help="run a pipeline locally (kfp.local); `mlops run <pipeline> --help` lists its parameters",
+        description="Run a pipeline with KFP's local runner. Every pipeline parameter is a flag.",
+    )
+    parser.add_argument("pipeline", choices=PIPELINE_NAMES, help="which pipeline to run")
+    parser.add_argument(
+        "arguments",
+        nargs=argparse.REMAINDER,
+        help="the pipeline's parameters (see mlops run <pipeline> --help)",
+    )
     parser.set_defaults(handler=run_command)
 
 
@@ -27,24 +43,61 @@ def git_commit(cwd: Path) -> str:
     return result.stdout.strip() if result.returncode == 0 else ""
 
 
+def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
+    """The user's parameter values (flags, then ``--set``), typed; ``--help`` prints them all and exits."""
+    from pipelines.commands.options import add_parameter_flags, flag_values
+    from pipelines.parameters import parse_overrides
+    from pipelines.registry import pipelines
+
+    pipeline = pipelines()[name]
+    parser = argparse.ArgumentParser(
+        prog=f"mlops run {name}",
+        usage=f"mlops run {name} [--PARAMETER VALUE ...] [--set PARAMETER=VALUE ...]",
+        description=pipeline.description,
+        epilog="Unset parameters keep their defaults; tracking_uri and artifact_root default to the "
+        "resolved tracking configuration (MLFLOW_TRACKING_URI, else the workspace).",
+    )
+    add_parameter_flags(parser, pipeline)
+    namespace = parser.parse_args(argv)
+    return {**parse_overrides(pipeline, namespace.overrides), **flag_values(namespace, pipeline)}
+
+
+def local_arguments(name: str, given: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
+    """What this machine decides, under the user's values: tracking, absolute data path, git commit."""
+    from mlops.tracking import resolve_tracking
+    from pipelines.commands.options import resolve_data
+    from pipelines.parameters import merged_arguments
+    from pipelines.registry import pipelines
+
+    pipeline = pipelines()[name]
+    known = pipeline.component_spec.inputs
+    tracking = resolve_tracking(
+        workspace,
+        tracking_uri=given.get("tracking_uri", ""),
+        artifact_root=given.get("artifact_root", ""),
+    )
+    base: dict[str, Any] = {"tracking_uri": tracking.tracking_uri, "artifact_root": tracking.artifact_root}
+    if "data_uri" in given:
+        base["data_uri"] = resolve_data(given["data_uri"])
+    if "git_commit" in known and not given.get("git_commit"):
+        base["git_commit"] = git_commit(Path.cwd())
+    overrides = {k: v for k, v in given.items() if k not in base}
+    defaults = {name: spec.default for name, spec in known.items()}
+    return {**defaults, **merged_arguments(pipeline, base, overrides)}
+
+
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from pipelines.local_run import PipelineFailed, run_locally
-    from pipelines.parameters import merged_arguments, parse_overrides
-    from pipelines.summary import print_failure, print_summary
-    from pipelines.training import training_pipeline
+    from pipelines.registry import pipelines, summaries
+    from pipelines.summary import print_failure, print_start
 
-    overrides = parse_overrides(training_pipeline, args.overrides)
-    base = {
-        "data_uri": resolve_data(args.data),
-        "tracking_uri": workspace.tracking_uri,
-        "artifact_root": workspace.artifact_root,
-        "git_commit": git_commit(Path.cwd()),
-    }
-    arguments = merged_arguments(training_pipeline, base, overrides)
+    given = parse_pipeline_arguments(args.pipeline, list(args.arguments))
+    arguments = local_arguments(args.pipeline, given, workspace)
+    print_start(args.pipeline, workspace, arguments)
     try:
-        result = run_locally(training_pipeline, arguments, workspace)
+        result = run_locally(pipelines()[args.pipeline], arguments, workspace)
     except PipelineFailed as failure:
         print_failure(failure, workspace)
         return 1
-    print_summary(workspace, arguments, str(result.output), result.run_dir)
+    summaries()[args.pipeline](workspace, arguments, result)
     return 0

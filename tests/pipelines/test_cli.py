@@ -50,7 +50,7 @@ def test_run_training_prints_where_everything_is(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_run_on_corrupt_file_ends_with_step_and_reason(tmp_path: Path) -> None:
-    frame = generate(SampleDataConfig(n_rows=1000, seed=2))
+    frame = generate(SampleDataConfig(sample_rows=1000, sample_seed=2))
     frame.loc[:, "home_ownership"] = "castle"
     frame.to_csv(tmp_path / "bad.csv", index=False)
     result = _mlops("--workspace", str(tmp_path / "ws"), "run", "training", "--data", "bad.csv", cwd=tmp_path)

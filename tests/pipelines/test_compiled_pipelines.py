@@ -5,9 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.registry import compile_all, pipelines
-
-COMPILED = Path(__file__).resolve().parents[2] / "pipelines" / "compiled"
+from pipelines.registry import compile_all, compiled_path, pipelines
 
 
 def _normalise(text: str) -> dict:
@@ -25,7 +23,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("name", sorted(pipelines()))
 def test_golden_yaml_matches_a_fresh_compile(name: str, fresh: Path) -> None:
-    golden = COMPILED / f"{name}.yaml"
+    golden = compiled_path(name)
     assert golden.is_file(), f"{golden} missing: run `mlops compile` and commit it"
     assert _normalise((fresh / f"{name}.yaml").read_text()) == _normalise(golden.read_text()), (
         f"{golden.name} is stale: run `mlops compile` and commit the result"
@@ -34,7 +32,7 @@ def test_golden_yaml_matches_a_fresh_compile(name: str, fresh: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(pipelines()))
 def test_every_run_form_parameter_has_a_description_and_default(name: str) -> None:
-    spec = yaml.safe_load((COMPILED / f"{name}.yaml").read_text())
+    spec = yaml.safe_load(compiled_path(name).read_text())
     parameters = spec["root"]["inputDefinitions"]["parameters"]
     assert parameters
     for param, definition in parameters.items():

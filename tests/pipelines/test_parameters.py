@@ -1,7 +1,7 @@
 import pytest
 
 from pipelines.parameters import ParameterError, merged_arguments, parse_overrides
-from pipelines.training import training_pipeline
+from pipelines.training.pipeline import training_pipeline
 
 
 def test_overrides_are_typed_from_the_pipeline_signature() -> None:

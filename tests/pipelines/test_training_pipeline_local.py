@@ -10,7 +10,7 @@ import pytest
 from mlops.sample_data import SampleDataConfig, generate
 from mlops.workspace import Workspace
 from pipelines.local_run import PipelineFailed, run_locally
-from pipelines.training import training_pipeline
+from pipelines.training.pipeline import training_pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,7 @@ def test_pipeline_registers_and_promotes_a_model(tmp_path: Path) -> None:
 
 
 def test_corrupt_data_stops_at_validation_and_registers_nothing(tmp_path: Path) -> None:
-    frame = generate(SampleDataConfig(n_rows=1500, seed=1))
+    frame = generate(SampleDataConfig(sample_rows=1500, sample_seed=1))
     frame.loc[:200, "credit_score"] = 5000.0  # far outside the plausible range
     data = tmp_path / "corrupt.csv"
     frame.to_csv(data, index=False)

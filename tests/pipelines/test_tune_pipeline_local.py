@@ -12,7 +12,7 @@ import pytest
 from mlops.workspace import Workspace
 from pipelines.commands import tune as tune_cmd
 from pipelines.local_run import run_locally
-from pipelines.tuning import tuning_pipeline
+from pipelines.tuning.pipeline import tuning_pipeline
 
 pytestmark = pytest.mark.slow
 

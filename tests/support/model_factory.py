@@ -10,7 +10,8 @@ import torch
 from mlops.dataset import DatasetSchema
 from mlops.features import FeatureSpec
 from mlops.sample_data import SAMPLE_SCHEMA
-from training.model import ModelConfig, TabularNet
+from training.config import ModelConfig
+from training.model import TabularNet
 
 
 def fit_tabular_net(
@@ -44,7 +45,8 @@ def fit_model(
     import torch
 
     from mlops.features import FeatureSpec
-    from training.model import ModelConfig, TabularNet, save_model
+    from training.config import ModelConfig
+    from training.model import TabularNet, save_model
 
     torch.manual_seed(seed)
     spec = FeatureSpec.fit(frame, schema)

@@ -63,7 +63,8 @@ def train_onnx(
     import torch
 
     from mlops.features import FeatureSpec
-    from training.model import ModelConfig, TabularNet
+    from training.config import ModelConfig
+    from training.model import TabularNet
     from training.onnx_export import export_onnx
 
     spec = FeatureSpec.fit(frame, SAMPLE_SCHEMA)
@@ -96,8 +97,8 @@ def register(store: DemoStore, name: str, onnx_dir: Path, alias: str | None = "c
 @functools.cache
 def demo_store(base: Path) -> DemoStore:
     workspace = Workspace(base / "workspace").create()
-    train = generate(SampleDataConfig(n_rows=1500, seed=11))
-    holdout = generate(SampleDataConfig(n_rows=600, seed=12))
+    train = generate(SampleDataConfig(sample_rows=1500, sample_seed=11))
+    holdout = generate(SampleDataConfig(sample_rows=600, sample_seed=12))
     store = DemoStore(
         workspace=workspace,
         onnx_a=train_onnx(base / "onnx-a", train, seed=0),

@@ -12,8 +12,7 @@ import torch
 
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.checkpoint import CHECKPOINT_FILE, EarlyStopping
-from training.config import TrainConfig
-from training.model import ModelConfig
+from training.config import ModelConfig, TrainConfig
 from training.tracking import NullLogger
 from training.trainer import TrainResult, train
 
@@ -55,7 +54,7 @@ class Recorder(NullLogger):
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(n_rows=2500, seed=11))
+    return generate(SampleDataConfig(sample_rows=2500, sample_seed=11))
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from training.config import TrainConfig, cpu_has_native_bf16, resolve_runtime
-from training.model import ModelConfig
+from training.config import ModelConfig, TrainConfig, cpu_has_native_bf16, resolve_runtime
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks behaviour on a machine without CUDA")
 

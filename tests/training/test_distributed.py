@@ -25,9 +25,8 @@ import torch.distributed as dist
 
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.checkpoint import CHECKPOINT_FILE
-from training.config import TrainConfig
+from training.config import ModelConfig, TrainConfig
 from training.distributed import DistributedTrainingError, launch
-from training.model import ModelConfig
 from training.tracking import NullLogger
 from training.trainer import train
 
@@ -63,7 +62,7 @@ def _fail_on_rank_one(rank: int, world_size: int) -> None:
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(n_rows=3000, seed=2))
+    return generate(SampleDataConfig(sample_rows=3000, sample_seed=2))
 
 
 def test_two_process_ddp_matches_single_process(frame: pd.DataFrame, tmp_path: Path) -> None:

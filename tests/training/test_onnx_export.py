@@ -16,7 +16,8 @@ from mlops.features import FeatureSpec
 from mlops.onnx_model import CONFIG_KEY, INPUT_NAME, OUTPUT_NAME, SPEC_KEY, OnnxModelError, OnnxScorer
 from mlops.sample_data import SampleDataConfig, generate
 from tests.support.model_factory import fit_tabular_net
-from training.model import ModelConfig, TabularNet, load_model, save_model
+from training.config import ModelConfig
+from training.model import TabularNet, load_model, save_model
 from training.onnx_export import check_parity, export_onnx, torch_probabilities
 
 TOLERANCE = 1e-4
@@ -28,7 +29,7 @@ def _train(frame: pd.DataFrame, steps: int = 200) -> TabularNet:
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(n_rows=1500, seed=11))
+    return generate(SampleDataConfig(sample_rows=1500, sample_seed=11))
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,7 @@ def test_onnx_matches_torch_at_any_batch_size(
 
 
 def test_scorer_handles_missing_and_unseen_values_like_torch(onnx_path: Path, model_dir: Path) -> None:
-    raw = generate(SampleDataConfig(n_rows=6, seed=2)).astype({"income": float})
+    raw = generate(SampleDataConfig(sample_rows=6, sample_seed=2)).astype({"income": float})
     raw.loc[0, "income"] = np.nan
     raw.loc[1, "employment_type"] = None
     raw.loc[2, "region"] = "atlantis"  # never seen in training: code 0 like a missing value
@@ -144,7 +145,7 @@ def test_scorer_errors_name_the_problem(onnx_path: Path, tmp_path: Path) -> None
 
 
 def test_parity_refuses_an_onnx_file_of_another_model(onnx_path: Path, frame: pd.DataFrame) -> None:
-    other = _train(generate(SampleDataConfig(n_rows=300, seed=99)), steps=1)
+    other = _train(generate(SampleDataConfig(sample_rows=300, sample_seed=99)), steps=1)
     with pytest.raises(OnnxModelError, match="different feature spec"):
         check_parity(other, OnnxScorer.load(onnx_path), frame.head(5), atol=TOLERANCE, rtol=0)
 
@@ -201,7 +202,7 @@ def test_run_export_rejects_bad_inputs(model_dir: Path, test_parquet: Path, tmp_
     with pytest.raises(FileNotFoundError, match="is not a saved model"):
         run_export(tmp_path, test_parquet, tmp_path / "out", tolerance=TOLERANCE)
     empty = tmp_path / "empty.parquet"
-    generate(SampleDataConfig(n_rows=5)).head(0).to_parquet(empty)
+    generate(SampleDataConfig(sample_rows=5)).head(0).to_parquet(empty)
     with pytest.raises(DatasetError, match="no rows"):
         run_export(model_dir, empty, tmp_path / "out", tolerance=TOLERANCE)
     with pytest.raises(DatasetError, match="does not exist"):
@@ -230,4 +231,4 @@ def test_component_runs_under_the_kfp_local_runner(
     assert 0 <= run.output < TOLERANCE
     exported = list((tmp_path / "root").rglob("onnx_model/model.onnx"))
     assert len(exported) == 1
-    assert OnnxScorer.load(exported[0]).predict_proba(generate(SampleDataConfig(n_rows=3))).shape == (3,)
+    assert OnnxScorer.load(exported[0]).predict_proba(generate(SampleDataConfig(sample_rows=3))).shape == (3,)

@@ -97,11 +97,11 @@ def test_builtin_suite_is_versioned_and_matches_the_sample_schema(suite: Suite) 
 @pytest.mark.parametrize(
     "config",
     [
-        SampleDataConfig(n_rows=1000, seed=0),
-        SampleDataConfig(n_rows=1000, seed=1),
-        SampleDataConfig(n_rows=1000, seed=2),
-        SampleDataConfig(n_rows=1000, seed=3, drift=1.0),
-        SampleDataConfig(n_rows=1000, seed=4, drift=1.0, bias=2.0),
+        SampleDataConfig(sample_rows=1000, sample_seed=0),
+        SampleDataConfig(sample_rows=1000, sample_seed=1),
+        SampleDataConfig(sample_rows=1000, sample_seed=2),
+        SampleDataConfig(sample_rows=1000, sample_seed=3, sample_drift=1.0),
+        SampleDataConfig(sample_rows=1000, sample_seed=4, sample_drift=1.0, sample_bias=2.0),
     ],
     ids=["seed0", "seed1", "seed2", "drift1", "drift1-bias2"],
 )
@@ -115,7 +115,7 @@ def test_suite_passes_on_clean_and_drifted_sample_data(suite: Suite, config: Sam
 
 
 def test_pandas_extension_dtypes_pass_the_type_checks(suite: Suite) -> None:
-    frame = generate(SampleDataConfig(n_rows=800, seed=5))
+    frame = generate(SampleDataConfig(sample_rows=800, sample_seed=5))
     frame = frame.astype({"region": "category", "education": "string", "default": "Int64", "age": "Float64"})
     result = validate(frame, SAMPLE_SCHEMA, suite)
     assert result.success, [c.describe() for c in result.failed]
@@ -169,7 +169,7 @@ def test_corrupted_data_fails_naming_expectation_column_and_observation(
     column: str | None,
     observed: str,
 ) -> None:
-    frame = mutate(generate(SampleDataConfig(n_rows=1000, seed=7)))
+    frame = mutate(generate(SampleDataConfig(sample_rows=1000, sample_seed=7)))
     result = validate(frame, SAMPLE_SCHEMA, suite, source="corrupt.csv")
     assert not result.success
     assert observed in _failed(result, expectation, column)
@@ -183,7 +183,7 @@ def test_corrupted_data_fails_naming_expectation_column_and_observation(
 
 
 def test_structural_problems_are_reported_alongside_the_suite(suite: Suite) -> None:
-    frame = generate(SampleDataConfig(n_rows=600, seed=8)).drop(columns=["region"])
+    frame = generate(SampleDataConfig(sample_rows=600, sample_seed=8)).drop(columns=["region"])
     frame.loc[:4, "default"] = None
     result = validate(frame, SAMPLE_SCHEMA, suite)
     schema_check = result.checks[0]
@@ -195,7 +195,7 @@ def test_structural_problems_are_reported_alongside_the_suite(suite: Suite) -> N
 
 
 def test_reports_are_valid_html_and_json(suite: Suite, tmp_path: Path) -> None:
-    frame = _set("credit_score", 4000.0)(generate(SampleDataConfig(n_rows=500, seed=9)))
+    frame = _set("credit_score", 4000.0)(generate(SampleDataConfig(sample_rows=500, sample_seed=9)))
     result = validate(frame, SAMPLE_SCHEMA, suite, source="<bad & data>.csv", digest="ab" * 32)
     write_reports(result, tmp_path / "r" / "report.html", tmp_path / "r" / "report.json")
 
@@ -222,7 +222,7 @@ def test_ge_writes_nothing_to_cwd_and_stays_quiet(
     gx_logger = logging.getLogger("great_expectations")
     monkeypatch.setattr(gx_logger, "level", logging.INFO)
 
-    assert validate(generate(SampleDataConfig(n_rows=400, seed=1)), SAMPLE_SCHEMA, suite).success
+    assert validate(generate(SampleDataConfig(sample_rows=400, sample_seed=1)), SAMPLE_SCHEMA, suite).success
 
     assert list(workdir.iterdir()) == []
     captured = capfd.readouterr()
@@ -231,7 +231,7 @@ def test_ge_writes_nothing_to_cwd_and_stays_quiet(
 
 
 def test_validation_time_for_50k_rows(suite: Suite) -> None:
-    frame = generate(SampleDataConfig(n_rows=50_000, seed=11))
+    frame = generate(SampleDataConfig(sample_rows=50_000, sample_seed=11))
     started = time.perf_counter()
     result = validate(frame, SAMPLE_SCHEMA, suite)
     elapsed = time.perf_counter() - started
@@ -338,7 +338,7 @@ def _artifacts(context: TrackingContext, run: mlflow.entities.Run) -> set[str]:
 def test_run_validation_success_writes_parquet_reports_and_logs(
     tmp_path: Path, context: TrackingContext
 ) -> None:
-    data = Path(write(str(tmp_path / "data.csv"), SampleDataConfig(n_rows=900, seed=12)))
+    data = Path(write(str(tmp_path / "data.csv"), SampleDataConfig(sample_rows=900, sample_seed=12)))
     paths = _paths(tmp_path)
 
     digest, version = run_validation(str(data), SAMPLE_SCHEMA, None, context, **paths)
@@ -366,7 +366,7 @@ def test_run_validation_success_writes_parquet_reports_and_logs(
 def test_run_validation_failure_keeps_reports_and_writes_no_dataset(
     tmp_path: Path, context: TrackingContext
 ) -> None:
-    frame = generate(SampleDataConfig(n_rows=900, seed=13))
+    frame = generate(SampleDataConfig(sample_rows=900, sample_seed=13))
     frame.loc[:100, "credit_score"] = 5000.0
     frame.to_parquet(tmp_path / "bad.parquet", index=False)
     paths = _paths(tmp_path)
@@ -403,7 +403,7 @@ def test_run_validation_on_unparseable_data_still_reports(tmp_path: Path, contex
 
 
 def test_run_validation_with_a_user_suite(tmp_path: Path, context: TrackingContext) -> None:
-    data = write(str(tmp_path / "data.csv"), SampleDataConfig(n_rows=300, seed=14))
+    data = write(str(tmp_path / "data.csv"), SampleDataConfig(sample_rows=300, sample_seed=14))
     custom = {
         "name": "minimal",
         "version": "2.1.0",
@@ -457,7 +457,7 @@ def test_component_runs_under_the_kfp_local_runner(
     monkeypatch.setenv(
         "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     )
-    data = write(str(tmp_path / "data.parquet"), SampleDataConfig(n_rows=400, seed=15))
+    data = write(str(tmp_path / "data.parquet"), SampleDataConfig(sample_rows=400, sample_seed=15))
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
 
     task = validate_data(

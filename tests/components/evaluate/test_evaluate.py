@@ -41,12 +41,12 @@ def _train(frame: pd.DataFrame, steps: int = 200, seed: int = 0) -> TabularNet:
 
 @pytest.fixture(scope="module")
 def train_frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(n_rows=1500, seed=21))
+    return generate(SampleDataConfig(sample_rows=1500, sample_seed=21))
 
 
 @pytest.fixture(scope="module")
 def test_frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(n_rows=800, seed=22))
+    return generate(SampleDataConfig(sample_rows=800, sample_seed=22))
 
 
 @pytest.fixture(scope="module")

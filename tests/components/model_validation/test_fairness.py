@@ -40,13 +40,13 @@ def _split(config: SampleDataConfig, test_rows: int) -> tuple[pd.DataFrame, pd.D
 
 @pytest.fixture(scope="module")
 def biased(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
-    train, test = _split(SampleDataConfig(n_rows=6000, seed=11, bias=2.0), 2000)
+    train, test = _split(SampleDataConfig(sample_rows=6000, sample_seed=11, sample_bias=2.0), 2000)
     return fit_model(train, SEX_AWARE, tmp_path_factory.mktemp("biased")), test
 
 
 @pytest.fixture(scope="module")
 def fair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
-    train, test = _split(SampleDataConfig(n_rows=6000, seed=12, bias=0.0), 2000)
+    train, test = _split(SampleDataConfig(sample_rows=6000, sample_seed=12, sample_bias=0.0), 2000)
     return fit_model(train, SEX_AWARE, tmp_path_factory.mktemp("fair")), test
 
 
@@ -91,7 +91,7 @@ def test_fair_model_passes_the_fairness_gate(fair: tuple[Path, pd.DataFrame]) ->
 
 def test_tiny_group_is_reported_with_its_size_not_dropped(fair: tuple[Path, pd.DataFrame]) -> None:
     model, _ = fair
-    test = generate(SampleDataConfig(n_rows=1500, seed=13, minority_fraction=0.01))
+    test = generate(SampleDataConfig(sample_rows=1500, sample_seed=13, sample_minority_fraction=0.01))
     n_female = int((test["sex"] == "female").sum())
     assert 0 < n_female < 30
     scores = load_scorer(model).predict(test)

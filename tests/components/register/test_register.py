@@ -15,7 +15,8 @@ from mlops.onnx_model import OnnxScorer
 from mlops.registry import Lineage, file_sha256
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking import TrackingContext
-from training.model import ModelConfig, TabularNet
+from training.config import ModelConfig
+from training.model import TabularNet
 from training.onnx_export import export_onnx
 
 LINEAGE = Lineage(
@@ -30,7 +31,7 @@ LINEAGE = Lineage(
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(n_rows=600, seed=5))
+    return generate(SampleDataConfig(sample_rows=600, sample_seed=5))
 
 
 @pytest.fixture(scope="module")

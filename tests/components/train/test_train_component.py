@@ -12,8 +12,8 @@ from components.train.core import resolve_checkpoint_dir, run_training
 from mlops.dataset import DatasetSchema
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking import TrackingContext
-from training.config import TrainConfig
-from training.model import ModelConfig, load_model
+from training.config import ModelConfig, TrainConfig
+from training.model import load_model
 
 CONFIG = TrainConfig(
     epochs=3,
@@ -28,7 +28,7 @@ CONFIG = TrainConfig(
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
     path = tmp_path / "validated.parquet"
-    generate(SampleDataConfig(n_rows=3000, seed=4)).to_parquet(path, index=False)
+    generate(SampleDataConfig(sample_rows=3000, sample_seed=4)).to_parquet(path, index=False)
     return path
 
 
@@ -66,7 +66,7 @@ def test_run_training_logs_params_metrics_and_model(
     assert outcome.val_auc > 0.65 and outcome.samples_per_second > 0
     model = load_model(tmp_path / "out" / "model")
     test = pd.read_parquet(tmp_path / "out" / "test.parquet")
-    assert list(test.columns) == list(generate(SampleDataConfig(n_rows=5)).columns)
+    assert list(test.columns) == list(generate(SampleDataConfig(sample_rows=5)).columns)
     assert len(test) == pytest.approx(0.15 * 3000, abs=2)
     assert model.spec.names == SAMPLE_SCHEMA.features
     assert (tmp_path / "out" / "checkpoints" / "last.pt").is_file()

@@ -16,8 +16,7 @@ from components.tune.core import prepare_study, run_worker
 from components.tune.study import TuneSettings, TuningPlan
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking import TrackingContext
-from training.config import TrainConfig
-from training.model import ModelConfig
+from training.config import ModelConfig, TrainConfig
 
 BASE = TrainConfig(
     epochs=3, batch_size=64, patience=0, model=ModelConfig(hidden_units=(16,)), precision="fp32"
@@ -33,7 +32,7 @@ SPACE = {
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(n_rows=600, seed=1))
+    return generate(SampleDataConfig(sample_rows=600, sample_seed=1))
 
 
 @pytest.fixture
@@ -46,7 +45,12 @@ def tracking(tmp_path: Path) -> Iterator[TrackingContext]:
 
 
 def _plan(tmp_path: Path, tracking: TrackingContext, **settings: object) -> TuningPlan:
-    values = {"study_name": "study", "max_trials": 4, "max_minutes": 5, "pruner_startup_trials": 1}
+    values = {
+        "tune_study_name": "study",
+        "tune_trials": 4,
+        "tune_max_minutes": 5,
+        "tune_pruner_startup_trials": 1,
+    }
     values["pruner_warmup_epochs"] = 0
     return prepare_study(
         TuneSettings.model_validate({**values, **settings}),

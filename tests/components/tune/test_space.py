@@ -132,7 +132,9 @@ def test_storage_resolution_and_unreachable_storage(tmp_path: Path) -> None:
 
 
 def _settings(**extra: object) -> TuneSettings:
-    return TuneSettings.model_validate({"study_name": "s", "max_trials": 2, "max_minutes": 1, **extra})
+    return TuneSettings.model_validate(
+        {"tune_study_name": "s", "tune_trials": 2, "tune_max_minutes": 1, **extra}
+    )
 
 
 def test_bad_input_fails_before_the_study_or_a_tracking_run_exists(tmp_path: Path) -> None:
@@ -153,7 +155,7 @@ def test_bad_input_fails_before_the_study_or_a_tracking_run_exists(tmp_path: Pat
 def test_tuning_pipeline_compiles_with_a_parallel_for_fan_out(tmp_path: Path) -> None:
     from kfp import compiler
 
-    from pipelines.tuning import tuning_pipeline
+    from pipelines.tuning.pipeline import tuning_pipeline
 
     path = tmp_path / "tuning.yaml"
     compiler.Compiler().compile(tuning_pipeline, str(path))

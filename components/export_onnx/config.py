@@ -1,0 +1,18 @@
+"""How closely the ONNX export must reproduce the torch model."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ExportSettings(BaseModel):
+    """Settings of the export-onnx step."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    onnx_tolerance: float = Field(
+        default=1e-4,
+        gt=0.0,
+        lt=1.0,
+        description="Largest allowed absolute difference between ONNX Runtime and torch probabilities.",
+    )

@@ -1,0 +1,21 @@
+"""The pipeline's input data: a file, or the built-in sample and the knobs that shape it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mlops.sample_data import SampleDataConfig
+
+
+class DataSettings(BaseModel):
+    """Which data a run reads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data_uri: str = Field(
+        default="",
+        description="CSV or Parquet file (local path or s3:// URI). Empty: generate the built-in sample dataset.",
+    )
+    sample: SampleDataConfig = Field(
+        default_factory=SampleDataConfig, description="The sample dataset, used when data_uri is empty."
+    )

@@ -1,0 +1,28 @@
+"""Pipeline fragments several pipelines share.
+
+Plain functions rather than ``@dsl.pipeline`` sub-pipelines: kfp.local cannot run a
+nested pipeline's ParallelFor, so fragments are composed inline.
+"""
+
+from __future__ import annotations
+
+from kfp.dsl.pipeline_task import PipelineTask
+
+from components.data_validation.component import validate_data
+from components.data_validation.config import DataValidationSettings
+from components.prepare_data.component import prepare_data
+from components.prepare_data.config import DataSettings
+from mlops.dataset import DatasetSchema
+from pipelines.signature import Parameters
+
+
+def validated_dataset(parameters: Parameters) -> PipelineTask:
+    """prepare-data → validate-data; downstream steps read ``.outputs["dataset"]`` (schema in its metadata)."""
+    data = prepare_data(data=parameters.of(DataSettings))
+    return validate_data(
+        data_uri=data.outputs["Output"],
+        **parameters.unpacked(DatasetSchema),
+        **parameters.of(DatasetSchema),
+        validation=parameters.of(DataValidationSettings),
+        tracking=parameters.tracking(),
+    )

@@ -1,0 +1,1 @@
+"""The training pipeline: validate, train, evaluate, export, register, gate, promote."""

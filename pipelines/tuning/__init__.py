@@ -1,0 +1,1 @@
+"""The tuning pipeline: validated data, then parallel Optuna workers sharing one study."""

@@ -1,0 +1,74 @@
+"""Hyperparameter tuning: set-up → N parallel workers sharing one Optuna study → best trial.
+
+``tuning_stage`` is the reusable part (the training pipeline adds it behind
+``tune_trials > 0``); ``tuning_pipeline`` runs it alone on validated data for
+``mlops run tuning``. Workers are a ``dsl.ParallelFor`` over the indices the set-up
+step returns, and the fan-in reads their trial counts through ``dsl.Collected``
+only to wait for all of them: the results themselves live in the study.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kfp import dsl
+
+from components.data_validation.config import DataValidationSettings
+from components.prepare_data.config import DataSettings
+from components.tune.component import create_tuning_study, run_tuning_worker, select_best_trial
+from components.tune.study import TuneSettings
+from mlops.sample_data import SAMPLE_SCHEMA
+from mlops.tracking import TrackingSettings
+from pipelines.fragments import validated_dataset
+from pipelines.signature import Parameters, settings_pipeline
+from training.config import TrainConfig
+
+PIPELINE_NAME = "tuning"
+DEFAULTS = (
+    DataSettings(),
+    SAMPLE_SCHEMA,
+    DataValidationSettings(),
+    TuneSettings(tune_trials=8),  # run alone, tuning is the point: 0 trials would be an error
+    TrainConfig(),
+    TrackingSettings(experiment=PIPELINE_NAME),
+)
+
+
+def tuning_stage(parameters: Parameters, dataset: Any) -> dsl.PipelineTask:
+    """Add set-up, workers and fan-in to the pipeline being defined; returns the fan-in task.
+
+    ``dataset`` is a validated Dataset output (its metadata carries the schema). The
+    fan-in's ``train_config`` output is the best trial's full training settings. A plain
+    function rather than a nested ``@dsl.pipeline``: kfp.local cannot resolve a
+    ``ParallelFor`` over a task output inside a nested pipeline.
+    """
+    tracking = parameters.tracking()
+    setup = create_tuning_study(
+        train_config=parameters.of(TrainConfig),
+        tune=parameters.of(TuneSettings),
+        **parameters.unpacked(TuneSettings),
+        tracking=tracking,
+    )
+    setup.set_caching_options(False)  # it opens a run and stamps the deadline: never reuse it
+    with dsl.ParallelFor(setup.outputs["Output"], name="tuning-workers") as worker_index:
+        worker = run_tuning_worker(
+            dataset=dataset, plan=setup.outputs["plan"], worker_index=worker_index, tracking=tracking
+        )
+        worker.set_caching_options(False)
+    best = select_best_trial(
+        plan=setup.outputs["plan"], trials_run=dsl.Collected(worker.output), tracking=tracking
+    )
+    best.set_caching_options(False)
+    return best
+
+
+@settings_pipeline(
+    name=PIPELINE_NAME,
+    description="Validate data, then tune the classifier's hyperparameters.",
+    defaults=DEFAULTS,
+    returns=(float, "The best validation ROC AUC in the study."),
+)
+def tuning_pipeline(parameters: Parameters) -> Any:
+    validation = validated_dataset(parameters)
+    best = tuning_stage(parameters, validation.outputs["dataset"])
+    return best.outputs["best_val_auc"]
