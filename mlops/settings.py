@@ -26,6 +26,10 @@ from pydantic.fields import FieldInfo
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
+LOCAL_FILE: dict[str, Any] = {"local_file": True}
+"""``json_schema_extra`` of a setting that names a file (or ``s3://`` object): a local run makes a
+relative path absolute and checks the file exists before anything runs (tasks run elsewhere)."""
+
 
 class SettingsError(ValueError):
     """A setting's value or name does not fit its config; the message names it and the fix."""
@@ -56,6 +60,11 @@ class Leaf:
     @property
     def required(self) -> bool:
         return self.field.is_required()
+
+    @property
+    def names_a_file(self) -> bool:
+        extra = self.field.json_schema_extra
+        return isinstance(extra, dict) and bool(extra.get("local_file"))
 
 
 def _is_model(annotation: Any) -> bool:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kfp.dsl.base_component import BaseComponent
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from mlops.workspace import Workspace
@@ -20,6 +21,14 @@ def pipelines() -> dict[str, BaseComponent]:
     from pipelines.tuning.pipeline import tuning_pipeline
 
     return {"training": training_pipeline, "tuning": tuning_pipeline}
+
+
+def defaults() -> dict[str, tuple[BaseModel, ...]]:
+    """Each pipeline's stage configs, as the instances holding its defaults."""
+    from pipelines.training.pipeline import DEFAULTS as TRAINING
+    from pipelines.tuning.pipeline import DEFAULTS as TUNING
+
+    return {"training": TRAINING, "tuning": TUNING}
 
 
 def summaries() -> dict[str, Callable[[Workspace, dict[str, Any], LocalRun], None]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mlops.settings import LOCAL_FILE
+
 
 class DataValidationSettings(BaseModel):
     """Settings of the validate-data step."""
@@ -12,5 +14,6 @@ class DataValidationSettings(BaseModel):
 
     expectation_suite: str = Field(
         default="",
+        json_schema_extra=LOCAL_FILE,
         description="Path of a Great Expectations suite file. Empty: the built-in credit-default suite.",
     )

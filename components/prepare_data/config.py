@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mlops.sample_data import SampleDataConfig
+from mlops.settings import LOCAL_FILE
 
 
 class DataSettings(BaseModel):
@@ -14,6 +15,7 @@ class DataSettings(BaseModel):
 
     data_uri: str = Field(
         default="",
+        json_schema_extra=LOCAL_FILE,
         description="CSV or Parquet file (local path or s3:// URI). Empty: generate the built-in sample dataset.",
     )
     sample: SampleDataConfig = Field(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.tune.space import SearchSpace
+from mlops.settings import LOCAL_FILE
 from training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -70,7 +71,8 @@ class TuneSettings(BaseModel):
         description="Optuna RDB URL (PostgreSQL on a cluster). Empty: optuna.db next to a SQLite tracking store.",
     )
     tune_search_space_file: str = Field(
-        default="", description="YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml."
+        default="",
+        json_schema_extra=LOCAL_FILE, description="YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml."
     )
     tune_search_space: dict[str, Any] = Field(
         default_factory=dict,

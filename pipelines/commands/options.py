@@ -67,11 +67,21 @@ def flag_values(args: argparse.Namespace, pipeline: BaseComponent) -> dict[str, 
     return values
 
 
-def resolve_data(data: str) -> str:
-    """An absolute path for a local file (tasks run elsewhere), an s3:// URI as is, '' for the sample."""
-    if not data or data.startswith("s3://"):
-        return data
-    path = Path(data).expanduser().resolve()
-    if not path.is_file():
-        raise ValueError(f"--data {data}: no such file ({path}); pass a CSV/Parquet path or s3:// URI")
-    return str(path)
+def resolve_files(given: dict[str, Any], file_settings: set[str]) -> dict[str, Any]:
+    """Settings that name a file, made absolute (tasks run elsewhere) and checked before anything runs.
+
+    An ``s3://`` URI passes as is; an empty value keeps its meaning (the built-in default).
+    """
+    resolved = {}
+    for name in sorted(file_settings & set(given)):
+        value = str(given[name]).strip()
+        if not value or value.startswith("s3://"):
+            resolved[name] = value
+            continue
+        path = Path(value.removeprefix("file://")).expanduser().resolve()
+        if not path.is_file():
+            raise ValueError(
+                f"{name} {value!r}: no such file ({path}); pass an existing file (or an s3:// URI for data)"
+            )
+        resolved[name] = str(path)
+    return resolved

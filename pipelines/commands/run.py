@@ -64,10 +64,11 @@ def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
 
 def local_arguments(name: str, given: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
     """What this machine decides, under the user's values: tracking, absolute data path, git commit."""
+    from mlops.settings import iter_settings
     from mlops.tracking import resolve_tracking
-    from pipelines.commands.options import resolve_data
+    from pipelines.commands.options import resolve_files
     from pipelines.parameters import merged_arguments
-    from pipelines.registry import pipelines
+    from pipelines.registry import defaults, pipelines
 
     pipeline = pipelines()[name]
     known = pipeline.component_spec.inputs
@@ -77,8 +78,8 @@ def local_arguments(name: str, given: dict[str, Any], workspace: Workspace) -> d
         artifact_root=given.get("artifact_root", ""),
     )
     base: dict[str, Any] = {"tracking_uri": tracking.tracking_uri, "artifact_root": tracking.artifact_root}
-    if "data_uri" in given:
-        base["data_uri"] = resolve_data(given["data_uri"])
+    configs = (type(instance) for instance in defaults()[name])
+    base.update(resolve_files(given, {leaf.name for _, leaf in iter_settings(*configs) if leaf.names_a_file}))
     if "git_commit" in known and not given.get("git_commit"):
         base["git_commit"] = git_commit(Path.cwd())
     overrides = {k: v for k, v in given.items() if k not in base}

@@ -73,9 +73,37 @@ def test_missing_data_file_is_named(tmp_path: Path) -> None:
         "--workspace", str(tmp_path / "ws"), "run", "training", "--data", "nope.csv", cwd=tmp_path
     )
     assert result.returncode == 2
-    assert "--data nope.csv: no such file" in result.stderr
+    assert "data_uri 'nope.csv': no such file" in result.stderr
 
 
 def test_compile_writes_yaml(tmp_path: Path) -> None:
     assert main(["compile", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "training.yaml").read_text().startswith("# PIPELINE DEFINITION")
+
+
+@pytest.mark.parametrize("command", [["run", "training"], ["run", "tuning"], ["tune"]])
+def test_help_lists_every_parameter_with_default_and_description(command: list[str], tmp_path: Path) -> None:
+    from pipelines.registry import pipelines
+
+    result = _mlops(*command, "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())  # argparse wraps lines
+    pipeline = pipelines()["training" if command == ["run", "training"] else "tuning"]
+    for name, spec in pipeline.component_spec.inputs.items():
+        assert f"--{name}" in text, name
+        first_words = " ".join((spec.description or "").split()[:4])
+        assert first_words in text, f"{name}: description missing"
+    assert "Maximum number of epochs. (default: 20)" in text
+    assert "(default: credit-default)" in text
+
+
+def test_flags_are_typed_like_set_and_name_the_parameter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--workspace", str(tmp_path / "ws"), "run", "training", "--epochs", "three"])
+    assert code == 2
+    assert "--epochs 'three': expected integer (e.g. epochs=3)" in capsys.readouterr().err
+    code = main(["--workspace", str(tmp_path / "ws"), "run", "training", "--expectation_suite", "none.json"])
+    assert code == 2
+    assert "expectation_suite 'none.json': no such file" in capsys.readouterr().err
+    assert not (tmp_path / "ws" / "mlflow.db").exists()  # nothing ran

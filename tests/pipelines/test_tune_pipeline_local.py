@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import mlflow
@@ -10,7 +9,7 @@ import optuna
 import pytest
 
 from mlops.workspace import Workspace
-from pipelines.commands import tune as tune_cmd
+from pipelines.cli import main
 from pipelines.local_run import run_locally
 from pipelines.tuning.pipeline import tuning_pipeline
 
@@ -26,10 +25,7 @@ SPACE = """parameters:
 
 
 def _tune(workspace: Workspace, *argv: str) -> int:
-    parser = argparse.ArgumentParser()
-    tune_cmd.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["tune", *argv])
-    return int(args.handler(args, workspace))
+    return main(["--workspace", str(workspace.root), "tune", *argv])
 
 
 def test_two_workers_share_one_study_and_a_rerun_resumes_it(
@@ -41,7 +37,16 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
     sets = [arg for item in SMALL for arg in ("--set", item)]
 
     code = _tune(
-        workspace, "--trials", "4", "--workers", "2", "--study", "s", "--search-space", str(space), *sets
+        workspace,
+        "--tune_trials",
+        "4",
+        "--tune-workers",  # dashes or underscores: the same parameter
+        "2",
+        "--tune_study_name",
+        "s",
+        "--tune_search_space_file",
+        str(space),
+        *sets,
     )
     printed = capsys.readouterr().out
     assert code == 0, printed[-3000:]
@@ -61,8 +66,8 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
         {
             "tracking_uri": workspace.tracking_uri,
             "artifact_root": workspace.artifact_root,
-            "study_name": "s",
-            "search_space_file": str(space),
+            "tune_study_name": "s",
+            "tune_search_space_file": str(space),
             "tune_trials": 4,
             "tune_workers": 2,
             "sample_rows": 1000,
@@ -71,7 +76,7 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
             "hidden_units": [16],
             "precision": "fp32",
             "batch_size": 128,
-            "search_space": {"dropout": {"type": "float", "low": 0.0, "high": 0.1}},
+            "tune_search_space": {"dropout": {"type": "float", "low": 0.0, "high": 0.1}},
         },
         workspace,
     )
@@ -97,7 +102,9 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
     # Bad input stops at the set-up step, before any trial.
     bad = tmp_path / "bad.yaml"
     bad.write_text("parameters:\n  learning_rate: {type: float, low: 0.1, high: 0.01}\n")
-    code = _tune(workspace, "--trials", "2", "--study", "s", "--search-space", str(bad), *sets)
+    code = _tune(
+        workspace, "--tune_trials", "2", "--tune_study_name", "s", "--tune_search_space_file", str(bad), *sets
+    )
     printed = capsys.readouterr().out
     assert code == 1
     assert "failed step: create-tuning-study" in printed

@@ -223,7 +223,9 @@ def test_component_runs_under_the_kfp_local_runner(
     def pipeline(tolerance: float) -> float:
         model = dsl.importer(artifact_uri=str(model_dir), artifact_class=dsl.Model)
         data = dsl.importer(artifact_uri=str(test_parquet), artifact_class=dsl.Dataset)
-        export = export_onnx_model(model=model.output, test_data=data.output, tolerance=tolerance)
+        export = export_onnx_model(
+            model=model.output, test_data=data.output, export={"onnx_tolerance": tolerance}
+        )
         return export.outputs["max_abs_diff"]
 
     run = pipeline(tolerance=TOLERANCE)

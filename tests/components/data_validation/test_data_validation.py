@@ -25,7 +25,7 @@ from components.data_validation.core import (
     validate,
     write_reports,
 )
-from mlops.dataset import DatasetError
+from mlops.dataset import DatasetError, DatasetSchema
 from mlops.sample_data import CATEGORIES, SAMPLE_SCHEMA, SampleDataConfig, generate, write
 from mlops.tracking import TrackingContext
 
@@ -431,8 +431,8 @@ def test_component_compiles_with_the_pipeline_contract(tmp_path: Path) -> None:
     compiler.Compiler().compile(validate_data, str(tmp_path / "validate.yaml"))
     spec = validate_data.component_spec
     assert list(spec.inputs or {}) == [
-        "data_uri", "label_column", "numeric_features", "categorical_features", "protected_attributes",
-        "expectation_suite", "tracking_uri", "experiment", "pipeline_run_id", "artifact_root",
+        "data_uri", "label", "numeric_features", "categorical_features", "protected_attributes",
+        "validation", "tracking",
     ]  # fmt: skip
     outputs = spec.outputs or {}
     assert {name: outputs[name].type for name in outputs} == {
@@ -462,21 +462,20 @@ def test_component_runs_under_the_kfp_local_runner(
 
     task = validate_data(
         data_uri=data,
-        label_column=SAMPLE_SCHEMA.label,
+        label=SAMPLE_SCHEMA.label,
         numeric_features=list(SAMPLE_SCHEMA.numeric_features),
         categorical_features=list(SAMPLE_SCHEMA.categorical_features),
         protected_attributes=list(SAMPLE_SCHEMA.protected_attributes),
-        expectation_suite="",
-        tracking_uri=context.tracking_uri,
-        experiment=context.experiment,
-        pipeline_run_id="local-1",
-        artifact_root=context.artifact_root,
+        validation={"expectation_suite": ""},
+        tracking={**context.as_dict(), "pipeline_run_id": "local-1"},
     )
 
     assert task.outputs["dataset_digest"] == hashlib.sha256(Path(data).read_bytes()).hexdigest()
     assert task.outputs["suite_version"] == "1.0.0"
     dataset = task.outputs["dataset"]
     assert dataset.metadata["sha256"] == task.outputs["dataset_digest"]
+    # The schema travels with the data: later steps read it from the artifact, not from parameters.
+    assert DatasetSchema.model_validate(dataset.metadata["schema"]) == SAMPLE_SCHEMA
     assert len(pd.read_parquet(dataset.path)) == 400
     assert "PASSED" in Path(task.outputs["report_html"].path).read_text()
     assert _only_run(context).data.tags["mlops.pipeline_run_id"] == "local-1"

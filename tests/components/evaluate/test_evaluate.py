@@ -23,8 +23,10 @@ from components.evaluate.core import (
     run_evaluation,
 )
 from components.evaluate.metrics import EvaluationError, expected_calibration_error, score_probabilities
+from mlops.dataset import SCHEMA_METADATA_KEY
 from mlops.onnx_model import OnnxScorer
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.settings import flat
 from mlops.tracking import TrackingContext
 from tests.support.model_factory import fit_tabular_net
 from training.model import TabularNet, load_model, save_model
@@ -262,16 +264,21 @@ def test_component_runs_under_the_kfp_local_runner(
     @dsl.pipeline(name="evaluate-test")
     def pipeline(tracking_uri: str, artifact_root: str) -> float:
         model = dsl.importer(artifact_uri=str(model_dir), artifact_class=dsl.Model)
-        data = dsl.importer(artifact_uri=str(test_parquet), artifact_class=dsl.Dataset)
+        data = dsl.importer(
+            artifact_uri=str(test_parquet),
+            artifact_class=dsl.Dataset,
+            metadata={SCHEMA_METADATA_KEY: flat(SAMPLE_SCHEMA)},
+        )
         task = evaluate_model(
             model=model.output,
             test_data=data.output,
-            label_column=LABEL,
             model_name="component-test",
-            tracking_uri=tracking_uri,
-            experiment="component-test",
-            pipeline_run_id="kfp-local",
-            artifact_root=artifact_root,
+            tracking={
+                "tracking_uri": tracking_uri,
+                "experiment": "component-test",
+                "pipeline_run_id": "kfp-local",
+                "artifact_root": artifact_root,
+            },
         )
         return task.outputs["test_auc"]
 

@@ -239,6 +239,9 @@ def test_components_gate_promotion_under_the_local_runner(
     from components.model_validation.component import validate_model
     from components.model_validation.config import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
     from components.promotion_gate.component import combine_gates
+    from mlops.dataset import SCHEMA_METADATA_KEY
+    from mlops.sample_data import SAMPLE_SCHEMA
+    from mlops.settings import flat
     from mlops.workspace import Workspace
     from pipelines.local_run import run_locally
 
@@ -256,7 +259,6 @@ def test_components_gate_promotion_under_the_local_runner(
         version: str,
         tracking_uri: str,
         artifact_root: str,
-        protected_attributes: List[str] = ["sex"],  # noqa: B006, UP006
         invariance_tests: List[dict] = invariance,  # noqa: UP006
         directional_tests: List[dict] = directional,  # noqa: UP006
     ) -> str:
@@ -267,24 +269,29 @@ def test_components_gate_promotion_under_the_local_runner(
             "artifact_root": artifact_root,
         }
         model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
-        data = dsl.importer(artifact_uri=data_uri, artifact_class=dsl.Dataset, reimport=False)
+        data = dsl.importer(
+            artifact_uri=data_uri,
+            artifact_class=dsl.Dataset,
+            reimport=False,
+            metadata={SCHEMA_METADATA_KEY: flat(SAMPLE_SCHEMA)},  # protected attribute: sex
+        )
         validation = validate_model(
             model=model.output,
             test_data=data.output,
-            label_column="default",
-            protected_attributes=protected_attributes,
             model_name="credit",
             version=version,
-            decision_threshold=0.5,
-            max_demographic_parity_difference=0.1,
-            min_demographic_parity_ratio=0.8,
-            max_equalized_odds_difference=0.1,
-            min_group_size=30,
-            bootstrap_resamples=100,
-            min_attribution_rank_agreement=0.6,
-            invariance_tests=invariance_tests,
-            directional_tests=directional_tests,
-            **tracking,
+            validation={
+                "decision_threshold": 0.5,
+                "max_demographic_parity_difference": 0.1,
+                "min_demographic_parity_ratio": 0.8,
+                "max_equalized_odds_difference": 0.1,
+                "min_group_size": 30,
+                "bootstrap_resamples": 100,
+                "min_rank_agreement": 0.6,
+            },
+            invariance=invariance_tests,
+            directional=directional_tests,
+            tracking=tracking,
         )
         gates = combine_gates(
             model_name="credit",
@@ -293,7 +300,7 @@ def test_components_gate_promotion_under_the_local_runner(
             metrics_reason="test_auc above the floor",
             validation_decision=validation.outputs["Output"],
             validation_reason=validation.outputs["reason"],
-            **tracking,
+            tracking=tracking,
         )
         with dsl.If(gates.outputs["Output"] == "promote", name="all-gates-passed"):
             mark_promoted(version=version)

@@ -96,32 +96,37 @@ def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
     from kfp import dsl
 
     from components.train.component import train_model
+    from mlops.dataset import SCHEMA_METADATA_KEY
+    from mlops.settings import flat
     from mlops.workspace import Workspace
     from pipelines.local_run import run_locally
 
     @dsl.pipeline(name="train-only")
     def train_only(data: str, tracking_uri: str, artifact_root: str) -> float:
-        imported = dsl.importer(artifact_uri=data, artifact_class=dsl.Dataset)
+        imported = dsl.importer(
+            artifact_uri=data, artifact_class=dsl.Dataset, metadata={SCHEMA_METADATA_KEY: flat(SAMPLE_SCHEMA)}
+        )
         task = train_model(
             dataset=imported.output,
-            label_column=SAMPLE_SCHEMA.label,
-            numeric_features=list(SAMPLE_SCHEMA.numeric_features),
-            categorical_features=list(SAMPLE_SCHEMA.categorical_features),
-            epochs=2,
-            batch_size=128,
-            learning_rate=0.005,
-            weight_decay=0.0001,
-            hidden_units=[16],
-            dropout=0.1,
-            patience=2,
-            seed=0,
-            nproc=1,
-            precision="fp32",
-            checkpoint_dir="",
-            tracking_uri=tracking_uri,
-            experiment="component-test",
-            pipeline_run_id="local",
-            artifact_root=artifact_root,
+            train_config={
+                "epochs": 2,
+                "batch_size": 128,
+                "learning_rate": 0.005,
+                "weight_decay": 0.0001,
+                "hidden_units": [16],
+                "dropout": 0.1,
+                "patience": 2,
+                "seed": 0,
+                "nproc": 1,
+                "precision": "fp32",
+            },
+            train_task={"checkpoint_dir": ""},
+            tracking={
+                "tracking_uri": tracking_uri,
+                "experiment": "component-test",
+                "pipeline_run_id": "local",
+                "artifact_root": artifact_root,
+            },
         )
         return task.outputs["val_auc"]
 

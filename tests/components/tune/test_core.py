@@ -51,7 +51,7 @@ def _plan(tmp_path: Path, tracking: TrackingContext, **settings: object) -> Tuni
         "tune_max_minutes": 5,
         "tune_pruner_startup_trials": 1,
     }
-    values["pruner_warmup_epochs"] = 0
+    values["tune_pruner_warmup_epochs"] = 0
     return prepare_study(
         TuneSettings.model_validate({**values, **settings}),
         BASE,
@@ -79,7 +79,7 @@ def _child_runs(tracking: TrackingContext, parent: str) -> dict[int, mlflow.enti
 def test_prunable_and_crashing_trials_are_recorded_and_the_study_goes_on(
     tmp_path: Path, tracking: TrackingContext, frame: pd.DataFrame
 ) -> None:
-    plan = _plan(tmp_path, tracking, workers=1)
+    plan = _plan(tmp_path, tracking, tune_workers=1)
     study = optuna.load_study(study_name="study", storage=plan.storage)
     for params in (GOOD, FROZEN, DIVERGING, GOOD):
         study.enqueue_trial({**params, "dropout": 0.0})
@@ -129,7 +129,7 @@ def test_prunable_and_crashing_trials_are_recorded_and_the_study_goes_on(
 def test_wall_time_budget_starts_no_trial_and_fan_in_says_nothing_completed(
     tmp_path: Path, tracking: TrackingContext, frame: pd.DataFrame
 ) -> None:
-    plan = _plan(tmp_path, tracking, max_minutes=0.0001)
+    plan = _plan(tmp_path, tracking, tune_max_minutes=0.0001)
     time.sleep(0.05)
     assert run_worker(plan, 0, frame, SAMPLE_SCHEMA, tracking).trials == 0
     with pytest.raises(NoCompletedTrial, match="study 'study' has no completed trial"):
@@ -139,10 +139,10 @@ def test_wall_time_budget_starts_no_trial_and_fan_in_says_nothing_completed(
 def test_quota_splits_the_budget_exactly_and_resume_counts_on(
     tmp_path: Path, tracking: TrackingContext
 ) -> None:
-    plan = _plan(tmp_path, tracking, max_trials=5, workers=3)
+    plan = _plan(tmp_path, tracking, tune_trials=5, tune_workers=3)
     assert [plan.quota(i) for i in range(3)] == [2, 2, 1]
     assert plan.worker_count == 3
-    assert _plan(tmp_path, tracking, max_trials=1, workers=3).worker_count == 1
+    assert _plan(tmp_path, tracking, tune_trials=1, tune_workers=3).worker_count == 1
     with pytest.raises(ValueError, match="worker_index 3 is outside 0..2"):
         plan.quota(3)
     study = optuna.load_study(study_name="study", storage=plan.storage)

@@ -146,10 +146,13 @@ def test_bad_input_fails_before_the_study_or_a_tracking_run_exists(tmp_path: Pat
     with pytest.raises(StudyStorageError, match="unreachable"):
         prepare_study(_settings(), TrainConfig(), f"sqlite:///{tmp_path}/missing/optuna.db", tracking)
     assert not (tmp_path / "mlflow.db").exists()  # no parent run was opened
-    with pytest.raises(ValueError, match="study_name"):
-        _settings(study_name="")
-    with pytest.raises(ValueError, match="max_trials"):
-        _settings(max_trials=0)
+    with pytest.raises(ValueError, match="tune_study_name"):
+        _settings(tune_study_name="")
+    with pytest.raises(ValueError, match="tune_trials"):
+        _settings(tune_trials=-1)
+    with pytest.raises(ValueError, match=r"tune_trials is 0: nothing to tune; set tune_trials >= 1"):
+        prepare_study(_settings(tune_trials=0), TrainConfig(), f"sqlite:///{tmp_path}/optuna.db", tracking)
+    assert not (tmp_path / "optuna.db").exists()
 
 
 def test_tuning_pipeline_compiles_with_a_parallel_for_fan_out(tmp_path: Path) -> None:
