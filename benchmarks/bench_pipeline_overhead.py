@@ -35,9 +35,11 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
 
     from components.data_validation.core import run_validation
     from components.evaluate.core import run_evaluation
+    from components.export_onnx.config import ExportSettings
     from components.export_onnx.core import run_export
     from components.model_validation.config import ValidationConfig
     from components.model_validation.core import run as run_model_validation
+    from components.prepare_data.config import DataSettings
     from components.prepare_data.core import resolve_data
     from components.promotion_gate.combine import combine, record_overall
     from components.promotion_gate.core import MetricsGatePolicy, decide, promote, record
@@ -45,11 +47,11 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     from components.train.core import run_training
     from mlops.dataset import DatasetSchema
     from mlops.registry import Lineage, package_version
-    from mlops.sample_data import SAMPLE_SCHEMA
+    from mlops.settings import from_flat, leaves
     from mlops.tracking import TrackingContext
     from mlops.workspace import Workspace
     from pipelines.training.pipeline import training_pipeline
-    from training.config import ModelConfig, TrainConfig
+    from training.config import TrainConfig
 
     defaults = {name: spec.default for name, spec in training_pipeline.component_spec.inputs.items()}
     params = {**defaults, **pipeline_arguments(rows, epochs)}
@@ -58,27 +60,16 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     out = workspace.root / "plain"
     out.mkdir()
 
-    uri = resolve_data("", out / "sample.parquet", params["sample_rows"], params["sample_seed"])
-    schema = DatasetSchema(
-        label=SAMPLE_SCHEMA.label,
-        numeric_features=SAMPLE_SCHEMA.numeric_features,
-        categorical_features=SAMPLE_SCHEMA.categorical_features,
-        protected_attributes=SAMPLE_SCHEMA.protected_attributes,
-    )
+    def settings(config: type[Any]) -> Any:
+        """The pipeline's values for one stage config, the way a task rebuilds them."""
+        return from_flat(config, {leaf.name: params[leaf.name] for leaf in leaves(config)})
+
+    uri = resolve_data(settings(DataSettings), out / "sample.parquet")
+    schema = settings(DatasetSchema)
     digest, suite_version = run_validation(
         uri, schema, None, context, out / "validated.parquet", out / "report.html", out / "report.json"
     )
-    config = TrainConfig(
-        epochs=params["epochs"],
-        batch_size=params["batch_size"],
-        learning_rate=params["learning_rate"],
-        weight_decay=params["weight_decay"],
-        model=ModelConfig(hidden_units=tuple(params["hidden_units"]), dropout=params["dropout"]),
-        patience=params["patience"],
-        seed=params["seed"],
-        nproc=params["nproc"],
-        precision=params["precision"],
-    )
+    config = settings(TrainConfig)
     training = run_training(
         str(out / "validated.parquet"),
         schema.model_copy(update={"protected_attributes": ()}),
@@ -91,20 +82,19 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     evaluation = run_evaluation(
         out / "model", out / "test.parquet", schema.label, params["model_name"], context, out / "metrics.json"
     )
-    run_export(out / "model", out / "test.parquet", out / "onnx", params["onnx_tolerance"])
+    run_export(out / "model", out / "test.parquet", out / "onnx", settings(ExportSettings).onnx_tolerance)
     lineage = Lineage("plain", "", digest, suite_version, package_version(), training.run_id)
     registered = register_onnx_model(
         out / "onnx", pd.read_parquet(out / "test.parquet"), params["model_name"], lineage, context
     )
-    policy = MetricsGatePolicy(auc_floor=params["auc_floor"], max_auc_regression=params["max_auc_regression"])
-    metrics_decision = decide(policy, *evaluation)
+    metrics_decision = decide(settings(MetricsGatePolicy), *evaluation)
     record(metrics_decision, params["model_name"], registered.version, context, out / "gate.json")
     validation = run_model_validation(
         model_path=out / "model",
         test_data_uri=str(out / "test.parquet"),
         label=schema.label,
         protected_attributes=list(schema.protected_attributes),
-        config=ValidationConfig(),
+        config=settings(ValidationConfig),
         model_name=params["model_name"],
         version=registered.version,
         context=context,

@@ -104,14 +104,13 @@ class TrainConfig(BaseModel):
         return self
 
     def flat_params(self) -> dict[str, Any]:
-        """One level of ``key: scalar`` for experiment trackers (``model.hidden_units`` as ``"128,64"``)."""
-        flat: dict[str, Any] = {}
-        for key, value in self.model_dump().items():
-            items = value.items() if isinstance(value, dict) else [("", value)]
-            for sub, item in items:
-                name = f"{key}.{sub}" if sub else key
-                flat[name] = ",".join(map(str, item)) if isinstance(item, list | tuple) else item
-        return flat
+        """``setting: scalar`` for experiment trackers, by the settings' own names (``hidden_units`` as ``"128,64"``)."""
+        from mlops.settings import flat
+
+        return {
+            name: ",".join(map(str, value)) if isinstance(value, list) else value
+            for name, value in flat(self).items()
+        }
 
 
 @dataclass(frozen=True)

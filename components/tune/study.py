@@ -72,7 +72,8 @@ class TuneSettings(BaseModel):
     )
     tune_search_space_file: str = Field(
         default="",
-        json_schema_extra=LOCAL_FILE, description="YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml."
+        json_schema_extra=LOCAL_FILE,
+        description="YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml.",
     )
     tune_search_space: dict[str, Any] = Field(
         default_factory=dict,

@@ -8,7 +8,6 @@ from pathlib import Path
 from mlops.workspace import Workspace
 
 
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("compile", help="compile pipelines to KFP IR YAML")
     parser.add_argument(

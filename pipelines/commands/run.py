@@ -83,8 +83,8 @@ def local_arguments(name: str, given: dict[str, Any], workspace: Workspace) -> d
     if "git_commit" in known and not given.get("git_commit"):
         base["git_commit"] = git_commit(Path.cwd())
     overrides = {k: v for k, v in given.items() if k not in base}
-    defaults = {name: spec.default for name, spec in known.items()}
-    return {**defaults, **merged_arguments(pipeline, base, overrides)}
+    unset = {name: spec.default for name, spec in known.items()}
+    return {**unset, **merged_arguments(pipeline, base, overrides)}
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:

@@ -81,7 +81,7 @@ def test_auto_resolves_to_cpu_with_bf16_only_where_native() -> None:
 
 def test_flat_params_are_scalars_for_trackers() -> None:
     flat = TrainConfig(model=ModelConfig(hidden_units=(32, 16), dropout=0.2)).flat_params()
-    assert flat["model.hidden_units"] == "32,16"
-    assert flat["model.dropout"] == 0.2
+    assert flat["hidden_units"] == "32,16"
+    assert flat["dropout"] == 0.2
     assert flat["learning_rate"] == 0.001
     assert all(isinstance(v, str | int | float) for v in flat.values())

@@ -52,7 +52,7 @@ def test_run_training_logs_params_metrics_and_model(
     assert run.data.tags["mlops.pipeline_run_id"] == "test-run"
     assert len(run.data.tags["mlops.dataset_digest"]) == 64
     params = run.data.params
-    assert params["learning_rate"] == "0.005" and params["model.hidden_units"] == "32,16"
+    assert params["learning_rate"] == "0.005" and params["hidden_units"] == "32,16"
     assert params["system.torch_version"].startswith("2.") and params["system.precision"] == "fp32"
     assert params["system.nproc"] == "1" and int(params["system.cpu_count"]) >= 1
     auc_history = client.get_metric_history(outcome.run_id, "val_auc")
