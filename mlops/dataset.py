@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from mlops.settings import SETTINGS_CONFIG
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,14 +30,16 @@ class DatasetError(ValueError):
 class DatasetSchema(BaseModel):
     """Which columns of a table play which role."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    label: str = Field(description="Binary label column (0/1).")
-    numeric_features: tuple[str, ...] = Field(description="Numeric feature columns; NaN allowed.")
-    categorical_features: tuple[str, ...] = Field(default=(), description="String category columns.")
-    protected_attributes: tuple[str, ...] = Field(
-        default=(), description="Columns used only for fairness checks, never as model inputs."
-    )
+    label: str
+    """Binary label column (0/1)."""
+    numeric_features: tuple[str, ...]
+    """Numeric feature columns; NaN allowed."""
+    categorical_features: tuple[str, ...] = Field(default=())
+    """String category columns."""
+    protected_attributes: tuple[str, ...] = Field(default=())
+    """Columns used only for fairness checks, never as model inputs."""
 
     @model_validator(mode="after")
     def _columns_distinct(self) -> DatasetSchema:

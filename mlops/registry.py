@@ -11,7 +11,9 @@ import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from mlops.settings import SETTINGS_CONFIG
 
 CHALLENGER = "challenger"
 """Alias of the newest registered version awaiting the gates."""
@@ -100,13 +102,9 @@ def package_version() -> str:
 class RegistrationSettings(BaseModel):
     """Which registered model a run adds a version to, and the code it came from."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    model_name: str = Field(
-        default="credit-default",
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-        description="Registered model name in the MLflow model registry.",
-    )
-    git_commit: str = Field(
-        default="", description="Commit of the pipeline code, recorded on the model version."
-    )
+    model_name: str = Field(default="credit-default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Registered model name in the MLflow model registry."""
+    git_commit: str = Field(default="")
+    """Commit of the pipeline code, recorded on the model version."""

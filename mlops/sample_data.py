@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from mlops.dataset import DatasetSchema
+from mlops.settings import SETTINGS_CONFIG
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,38 +56,20 @@ _NEVER_MISSING = {"age", "loan_amount", "loan_term_months", "interest_rate"}
 class SampleDataConfig(BaseModel):
     """How to generate the sample dataset (used when ``data_uri`` is empty)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    sample_rows: int = Field(default=5000, ge=1, description="Rows of the sample dataset.")
-    sample_seed: int = Field(
-        default=0,
-        ge=0,
-        description="Seed of the sample dataset; the same settings always yield the same bytes.",
-    )
-    sample_missing_rate: float = Field(
-        default=0.03,
-        ge=0,
-        lt=0.5,
-        description="Fraction of values blanked in the sample's nullable numeric and categorical columns.",
-    )
-    sample_drift: float = Field(
-        default=0.0,
-        ge=0,
-        le=5,
-        description="0 = reference distribution; 1 = strongly shifted income, credit score, utilisation and purpose mix.",
-    )
-    sample_bias: float = Field(
-        default=0.0,
-        ge=0,
-        le=10,
-        description="0 = label independent of sex given the features; > 0 raises default odds for sex == 'female'.",
-    )
-    sample_minority_fraction: float = Field(
-        default=0.5,
-        gt=0,
-        lt=1,
-        description="Share of sample rows with sex == 'female'; small values make a tiny group for fairness tests.",
-    )
+    sample_rows: int = Field(default=5000, ge=1)
+    """Rows of the sample dataset."""
+    sample_seed: int = Field(default=0, ge=0)
+    """Seed of the sample dataset; the same settings always yield the same bytes."""
+    sample_missing_rate: float = Field(default=0.03, ge=0, lt=0.5)
+    """Fraction of values blanked in the sample's nullable numeric and categorical columns."""
+    sample_drift: float = Field(default=0.0, ge=0, le=5)
+    """0 = reference distribution; 1 = strongly shifted income, credit score, utilisation and purpose mix."""
+    sample_bias: float = Field(default=0.0, ge=0, le=10)
+    """0 = label independent of sex given the features; > 0 raises default odds for sex == 'female'."""
+    sample_minority_fraction: float = Field(default=0.5, gt=0, lt=1)
+    """Share of sample rows with sex == 'female'; small values make a tiny group for fairness tests."""
 
 
 def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:

@@ -21,10 +21,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic.fields import FieldInfo
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+SETTINGS_CONFIG = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+"""Every config's conventions: immutable, unknown settings refused, each field's docstring is its
+description (the text the KFP UI form, ``--help`` and the compiled YAML show)."""
 
 LOCAL_FILE: dict[str, Any] = {"local_file": True}
 """``json_schema_extra`` of a setting that names a file (or ``s3://`` object): a local run makes a

@@ -11,17 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from mlops.settings import SETTINGS_CONFIG
 
 
 class ModelConfig(BaseModel):
     """Architecture of :class:`TabularNet`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    hidden_units: tuple[int, ...] = Field(default=(128, 64), description="Width of each hidden layer.")
-    dropout: float = Field(default=0.1, ge=0.0, lt=1.0, description="Dropout after each hidden layer.")
-    embedding_dim: int = Field(default=4, ge=1, le=64, description="Embedding width per categorical feature.")
+    hidden_units: tuple[int, ...] = Field(default=(128, 64))
+    """Width of each hidden layer."""
+    dropout: float = Field(default=0.1, ge=0.0, lt=1.0)
+    """Dropout after each hidden layer."""
+    embedding_dim: int = Field(default=4, ge=1, le=64)
+    """Embedding width per categorical feature."""
 
     @field_validator("hidden_units")
     @classmethod
@@ -38,51 +43,34 @@ Device = Literal["auto", "cpu", "cuda"]
 class TrainConfig(BaseModel):
     """Hyperparameters and execution settings of one training run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    epochs: int = Field(default=20, ge=1, le=10_000, description="Maximum number of epochs.")
-    batch_size: int = Field(
-        default=256,
-        ge=1,
-        description="GLOBAL batch size: summed over all processes, so nproc does not change the optimisation.",
-    )
-    learning_rate: float = Field(default=1e-3, gt=0, le=10, description="AdamW learning rate.")
-    weight_decay: float = Field(default=1e-4, ge=0, description="AdamW (decoupled) weight decay.")
-    model: ModelConfig = Field(default_factory=ModelConfig, description="Architecture of the network.")
-    patience: int = Field(
-        default=4,
-        ge=0,
-        description=(
-            "Early stopping: stop after this many epochs without a strictly higher validation ROC AUC "
-            "and restore the best epoch's weights. 0 disables early stopping."
-        ),
-    )
-    grad_clip_norm: float = Field(
-        default=1.0, ge=0, description="Clip the global gradient L2 norm to this value; 0 disables clipping."
-    )
-    seed: int = Field(
-        default=0, ge=0, description="Seed of the split, weight initialisation, shuffling and dropout."
-    )
-    nproc: int = Field(
-        default=1,
-        ge=1,
-        le=256,
-        description="Data-parallel processes (DDP: gloo on CPU, nccl on CUDA); 1 = in-process.",
-    )
-    precision: Precision = Field(
-        default="auto",
-        description=(
-            "auto: bf16 autocast on CPUs with native bf16, fp16 autocast + GradScaler on CUDA, else fp32. "
-            "fp16 needs CUDA."
-        ),
-    )
-    device: Device = Field(default="auto", description="auto: CUDA when available, else CPU.")
-    val_fraction: float = Field(
-        default=0.15, gt=0, le=0.5, description="Share of rows in the validation split (early stopping)."
-    )
-    test_fraction: float = Field(
-        default=0.15, gt=0, le=0.5, description="Share of rows held out as the test split for evaluation."
-    )
+    epochs: int = Field(default=20, ge=1, le=10_000)
+    """Maximum number of epochs."""
+    batch_size: int = Field(default=256, ge=1)
+    """GLOBAL batch size: summed over all processes, so nproc does not change the optimisation."""
+    learning_rate: float = Field(default=1e-3, gt=0, le=10)
+    """AdamW learning rate."""
+    weight_decay: float = Field(default=1e-4, ge=0)
+    """AdamW (decoupled) weight decay."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    """Architecture of the network."""
+    patience: int = Field(default=4, ge=0)
+    """Early stopping: stop after this many epochs without a strictly higher validation ROC AUC and restore the best epoch's weights. 0 disables early stopping."""
+    grad_clip_norm: float = Field(default=1.0, ge=0)
+    """Clip the global gradient L2 norm to this value; 0 disables clipping."""
+    seed: int = Field(default=0, ge=0)
+    """Seed of the split, weight initialisation, shuffling and dropout."""
+    nproc: int = Field(default=1, ge=1, le=256)
+    """Data-parallel processes (DDP: gloo on CPU, nccl on CUDA); 1 = in-process."""
+    precision: Precision = Field(default="auto")
+    """auto: bf16 autocast on CPUs with native bf16, fp16 autocast + GradScaler on CUDA, else fp32. fp16 needs CUDA."""
+    device: Device = Field(default="auto")
+    """auto: CUDA when available, else CPU."""
+    val_fraction: float = Field(default=0.15, gt=0, le=0.5)
+    """Share of rows in the validation split (early stopping)."""
+    test_fraction: float = Field(default=0.15, gt=0, le=0.5)
+    """Share of rows held out as the test split for evaluation."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from mlops.settings import LOCAL_FILE
+from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
 
 
 class DataValidationSettings(BaseModel):
     """Settings of the validate-data step."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    expectation_suite: str = Field(
-        default="",
-        json_schema_extra=LOCAL_FILE,
-        description="Path of a Great Expectations suite file. Empty: the built-in credit-default suite.",
-    )
+    expectation_suite: str = Field(default="", json_schema_extra=LOCAL_FILE)
+    """Path of a Great Expectations suite file. Empty: the built-in credit-default suite."""

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from mlops.settings import SETTINGS_CONFIG
 
 
 class ExportSettings(BaseModel):
     """Settings of the export-onnx step."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    onnx_tolerance: float = Field(
-        default=1e-4,
-        gt=0.0,
-        lt=1.0,
-        description="Largest allowed absolute difference between ONNX Runtime and torch probabilities.",
-    )
+    onnx_tolerance: float = Field(default=1e-4, gt=0.0, lt=1.0)
+    """Largest allowed absolute difference between ONNX Runtime and torch probabilities."""

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from mlops.sample_data import SampleDataConfig
-from mlops.settings import LOCAL_FILE
+from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
 
 
 class DataSettings(BaseModel):
     """Which data a run reads."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    data_uri: str = Field(
-        default="",
-        json_schema_extra=LOCAL_FILE,
-        description="CSV or Parquet file (local path or s3:// URI). Empty: generate the built-in sample dataset.",
-    )
-    sample: SampleDataConfig = Field(
-        default_factory=SampleDataConfig, description="The sample dataset, used when data_uri is empty."
-    )
+    data_uri: str = Field(default="", json_schema_extra=LOCAL_FILE)
+    """CSV or Parquet file (local path or s3:// URI). Empty: generate the built-in sample dataset."""
+    sample: SampleDataConfig = Field(default_factory=SampleDataConfig)
+    """The sample dataset, used when data_uri is empty."""

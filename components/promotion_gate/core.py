@@ -13,10 +13,11 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from mlops.gates import PROMOTE, REJECT, Decision
 from mlops.registry import CHAMPION, MODEL_VERSION_TAG, PROMOTED_AT_TAG, REPLACED_BY_TAG, gate_tag
+from mlops.settings import SETTINGS_CONFIG
 from mlops.tracking import TrackingContext, task_run
 
 __all__ = ["PROMOTE", "REJECT", "Decision", "MetricsGatePolicy", "decide", "promote", "record"]
@@ -25,15 +26,12 @@ __all__ = ["PROMOTE", "REJECT", "Decision", "MetricsGatePolicy", "decide", "prom
 class MetricsGatePolicy(BaseModel):
     """Thresholds a challenger must clear on held-out test data."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    auc_floor: float = Field(default=0.7, ge=0.0, le=1.0, description="Minimum test ROC AUC.")
-    max_auc_regression: float = Field(
-        default=0.01,
-        ge=0.0,
-        le=1.0,
-        description="How much lower than the champion's AUC (same data) is tolerated.",
-    )
+    auc_floor: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Minimum test ROC AUC."""
+    max_auc_regression: float = Field(default=0.01, ge=0.0, le=1.0)
+    """How much lower than the champion's AUC (same data) is tolerated."""
 
 
 def decide(policy: MetricsGatePolicy, test_auc: float, champion_auc: float, has_champion: bool) -> Decision:

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from mlops.settings import SETTINGS_CONFIG
 from training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -36,17 +37,22 @@ class SearchSpaceError(ValueError):
 
 
 class _Range(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
 
 class IntRange(_Range):
     """Integers from ``low`` to ``high`` inclusive."""
 
-    type: Literal["int"] = Field(description="Discriminator: an integer range.")
-    low: int = Field(description="Smallest value (inclusive).")
-    high: int = Field(description="Largest value (inclusive).")
-    step: int = Field(default=1, ge=1, description="Spacing of the values; must be 1 with log.")
-    log: bool = Field(default=False, description="Sample on a log scale (needs low >= 1).")
+    type: Literal["int"]
+    """Discriminator: an integer range."""
+    low: int
+    """Smallest value (inclusive)."""
+    high: int
+    """Largest value (inclusive)."""
+    step: int = Field(default=1, ge=1)
+    """Spacing of the values; must be 1 with log."""
+    log: bool = Field(default=False)
+    """Sample on a log scale (needs low >= 1)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> IntRange:
@@ -59,11 +65,16 @@ class IntRange(_Range):
 class FloatRange(_Range):
     """Real numbers from ``low`` to ``high``."""
 
-    type: Literal["float"] = Field(description="Discriminator: a float range.")
-    low: float = Field(description="Smallest value (inclusive).")
-    high: float = Field(description="Largest value (inclusive).")
-    log: bool = Field(default=False, description="Sample on a log scale (needs low > 0).")
-    step: float | None = Field(default=None, gt=0, description="Discretisation step; not with log.")
+    type: Literal["float"]
+    """Discriminator: a float range."""
+    low: float
+    """Smallest value (inclusive)."""
+    high: float
+    """Largest value (inclusive)."""
+    log: bool = Field(default=False)
+    """Sample on a log scale (needs low > 0)."""
+    step: float | None = Field(default=None, gt=0)
+    """Discretisation step; not with log."""
 
     @model_validator(mode="after")
     def _consistent(self) -> FloatRange:
@@ -76,8 +87,10 @@ class FloatRange(_Range):
 class Categorical(_Range):
     """One of a fixed list; list values (``hidden_units``) travel through Optuna as ``"64,32"``."""
 
-    type: Literal["categorical"] = Field(description="Discriminator: a list of choices.")
-    choices: list[Choice] = Field(description="The candidate values; at least one, no duplicates.")
+    type: Literal["categorical"]
+    """Discriminator: a list of choices."""
+    choices: list[Choice]
+    """The candidate values; at least one, no duplicates."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Categorical:
@@ -113,9 +126,10 @@ ParameterRange = Annotated[IntRange | FloatRange | Categorical, Field(discrimina
 class SearchSpace(BaseModel):
     """What Optuna may vary; every parameter not listed keeps the pipeline's base value."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    parameters: dict[str, ParameterRange] = Field(description="Hyperparameter name to its range.")
+    parameters: dict[str, ParameterRange]
+    """Hyperparameter name to its range."""
 
     @model_validator(mode="after")
     def _known(self) -> SearchSpace:

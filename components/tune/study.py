@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from components.tune.space import SearchSpace
-from mlops.settings import LOCAL_FILE
+from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
 from training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -32,68 +32,55 @@ class StudyStorageError(ValueError):
 class TuneSettings(BaseModel):
     """How much to search and how: budget, parallelism, pruning."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    tune_trials: int = Field(
-        default=0,
-        ge=0,
-        le=10_000,
-        description="Optuna trials this run adds to the study (training pipeline: 0 = off, train with the "
-        "hyperparameters given).",
-    )
+    tune_trials: int = Field(default=0, ge=0, le=10_000)
+    """Optuna trials this run adds to the study (training pipeline: 0 = off, train with the hyperparameters given)."""
     tune_study_name: str = Field(
-        default="credit-default",
-        min_length=1,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-        description="Optuna study name; a second run with the same name resumes the stored trials.",
+        default="credit-default", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
     )
-    tune_max_minutes: float = Field(
-        default=60.0, gt=0, description="Tuning wall-time budget from set-up; no trial starts after it."
-    )
-    tune_workers: int = Field(default=2, ge=1, le=64, description="Parallel workers sharing the study.")
-    tune_pruner: Literal["median", "hyperband", "none"] = Field(
-        default="median", description="Stops trials whose per-epoch validation AUC falls behind."
-    )
-    tune_pruner_startup_trials: int = Field(
-        default=2, ge=0, description="Median pruner: trials that finish before any pruning."
-    )
-    tune_pruner_warmup_epochs: int = Field(
-        default=1, ge=0, description="Median pruner: epochs of every trial that are never pruned."
-    )
-    tune_sampler_seed: int = Field(
-        default=0, ge=0, description="Seed of the TPE sampler (offset per worker)."
-    )
-    tune_sampler_startup_trials: int = Field(
-        default=10, ge=1, description="TPE: random trials before the model-based search starts."
-    )
-    tune_study_storage: str = Field(
-        default="",
-        description="Optuna RDB URL (PostgreSQL on a cluster). Empty: optuna.db next to a SQLite tracking store.",
-    )
-    tune_search_space_file: str = Field(
-        default="",
-        json_schema_extra=LOCAL_FILE,
-        description="YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml.",
-    )
-    tune_search_space: dict[str, Any] = Field(
-        default_factory=dict,
-        description='Parameter ranges replacing or extending the file\'s, e.g. {"dropout": {"type": "float", '
-        '"low": 0, "high": 0.3}}.',
-    )
+    """Optuna study name; a second run with the same name resumes the stored trials."""
+    tune_max_minutes: float = Field(default=60.0, gt=0)
+    """Tuning wall-time budget from set-up; no trial starts after it."""
+    tune_workers: int = Field(default=2, ge=1, le=64)
+    """Parallel workers sharing the study."""
+    tune_pruner: Literal["median", "hyperband", "none"] = Field(default="median")
+    """Stops trials whose per-epoch validation AUC falls behind."""
+    tune_pruner_startup_trials: int = Field(default=2, ge=0)
+    """Median pruner: trials that finish before any pruning."""
+    tune_pruner_warmup_epochs: int = Field(default=1, ge=0)
+    """Median pruner: epochs of every trial that are never pruned."""
+    tune_sampler_seed: int = Field(default=0, ge=0)
+    """Seed of the TPE sampler (offset per worker)."""
+    tune_sampler_startup_trials: int = Field(default=10, ge=1)
+    """TPE: random trials before the model-based search starts."""
+    tune_study_storage: str = Field(default="")
+    """Optuna RDB URL (PostgreSQL on a cluster). Empty: optuna.db next to a SQLite tracking store."""
+    tune_search_space_file: str = Field(default="", json_schema_extra=LOCAL_FILE)
+    """YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml."""
+    tune_search_space: dict[str, Any] = Field(default_factory=dict)
+    """Parameter ranges replacing or extending the file's, e.g. {"dropout": {"type": "float", "low": 0, "high": 0.3}}."""
 
 
 class TuningPlan(BaseModel):
     """Everything a worker and the fan-in step need, written once by the set-up step."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = SETTINGS_CONFIG
 
-    settings: TuneSettings = Field(description="Budget, parallelism and pruning.")
-    storage: str = Field(description="Resolved RDB storage URL of the study.")
-    space: SearchSpace = Field(description="Validated search space.")
-    base: TrainConfig = Field(description="Training settings for everything the space does not vary.")
-    deadline: float = Field(description="Unix time after which no worker starts a trial.")
-    parent_run_id: str = Field(description="MLflow run every trial's run is nested under.")
-    trials_before: int = Field(ge=0, description="Trials the study held before this run (resume).")
+    settings: TuneSettings
+    """Budget, parallelism and pruning."""
+    storage: str
+    """Resolved RDB storage URL of the study."""
+    space: SearchSpace
+    """Validated search space."""
+    base: TrainConfig
+    """Training settings for everything the space does not vary."""
+    deadline: float
+    """Unix time after which no worker starts a trial."""
+    parent_run_id: str
+    """MLflow run every trial's run is nested under."""
+    trials_before: int = Field(ge=0)
+    """Trials the study held before this run (resume)."""
 
     @property
     def worker_count(self) -> int:
