@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kfp.dsl.base_component import BaseComponent
+if TYPE_CHECKING:
+    from kfp.dsl.base_component import BaseComponent
 
 
 class ParameterError(ValueError):

@@ -62,7 +62,7 @@ def labels_of(frame: pd.DataFrame, label_column: str) -> np.ndarray:
     if label_column not in frame.columns:
         raise EvaluationError(
             f"test data has no label column {label_column!r}; present: {sorted(map(str, frame.columns))}. "
-            "Pass the label_column the model was trained with."
+            "Declare the label the model was trained with (schema setting label)."
         )
     labels = frame[label_column]
     if labels.isna().any():

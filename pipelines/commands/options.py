@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
-
-from kfp.dsl.base_component import BaseComponent
+from typing import TYPE_CHECKING, Any
 
 from pipelines.parameters import coerce, pipeline_parameters
+
+if TYPE_CHECKING:
+    from kfp.dsl.base_component import BaseComponent
 
 DATA_ALIAS = "--data"
 """Short, documented spelling of ``--data_uri``."""
@@ -46,13 +47,13 @@ def add_parameter_flags(parser: argparse.ArgumentParser, pipeline: BaseComponent
             metavar=spec.type.upper().replace("TYPING.", ""),
             help=f"{help_text} (default: {default})",
         )
+    add_set_option(parser, "set a pipeline parameter by name (repeatable); lists as a,b or JSON")
+
+
+def add_set_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--set NAME=VALUE`` (repeatable) into ``args.overrides``: one spelling for local and remote runs."""
     parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set a pipeline parameter by name (repeatable); lists as a,b or JSON",
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help_text
     )
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 
 from mlops.workspace import Workspace
+from pipelines.commands.options import add_set_option
 from pipelines.remote.arguments import add_connection_arguments, connection_from_args
 
 EXIT_RUN_FAILED = 1
@@ -29,13 +30,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--experiment", default="training", help="KFP experiment, created if missing (default training)"
     )
     parser.add_argument("--run-name", help="run name (default: '<pipeline> <version> <UTC time>')")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="pipeline parameter (repeatable), typed by the version's spec; lists as a,b or JSON",
+    add_set_option(
+        parser, "pipeline parameter (repeatable), typed by the version's spec; lists as a,b or JSON"
     )
     parser.add_argument(
         "--wait", action="store_true", help="follow the run, printing state changes, until it ends"

@@ -222,7 +222,9 @@ def test_run_evaluation_logs_metrics_plots_and_the_champion_comparison(
 def test_bad_inputs_are_rejected_with_clear_errors(
     model_dir: Path, test_frame: pd.DataFrame, tmp_path: Path
 ) -> None:
-    with pytest.raises(EvaluationError, match="no label column 'default'.*Pass the label_column"):
+    with pytest.raises(
+        EvaluationError, match="no label column 'default'.*Declare the label the model was trained with"
+    ):
         evaluate(model_dir, test_frame.drop(columns=[LABEL]), LABEL)
     with pytest.raises(EvaluationError, match="no rows"):
         evaluate(model_dir, test_frame.head(0), LABEL)
