@@ -35,13 +35,13 @@ def create_app(
     model: LoadedModel,
     resolve: Callable[[], str] | None = None,
     load: Callable[[str], LoadedModel] | None = None,
-    router: Callable[[ServerConfig, ModelBackend], ModelRouter] = AliasRouter,
+    make_router: Callable[[ServerConfig, ModelBackend], ModelRouter] = AliasRouter,
 ) -> Starlette:
     """The ASGI app serving ``model``.
 
     ``resolve`` (the version the alias points at now) and ``load`` (fetch, verify and
     open a version) enable hot reload every ``config.reload_interval_s`` seconds.
-    ``router`` builds the :class:`~serving.model_router.ModelRouter` from the backend serving
+    ``make_router`` builds the :class:`~serving.model_router.ModelRouter` from the backend serving
     ``model``; a rollout passes its own (canary, shadow) here.
     """
     metrics = ServingMetrics()
@@ -53,7 +53,7 @@ def create_app(
         config.inference_in_thread,
         on_batch=lambda used, rows: metrics.batch(used.name, used.version, rows),
     )
-    handlers = Handlers(config, router(config, backend), metrics)
+    handlers = Handlers(config, make_router(config, backend), metrics)
     lifecycle = ServerLifecycle(config, handlers, metrics, resolve, load)
     app = Starlette(
         routes=route_table(handlers),

@@ -5,7 +5,8 @@ without touching the handlers, the path table (:mod:`serving.routes`) or the pro
 code. Today's :class:`AliasRouter` serves one model, the one the alias points at
 (hot-reloaded as it moves). A canary router (a share of requests to the challenger's
 backend) or a shadow router (the challenger scores a copy, the champion answers)
-implements the same protocol and is passed to :func:`serving.app.create_app`.
+implements the same protocol and is built by the ``make_router`` given to
+:func:`serving.app.create_app`.
 """
 
 from __future__ import annotations
