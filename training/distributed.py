@@ -1,5 +1,7 @@
 """Start ``nproc`` data-parallel training processes on this machine, torchrun-style.
 
+The mechanism behind :class:`training.launcher.LocalProcessesLauncher`.
+
 The parent owns the rendezvous: it opens a ``torch.distributed.TCPStore`` on
 127.0.0.1 with port 0, so the OS picks a free port and the parent keeps it
 bound until every worker has exited (no probe-then-bind race between

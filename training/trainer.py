@@ -1,37 +1,33 @@
 """The entry point of the training core: a DataFrame in, a saved model and its metrics out.
 
 :func:`train` knows nothing about pipelines or model registries. It splits and
-encodes the data once in the calling process, runs :func:`training.loop.run_worker`
-in-process (``nproc == 1``) or in ``nproc`` DDP processes, and saves the best
-epoch's weights with :func:`training.model.save_model`.
+encodes the data once in the calling process, hands the job to a
+:class:`~training.launcher.Launcher` that runs :func:`training.loop.run_worker` as
+every rank (by default in-process for ``nproc == 1``, else ``nproc`` local DDP
+processes), and saves the best epoch's weights with :func:`training.model.save_model`.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import platform
-import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
 from mlops.dataset import DatasetSchema
-from training.checkpoint import EarlyStopping, fingerprint
+from training.checkpoint import fingerprint
 from training.config import Runtime, TrainConfig, resolve_runtime
 from training.data import encode_splits, split_frame
-from training.distributed import launch
-from training.loop import WorkerJob, WorkerResult, run_worker, run_worker_from_file, threads_per_rank
+from training.launcher import Launcher, local_launcher
+from training.loop import WorkerJob, threads_per_rank
 from training.model import TabularNet, save_model
 from training.tracking import MetricsLogger, NullLogger
 
 if TYPE_CHECKING:
     import pandas as pd
-
-JOB_FILE = "job.pkl"
-RESULT_FILE = "rank0_result.pt"
 
 
 @dataclass(frozen=True)
@@ -99,24 +95,6 @@ def system_info(config: TrainConfig, runtime: Runtime) -> dict[str, str]:
     }
 
 
-def _run(job: WorkerJob) -> WorkerResult:
-    nproc = job.config.nproc
-    if nproc == 1:
-        result = run_worker(0, 1, job)
-        assert result is not None  # rank 0 always returns
-        return result
-    with tempfile.TemporaryDirectory(prefix="mlops-ddp-") as scratch:
-        # The job travels as a file, not as spawn arguments: a large argument pickle blocks the parent
-        # on a pipe write until the child reads it, hiding a child that dies while starting up.
-        job_path, result_path = Path(scratch) / JOB_FILE, Path(scratch) / RESULT_FILE
-        with job_path.open("wb") as handle:
-            pickle.dump(replace(job, result_path=result_path), handle, protocol=pickle.HIGHEST_PROTOCOL)
-        launch(run_worker_from_file, nproc, job.runtime.backend, (job_path,))
-        payload = torch.load(result_path, map_location="cpu", weights_only=True)
-    payload["early_stopping"] = EarlyStopping(**payload["early_stopping"])
-    return WorkerResult(**payload)
-
-
 def train(
     frame: pd.DataFrame,
     schema: DatasetSchema,
@@ -124,12 +102,15 @@ def train(
     output_dir: Path,
     checkpoint_dir: Path | None = None,
     logger: MetricsLogger | None = None,
+    launcher: Launcher | None = None,
 ) -> TrainResult:
     """Train on ``frame`` and save the best model to ``output_dir``.
 
     With ``checkpoint_dir`` a checkpoint is written after every epoch, and a
     call with the same directory (same data and settings) continues from the
     last one, ending with the same metrics as an uninterrupted run.
+    ``launcher`` decides where the ``config.nproc`` ranks run (default:
+    :func:`training.launcher.local_launcher`).
     """
     schema.check(frame, "training data")
     logger = logger or NullLogger()
@@ -154,7 +135,7 @@ def train(
         checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir is not None else None,
         logger=logger,
     )
-    outcome = _run(job)
+    outcome = (launcher or local_launcher(config.nproc)).run(job)
 
     model = TabularNet(data.spec, config.model)
     model.load_state_dict(outcome.best_model)

@@ -1,0 +1,100 @@
+"""What runs beside the routes for the server's lifetime: batch workers, the request log, the reload watcher.
+
+They are started inside the event loop when the app starts (the ASGI lifespan) and
+stopped in reverse dependency order on shutdown: the watcher first (no swap while
+draining), then the backends (queued batches are scored), then the request log (so
+the rows of those last batches are flushed too).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from serving.reload import ReloadWatcher
+from serving.request_log import RequestLogger
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from serving.config import ServerConfig
+    from serving.handlers import Handlers
+    from serving.metrics import ServingMetrics
+    from serving.runtime import LoadedModel
+
+
+class ServerLifecycle:
+    """Starts and stops the background work of one app; records hot-reload outcomes in the metrics."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        handlers: Handlers,
+        metrics: ServingMetrics,
+        resolve: Callable[[], str] | None,
+        load: Callable[[str], LoadedModel] | None,
+    ):
+        self.config = config
+        self.handlers = handlers
+        self.metrics = metrics
+        self.resolve = resolve
+        self.load = load
+        self.watcher: ReloadWatcher | None = None
+        current = handlers.router.primary.holder.current
+        self._retired = [(current.version, current.sha256, current.precision)]
+
+    def reloaded(self, outcome: str, version: str) -> None:
+        """Count a reload attempt; on a swap mark the new version live and the previous one retired."""
+        name = self.config.model_name
+        self.metrics.reloads.labels(name, outcome).inc()
+        if outcome == "swapped":
+            # The new version's long-lived objects join those frozen at start (see server.serve).
+            gc.collect()
+            gc.freeze()
+            current = self.handlers.router.primary.holder.current
+            self.metrics.served(name, current.version, current.sha256, current.precision, self._retired[-1])
+            self._retired.append((current.version, current.sha256, current.precision))
+
+    async def start(self) -> None:
+        config, handlers = self.config, self.handlers
+        for backend in handlers.router.backends:
+            backend.start()
+        if config.request_log_uri:
+            handlers.request_log = RequestLogger(
+                config.request_log_uri,
+                config.model_name,
+                config.request_log_sample_rate,
+                config.request_log_flush_s,
+                config.request_log_max_rows,
+                on_error=lambda exc: self.metrics.error(
+                    config.model_name, handlers.live_version, "request_log"
+                ),
+            )
+            handlers.request_log.start()
+        if self.resolve is not None and self.load is not None and config.reload_interval_s > 0:
+            self.watcher = ReloadWatcher(
+                handlers.router.primary.holder,
+                self.resolve,
+                self.load,
+                config.reload_interval_s,
+                on_outcome=self.reloaded,
+            )
+            self.watcher.start()
+
+    async def stop(self) -> None:
+        if self.watcher is not None:
+            await self.watcher.stop()
+        for backend in self.handlers.router.backends:
+            await backend.stop()
+        if self.handlers.request_log is not None:
+            await self.handlers.request_log.stop()
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        await self.start()
+        try:
+            yield
+        finally:
+            await self.stop()

@@ -1,0 +1,80 @@
+"""The deployment-target interface: deploy a version, shift traffic, report what serves, roll back.
+
+A rollout is written once against :class:`DeploymentTarget` and runs unchanged on a
+laptop (:class:`~serving.targets.local.LocalServerTarget`) and on a cluster (a KServe
+target, later: ``serving/targets/kserve.py``, where ``set_traffic`` maps onto the
+InferenceService's ``canaryTrafficPercent`` and ``current`` onto its status's traffic
+list). Which version *should* serve stays in the MLflow registry (alias ``champion``);
+a target only makes the serving side follow it and reports whether it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class DeploymentError(RuntimeError):
+    """The target could not do what was asked; the message says what it saw and what to check."""
+
+
+class TrafficSplitUnsupported(DeploymentError):
+    """The target serves one version at a time and was asked to split traffic between two."""
+
+
+@dataclass(frozen=True)
+class TrafficShare:
+    """One version answering requests, and the percentage of requests it answers."""
+
+    version: str
+    percent: int
+
+
+@dataclass(frozen=True)
+class DeploymentStatus:
+    """What a target serves now, next to what it was told to serve."""
+
+    model_name: str
+    desired_version: str | None
+    """The version the target was told to serve (the registry alias); None when the alias is unset."""
+    serving: tuple[TrafficShare, ...]
+    """Versions that answer requests right now, as reported by the serving side itself."""
+
+    @property
+    def converged(self) -> bool:
+        """True when the desired version answers all requests."""
+        return self.desired_version is not None and self.serving == (TrafficShare(self.desired_version, 100),)
+
+    def percent(self, version: str) -> int:
+        """The share of requests ``version`` answers (0 when it does not serve)."""
+        return sum(share.percent for share in self.serving if share.version == version)
+
+
+class DeploymentTarget(Protocol):
+    """Where one registered model serves. Each method returns the status it left behind.
+
+    A target is bound to one model name: one serving endpoint (a local server, an
+    InferenceService) serves one model, and a rollout moves one model at a time.
+    """
+
+    @property
+    def model_name(self) -> str: ...
+
+    def deploy(self, version: str) -> DeploymentStatus:
+        """Make ``version`` answer all requests; return once it does, or raise :class:`DeploymentError`."""
+        ...
+
+    def set_traffic(self, version: str, percent: int) -> DeploymentStatus:
+        """Send ``percent`` % of requests to ``version`` and the rest to the current stable version.
+
+        Targets that serve a single version raise :class:`TrafficSplitUnsupported` for 0 < percent < 100.
+        """
+        ...
+
+    def current(self) -> DeploymentStatus:
+        """Which version(s) serve now and with what share of traffic; changes nothing."""
+        ...
+
+    def rollback(self) -> DeploymentStatus:
+        """Serve again the version that served before the current one; return once it does."""
+        ...
