@@ -144,6 +144,31 @@ def list_prefix(uri: str) -> list[str]:
     return sorted(f"s3://{location.bucket}/{key}" for key in keys)
 
 
+def check_access(uri: str) -> None:
+    """Raise :class:`StorageError` now if ``uri``'s bucket cannot be reached with these credentials.
+
+    For start-up checks (a server that will write there later): one HEAD on the bucket, no writes.
+    A local path always passes; its directory is created on the first write.
+    """
+    location = parse(uri, need_key=False)
+    if location.path is not None:
+        return
+    try:
+        s3_client().head_bucket(Bucket=location.bucket)
+    except Exception as exc:
+        error = _s3_error(exc, "access", location)
+        if isinstance(error, ObjectNotFound):
+            error = ObjectNotFound(
+                f"cannot access {location.uri}: bucket {location.bucket!r} does not exist; create it or fix the URI"
+            )
+        raise error from exc
+
+
+def describe_error(exc: Exception, action: str, uri: str) -> StorageError:
+    """The one-line :class:`StorageError` for a failure some other library hit on ``uri`` (e.g. MLflow's S3 store)."""
+    return _s3_error(exc, action, Location(uri, bucket=uri.removeprefix("s3://").partition("/")[0]))
+
+
 def _put(location: Location, body: bytes | Path) -> None:
     """The one write path: every byte any caller stores passes here (policy hooks go here)."""
     if location.path is not None:

@@ -4,12 +4,11 @@
 # Idempotent and quick when they are there: apt runs only for what is missing.
 set -euo pipefail
 missing=()
-for pair in initdb:postgresql pg_ctl:postgresql radosgw:radosgw ceph-mon:ceph-mon ceph-osd:ceph-osd \
-            radosgw-admin:radosgw ceph:ceph-common monmaptool:ceph-common curl:curl; do
-  tool=${pair%%:*}; pkg=${pair#*:}
-  if ! command -v "$tool" >/dev/null 2>&1 && ! [ -x "/usr/lib/postgresql/15/bin/$tool" ]; then
-    missing+=("$pkg")
-  fi
+# PostgreSQL's server binaries live in /usr/lib/postgresql/<major>/bin, not on PATH.
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+for pair in radosgw:radosgw radosgw-admin:radosgw ceph-mon:ceph-mon ceph-osd:ceph-osd \
+            ceph:ceph-common monmaptool:ceph-common curl:curl; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "test services: packages present"

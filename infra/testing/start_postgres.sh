@@ -6,6 +6,7 @@ set -euo pipefail
 PG_PORT=${PG_PORT:-55432}; PG_DB=${PG_DB:-mlflow}
 DIR=${DIR:-${TMPDIR:-/tmp}/mlops-test-postgres}
 BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+trap 'rc=$?; echo "start_postgres.sh: \"$BASH_COMMAND\" failed (exit $rc)" >&2; tail -n 5 "$DIR"/*.log >&2 2>/dev/null; exit $rc' ERR
 [ -x "$BIN/initdb" ] || { echo "PostgreSQL is not installed; run infra/testing/install.sh" >&2; exit 1; }
 AS=()
 if [ "$(id -u)" -eq 0 ]; then AS=(runuser -u postgres --); fi  # initdb refuses to run as root

@@ -60,7 +60,7 @@ class S3Service:
 @dataclass(frozen=True)
 class MlflowService:
     tracking_uri: str
-    backend_uri: str
+    postgres: PostgresService
     s3: S3Service
     log: Path
 
@@ -117,18 +117,27 @@ def _stop(script: str, env: dict[str, str]) -> None:
 def rgw() -> Iterator[S3Service]:
     """A real Ceph RGW with one user and the bucket ``mlflow``."""
     state = Path(tempfile.mkdtemp(prefix="mlops-test-rgw-"))
-    base = random.randrange(20000, 40000, 100)  # the mon/OSD messenger range; ceph skips ports in use
-    env = {
-        "DIR": str(state),
-        "MON_PORT": str(_free_port()),
-        "RGW_PORT": str(_free_port()),
-        "MSGR_MIN": str(base),
-        "MSGR_MAX": str(base + 99),
-        "RGW_AK": ACCESS_KEY,
-        "RGW_SK": SECRET_KEY,
-    }
+    env: dict[str, str] = {}
     try:
-        endpoint = _start("RGW", "start_rgw.sh", env)
+        for attempt in (1, 2):  # free ports are picked here and bound later: one retry covers a lost race
+            base = random.randrange(20000, 30000, 100)  # messenger range, below Linux's ephemeral ports
+            env = {
+                "DIR": str(state),
+                "MON_PORT": str(_free_port()),
+                "RGW_PORT": str(_free_port()),
+                "MSGR_MIN": str(base),
+                "MSGR_MAX": str(base + 99),
+                "RGW_AK": ACCESS_KEY,
+                "RGW_SK": SECRET_KEY,
+            }
+            try:
+                endpoint = _start("RGW", "start_rgw.sh", env)
+                break
+            except pytest.fail.Exception as exc:
+                _stop("stop_rgw.sh", env)
+                if attempt == 2:
+                    raise
+                print(f"RGW start failed, retrying once with other ports: {exc}", file=sys.stderr)
         service = S3Service(
             endpoint,
             BUCKET,
@@ -146,27 +155,49 @@ def rgw() -> Iterator[S3Service]:
         shutil.rmtree(state, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class PostgresService:
+    url: str
+    """SQLAlchemy URL of the database ``mlflow`` (psycopg2 driver)."""
+
+    def database(self, name: str) -> str:
+        """Create database ``name`` if needed; return its URL (MLflow and Optuna each need their own)."""
+        import psycopg2
+
+        base = self.url.rsplit("/", 1)[0]
+        connection = psycopg2.connect(base.replace("postgresql+psycopg2://", "postgresql://") + "/postgres")
+        connection.autocommit = True
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+                if cursor.fetchone() is None:
+                    cursor.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            connection.close()
+        return f"{base}/{name}"
+
+
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL cluster; yields the SQLAlchemy URL of database ``mlflow``."""
+def postgres() -> Iterator[PostgresService]:
+    """A throwaway PostgreSQL cluster (trust auth on 127.0.0.1) with the database ``mlflow``."""
     state = Path(tempfile.mkdtemp(prefix="mlops-test-postgres-"))
-    env = {"DIR": str(state / "pg"), "PG_PORT": str(_free_port())}
+    env = {"DIR": str(state), "PG_PORT": str(_free_port())}  # recreated world-readable for the postgres user
     try:
-        yield _start("PostgreSQL", "start_postgres.sh", env)
+        yield PostgresService(_start("PostgreSQL", "start_postgres.sh", env))
     finally:
         _stop("stop_postgres.sh", env)
         shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(rgw: S3Service, postgres: str) -> Iterator[MlflowService]:
+def mlflow_server(rgw: S3Service, postgres: PostgresService) -> Iterator[MlflowService]:
     """``mlflow server`` on PostgreSQL with ``--artifacts-destination s3://mlflow/`` on the RGW."""
     state = Path(tempfile.mkdtemp(prefix="mlops-test-mlflow-"))
     env = {
         **rgw.env,
         "DIR": str(state),
         "MLFLOW_PORT": str(_free_port()),
-        "BACKEND_URI": postgres,
+        "BACKEND_URI": postgres.url,
         "ARTIFACTS_DESTINATION": f"s3://{rgw.bucket}/",
         "MLFLOW": str(Path(sys.executable).with_name("mlflow")),
     }
