@@ -117,24 +117,18 @@ def schema_from_metadata(metadata: Mapping[str, Any], source: str) -> DatasetSch
 
 
 def read_bytes(uri: str) -> bytes:
-    """Read a local path, ``file://`` URI or ``s3://bucket/key`` object."""
-    if uri.startswith("s3://"):
-        import boto3
+    """Read a local path, ``file://`` URI or ``s3://bucket/key`` object (through :mod:`mlops.storage`)."""
+    from mlops import storage
 
-        bucket, _, key = uri[len("s3://") :].partition("/")
-        if not bucket or not key:
-            raise DatasetError(f"{uri!r} is not a valid S3 URI; expected s3://bucket/key")
-        try:
-            return boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
-        except Exception as exc:  # botocore raises many types; all mean "cannot read"
-            raise DatasetError(f"cannot read {uri}: {exc}") from exc
-    path = Path(uri.removeprefix("file://"))
-    if not path.is_file():
-        raise DatasetError(f"dataset file {path} does not exist or is not a file; check --data")
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"cannot read dataset file {path}: {exc}") from exc
+        return storage.read_bytes(uri)
+    except storage.ObjectNotFound as exc:
+        if uri.startswith("s3://"):
+            raise DatasetError(f"{exc}; check --data") from exc
+        path = Path(uri.removeprefix("file://"))
+        raise DatasetError(f"dataset file {path} does not exist or is not a file; check --data") from exc
+    except storage.StorageError as exc:
+        raise DatasetError(str(exc)) from exc
 
 
 def sha256_digest(data: bytes) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlops.registry import DIGEST_TAG, ONNX_FILE, PRECISION_TAG, QUANTIZED_FROM_TAG, file_sha256
+from mlops.tracking import redact_uri
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -72,6 +73,11 @@ class ModelRegistry:
         try:
             return str(self.client.get_model_version_by_alias(self.model_name, alias).version)
         except MlflowException as exc:
+            if _unreachable(exc):
+                raise RegistryError(
+                    f"cannot reach the MLflow registry at {redact_uri(self.tracking_uri)}: {_first_line(exc.message)}; "
+                    "start the server or fix --tracking-uri / MLFLOW_TRACKING_URI"
+                ) from exc
             raise RegistryError(
                 f"models:/{self.model_name}@{alias} does not resolve in {self.tracking_uri}: {exc.message}. "
                 f"Register the model and point the alias at a version "
@@ -80,7 +86,6 @@ class ModelRegistry:
 
     def fetch(self, version: str) -> ModelArtifact:
         """Download ``version`` (or reuse a verified cached copy) and check its digest."""
-        import mlflow
         from mlflow.exceptions import MlflowException
 
         try:
@@ -107,11 +112,7 @@ class ModelRegistry:
             # Resolve the storage location with our own client: mlflow's models:/ download path
             # looks the version up in the *global* registry URI, not the one passed to it.
             location = self.client.get_model_version_download_uri(self.model_name, version)
-            downloaded = Path(
-                mlflow.artifacts.download_artifacts(
-                    artifact_uri=location, dst_path=str(staging), tracking_uri=self.tracking_uri
-                )
-            )
+            downloaded = self._download(location, staging, version)
             onnx_path = downloaded / ONNX_FILE
             if not onnx_path.is_file():
                 raise RegistryError(
@@ -132,3 +133,37 @@ class ModelRegistry:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return ModelArtifact(self.model_name, version, cached, expected, tags)
+
+    def _download(self, location: str, staging: Path, version: str) -> Path:
+        """Fetch a version's artifacts; any store failure becomes one :class:`RegistryError` line with the fix."""
+        import mlflow
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return Path(
+                mlflow.artifacts.download_artifacts(
+                    artifact_uri=location, dst_path=str(staging), tracking_uri=self.tracking_uri
+                )
+            )
+        except MlflowException as exc:
+            raise RegistryError(
+                f"cannot download {self.model_name} version {version} from {location}: "
+                f"{_first_line(exc.message)}"
+            ) from exc
+        except Exception as exc:  # boto3/botocore, requests, OSError: whatever the artifact store raised
+            from mlops.storage import describe_error
+
+            raise RegistryError(
+                f"cannot download {self.model_name} version {version}: {describe_error(exc, 'download', location)}"
+            ) from exc
+
+
+def _unreachable(exc: Exception) -> bool:
+    text = str(exc)
+    return any(s in text for s in ("Max retries exceeded", "Connection refused", "Failed to establish"))
+
+
+def _first_line(text: str) -> str:
+    """MLflow messages can carry a server traceback; the first line is the useful part."""
+    lines = text.strip().splitlines()
+    return lines[0][:400] if lines else text

@@ -10,9 +10,10 @@ On the event loop a sampled request costs a random draw and a copy of its rows i
 a preallocated block (~1 µs). Encoding and writing happen on a worker thread every
 ``flush_s`` seconds, when ``max_rows`` are buffered, and on shutdown; blocks are
 converted to Arrow one by one, so the thread never holds the GIL for long (one big
-``np.concatenate`` of 10^5 small arrays stalled every request by ~30 ms). Local files
-appear atomically (written under a ``.tmp`` name, then renamed), so a reader never
-sees half a file; on S3 an object upload is atomic by itself.
+``np.concatenate`` of 10^5 small arrays stalled every request by ~30 ms). Files go
+through :mod:`mlops.storage`: local files appear atomically (written under a ``.tmp``
+name, then renamed), so a reader never sees half a file; on S3 an object upload is
+atomic by itself.
 """
 
 from __future__ import annotations
@@ -163,15 +164,17 @@ class RequestLogger:
             await self._flush_async()
 
     def write(self, blocks: list[Block]) -> list[str]:
-        """Write ``blocks`` (one file per model version); return the paths written."""
+        """Write ``blocks`` (one file per model version); return the paths/URIs written.
+
+        Each file is encoded in memory and handed to :func:`mlops.storage.write_bytes`, the
+        one write path for local disks and S3 (local files appear atomically).
+        """
         import pyarrow as pa
         import pyarrow.parquet as pq
-        from pyarrow import fs
 
-        filesystem, root = fs.FileSystem.from_uri(self.uri)
-        directory = f"{root.rstrip('/')}/{self.model_name}"
-        filesystem.create_dir(directory, recursive=True)
-        local = isinstance(filesystem, fs.LocalFileSystem)
+        from mlops import storage
+
+        directory = f"{self.uri.rstrip('/')}/{self.model_name}"
         by_version: dict[str, list[Block]] = {}
         for block in blocks:
             by_version.setdefault(block.version, []).append(block)
@@ -180,9 +183,7 @@ class RequestLogger:
             table = pa.concat_tables([to_table(block) for block in group])
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             path = f"{directory}/requests-{stamp}-v{version}-{uuid.uuid4().hex[:8]}.parquet"
-            target = f"{path}.tmp" if local else path
-            pq.write_table(table, target, filesystem=filesystem)
-            if local:
-                filesystem.move(target, path)
-            written.append(path)
+            buffer = pa.BufferOutputStream()
+            pq.write_table(table, buffer)
+            written.append(storage.write_bytes(path, buffer.getvalue().to_pybytes()))
         return written

@@ -10,6 +10,9 @@ import pytest
 from mlops.sample_data import SampleDataConfig, write
 from mlops.tracking import TrackingContext
 
+# Real PostgreSQL / Ceph RGW / mlflow server fixtures (started once per session, on first use).
+pytest_plugins = ["tests.services.plugin"]
+
 
 @pytest.fixture
 def tracking(tmp_path: Path) -> Iterator[TrackingContext]:

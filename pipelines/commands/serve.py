@@ -1,8 +1,12 @@
-"""``mlops serve``: serve ``models:/<name>@<alias>`` from the workspace's registry over KServe V2/V1.
+"""``mlops serve``: serve ``models:/<name>@<alias>`` from the tracking registry over KServe V2/V1.
 
 The flags are generated from :class:`serving.config.ServerConfig`, so every server
 setting has exactly one name and one description; only the workspace-dependent
-defaults (tracking URI, request-log directory, model cache) are filled in here.
+defaults (request-log directory, model cache) are filled in here. The registry is
+found like every other command finds it (:func:`mlops.tracking.resolve_tracking`:
+``--tracking-uri`` > ``MLFLOW_TRACKING_URI`` > the workspace's store). Bad
+configuration (an unreachable server, missing S3 credentials) is checked before
+anything loads and reported in one line with exit code 2, never as a traceback.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mlops.tracking import check_reachable, resolve_tracking
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 
 # Fields whose default depends on the workspace; None in the namespace means "use the workspace's".
 WORKSPACE_DEFAULTS = {
-    "tracking_uri": "the workspace's MLflow store",
+    "tracking_uri": "$MLFLOW_TRACKING_URI, else the workspace's MLflow store",
     "request_log_uri": "<workspace>/request-logs",
     "model_cache_dir": "<workspace>/serving-cache",
 }
@@ -61,13 +66,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=serve_command)
 
 
-def server_config(args: argparse.Namespace, workspace: Workspace) -> Any:
-    """The :class:`ServerConfig` the flags describe (validation errors are ValueErrors)."""
+def server_config(args: argparse.Namespace, workspace: Workspace, tracking_uri: str = "") -> Any:
+    """The :class:`ServerConfig` the flags describe (validation errors are ValueErrors).
+
+    ``tracking_uri`` is the resolved store, used when ``--tracking-uri`` is not given.
+    """
     from serving.config import ServerConfig
 
     values = {field: getattr(args, field) for field in ServerConfig.model_fields}
     if values["tracking_uri"] is None:
-        values["tracking_uri"] = workspace.tracking_uri
+        values["tracking_uri"] = tracking_uri or resolve_tracking(workspace).tracking_uri
     if values["model_cache_dir"] is None:
         values["model_cache_dir"] = str(workspace.root / "serving-cache")
     if args.no_request_log:
@@ -85,14 +93,20 @@ def server_config(args: argparse.Namespace, workspace: Workspace) -> Any:
 
 
 def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops import storage
     from serving.server import serve
 
-    config = server_config(args, workspace)
-    if config.tracking_uri == workspace.tracking_uri and not workspace.tracking_db.is_file():
+    resolved = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "")
+    config = server_config(args, workspace, resolved.tracking_uri)
+    if resolved.workspace_store and not workspace.tracking_db.is_file():
         raise ValueError(
             f"workspace {workspace.root} has no MLflow store ({workspace.tracking_db}); "
-            "run `mlops run training` first or pass --workspace / --tracking-uri"
+            "run `mlops run training` first, or pass --workspace / --tracking-uri or set MLFLOW_TRACKING_URI"
         )
+    check_reachable(resolved.tracking_uri)
+    if config.request_log_uri:
+        storage.check_access(config.request_log_uri)  # fail now, not on the first flush minutes later
+    print("\n".join(["Serving with:", *resolved.describe()[:1]]), flush=True)
     serve(config)
     return 0
 

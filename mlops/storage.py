@@ -1,0 +1,254 @@
+"""One storage layer for local paths, ``file://`` URIs and ``s3://bucket/key`` objects.
+
+Datasets, expectation suites and request logs are read and written through these
+few functions, so an S3-compatible store (AWS, Ceph RGW, MinIO) and a local disk
+behave the same and every failure names the URI and the fix. The S3 client is
+built from the environment only (``MLFLOW_S3_ENDPOINT_URL`` or ``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY`` or a profile/role), the same
+variables MLflow's own S3 artifact store reads; no credential ever appears in code
+or in a pipeline parameter.
+
+Every write goes through :func:`_put` (one function for bytes and files), the
+single place where storage policy (server-side encryption, allowed regions) belongs.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+ENDPOINT_ENVS = ("MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL")
+"""Checked in this order, as MLflow does; unset means AWS itself."""
+CREDENTIALS_FIX = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or run with an IAM role)"
+ENDPOINT_FIX = "check MLFLOW_S3_ENDPOINT_URL / AWS_ENDPOINT_URL and that the S3 service is up"
+
+
+class StorageError(ValueError):
+    """A URI cannot be read or written; the message names the URI and how to fix it."""
+
+
+class ObjectNotFound(StorageError):
+    """The file or object does not exist."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A parsed URI: either a local ``path`` or an S3 ``bucket`` and ``key``."""
+
+    uri: str
+    path: Path | None = None
+    bucket: str = ""
+    key: str = ""
+
+    @property
+    def is_s3(self) -> bool:
+        return self.path is None
+
+
+def parse(uri: str, need_key: bool = True) -> Location:
+    """Split ``uri``; ``s3://`` needs a bucket (and a key unless ``need_key`` is False)."""
+    if uri.startswith("s3://"):
+        bucket, _, key = uri[len("s3://") :].partition("/")
+        if not bucket or (need_key and (not key or key.endswith("/"))):
+            expected = "s3://bucket/key" if need_key else "s3://bucket[/prefix]"
+            raise StorageError(f"{uri!r} is not a valid S3 URI; expected {expected}")
+        return Location(uri, bucket=bucket, key=key)
+    if "://" in uri and not uri.startswith("file://"):
+        scheme = uri.split("://", 1)[0]
+        raise StorageError(
+            f"{uri!r}: scheme {scheme}:// is not supported; use a local path, file:// or s3://"
+        )
+    return Location(uri, path=Path(uri.removeprefix("file://")).expanduser())
+
+
+def read_bytes(uri: str) -> bytes:
+    """The whole file or object."""
+    location = parse(uri)
+    if location.path is not None:
+        if not location.path.is_file():
+            raise ObjectNotFound(f"{location.path} does not exist or is not a file")
+        try:
+            return location.path.read_bytes()
+        except OSError as exc:
+            raise StorageError(f"cannot read {location.path}: {exc.strerror or exc}") from exc
+    try:
+        body: bytes = s3_client().get_object(Bucket=location.bucket, Key=location.key)["Body"].read()
+    except Exception as exc:  # botocore raises many types; _s3_error sorts them into fixes
+        raise _s3_error(exc, "read", location) from exc
+    return body
+
+
+def write_bytes(uri: str, data: bytes) -> str:
+    """Store ``data`` at ``uri`` (a local file appears atomically); returns ``uri``."""
+    _put(parse(uri), data)
+    return uri
+
+
+def write_file(uri: str, source: Path) -> str:
+    """Copy the local file ``source`` to ``uri`` (S3 uploads large files in parts); returns ``uri``."""
+    if not Path(source).is_file():
+        raise ObjectNotFound(f"cannot upload {source}: it does not exist or is not a file")
+    _put(parse(uri), Path(source))
+    return uri
+
+
+def exists(uri: str) -> bool:
+    """True if the file or object exists; an unreadable store is an error, not False."""
+    location = parse(uri)
+    if location.path is not None:
+        return location.path.is_file()
+    client = s3_client()
+    try:
+        client.head_object(Bucket=location.bucket, Key=location.key)
+        return True
+    except Exception as exc:
+        error = _s3_error(exc, "check", location)
+        if not isinstance(error, ObjectNotFound):
+            raise error from exc
+    try:  # a HEAD 404 has no body, so it cannot say whether the key or the bucket is missing
+        client.head_bucket(Bucket=location.bucket)
+    except Exception as exc:
+        error = _s3_error(exc, "check", location)
+        if isinstance(error, ObjectNotFound):
+            error = ObjectNotFound(
+                f"cannot check {location.uri}: bucket {location.bucket!r} does not exist; create it or fix the URI"
+            )
+        raise error from exc
+    return False
+
+
+def list_prefix(uri: str) -> list[str]:
+    """Every file under a local directory, or every object whose key starts with the prefix; sorted.
+
+    Entries are spelled like ``uri`` (plain paths, ``file://`` URIs or ``s3://bucket/key``).
+    """
+    location = parse(uri, need_key=False)
+    if location.path is not None:
+        if not location.path.exists():
+            return []
+        if not location.path.is_dir():
+            raise StorageError(f"cannot list {location.path}: it is a file, not a directory")
+        files = sorted(p for p in location.path.rglob("*") if p.is_file())
+        return [f"file://{p}" if uri.startswith("file://") else str(p) for p in files]
+    try:
+        pages = (
+            s3_client().get_paginator("list_objects_v2").paginate(Bucket=location.bucket, Prefix=location.key)
+        )
+        keys = [item["Key"] for page in pages for item in page.get("Contents", [])]
+    except Exception as exc:
+        raise _s3_error(exc, "list", location) from exc
+    return sorted(f"s3://{location.bucket}/{key}" for key in keys)
+
+
+def check_access(uri: str) -> None:
+    """Raise :class:`StorageError` now if ``uri``'s bucket cannot be reached with these credentials.
+
+    For start-up checks (a server that will write there later): one HEAD on the bucket, no writes.
+    A local path always passes; its directory is created on the first write.
+    """
+    location = parse(uri, need_key=False)
+    if location.path is not None:
+        return
+    try:
+        s3_client().head_bucket(Bucket=location.bucket)
+    except Exception as exc:
+        error = _s3_error(exc, "access", location)
+        if isinstance(error, ObjectNotFound):
+            error = ObjectNotFound(
+                f"cannot access {location.uri}: bucket {location.bucket!r} does not exist; create it or fix the URI"
+            )
+        raise error from exc
+
+
+def describe_error(exc: Exception, action: str, uri: str) -> StorageError:
+    """The one-line :class:`StorageError` for a failure some other library hit on ``uri`` (e.g. MLflow's S3 store)."""
+    return _s3_error(exc, action, Location(uri, bucket=uri.removeprefix("s3://").partition("/")[0]))
+
+
+def _put(location: Location, body: bytes | Path) -> None:
+    """The one write path: every byte any caller stores passes here (policy hooks go here)."""
+    if location.path is not None:
+        _put_local(location.path, body)
+        return
+    extra: dict[str, Any] = {}  # the governance seam: SSE-KMS and region checks add arguments here
+    try:
+        if isinstance(body, Path):
+            s3_client().upload_file(str(body), location.bucket, location.key, ExtraArgs=extra or None)
+        else:
+            s3_client().put_object(Bucket=location.bucket, Key=location.key, Body=body, **extra)
+    except Exception as exc:
+        raise _s3_error(exc, "write", location) from exc
+
+
+def _put_local(path: Path, body: bytes | Path) -> None:
+    """Write under a temporary name in the same directory, then rename: readers never see half a file."""
+    data = body.read_bytes() if isinstance(body, Path) else body
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write {path}: {exc.strerror or exc}; check the directory's permissions"
+        ) from exc
+
+
+def s3_endpoint() -> str:
+    """The S3 endpoint the environment names, or "" for AWS itself."""
+    return next((os.environ[name].strip() for name in ENDPOINT_ENVS if os.environ.get(name, "").strip()), "")
+
+
+def s3_client() -> Any:
+    """A boto3 S3 client for the current environment (cached until a relevant variable changes)."""
+    relevant = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(("AWS_", "MLFLOW_S3_"))))
+    return _client(relevant)
+
+
+@lru_cache(maxsize=4)
+def _client(environment: tuple[tuple[str, str], ...]) -> Any:
+    # The argument only keys the cache: boto3 reads credentials, region and retries from os.environ.
+    import boto3
+
+    env = dict(environment)
+    verify = env.get("MLFLOW_S3_IGNORE_TLS", "").lower() not in ("true", "1")
+    return boto3.session.Session().client("s3", endpoint_url=s3_endpoint() or None, verify=verify)
+
+
+def _s3_error(exc: Exception, action: str, location: Location) -> StorageError:
+    """Turn a botocore exception into one line: what failed, why, and the fix."""
+    from botocore import exceptions as bce
+
+    where = f"cannot {action} {location.uri}"
+    if isinstance(exc, bce.NoCredentialsError | bce.PartialCredentialsError):
+        return StorageError(f"{where}: no S3 credentials found; {CREDENTIALS_FIX}")
+    if isinstance(exc, bce.EndpointConnectionError | bce.ConnectTimeoutError | bce.ReadTimeoutError):
+        return StorageError(f"{where}: {exc}; {ENDPOINT_FIX}")
+    if isinstance(exc, bce.ClientError):
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code == "NoSuchBucket":
+            return ObjectNotFound(
+                f"{where}: bucket {location.bucket!r} does not exist; create it or fix the URI"
+            )
+        if code in ("NoSuchKey", "404", "NotFound") or status == 404:
+            return ObjectNotFound(f"{where}: no such object; check the key")
+        if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403") or status == 403:
+            return StorageError(
+                f"{where}: S3 refused the credentials ({code or status}); {CREDENTIALS_FIX} "
+                "to a key with access to this bucket"
+            )
+        return StorageError(f"{where}: S3 error {code or status}: {error.get('Message', exc)}")
+    if isinstance(exc, bce.BotoCoreError):
+        return StorageError(f"{where}: {exc}; {ENDPOINT_FIX}")
+    return StorageError(f"{where}: {type(exc).__name__}: {exc}")

@@ -1,0 +1,209 @@
+"""Real PostgreSQL, Ceph RGW (S3) and ``mlflow server``, each started at most once per test session.
+
+Registered from ``tests/conftest.py``. A test asks for ``rgw``, ``postgres`` or
+``mlflow_server`` and gets a running service; tests that use one are marked
+``remote_tracking`` automatically (so ``-m "not remote_tracking"`` is a local
+shortcut, never CI's default). When a service cannot start the test fails with the
+reason and the install command: skipping would turn CI green without testing.
+The start/stop logic is in ``infra/testing/*.sh`` so a person can run the same
+services by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "infra" / "testing"
+MARKER = "remote_tracking"
+SERVICE_FIXTURES = {"rgw", "postgres", "mlflow_server"}
+ACCESS_KEY, SECRET_KEY = "mlops-test", "mlops-test-secret"
+BUCKET = "mlflow"
+TIMINGS: dict[str, float] = {}
+
+
+@dataclass(frozen=True)
+class S3Service:
+    endpoint: str
+    bucket: str
+    env: dict[str, str] = field(default_factory=dict)
+    """What a client process needs: endpoint and credentials (the only place test keys live)."""
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name="us-east-1",
+        )
+
+    def keys(self, prefix: str = "") -> list[str]:
+        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+
+@dataclass(frozen=True)
+class MlflowService:
+    tracking_uri: str
+    postgres: PostgresService
+    s3: S3Service
+    log: Path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(MARKER)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if TIMINGS:
+        started = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in TIMINGS.items())
+        terminalreporter.write_line(f"test services started: {started}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(name: str, script: str, env: dict[str, str], timeout_s: float = 180) -> str:
+    """Run a start script; its last stdout line is the service's address. Fails the test loudly."""
+    if not (SCRIPTS / script).is_file():
+        pytest.fail(f"{SCRIPTS / script} is missing: the test services need the repository's infra/testing/")
+    started = time.monotonic()
+    try:
+        result = subprocess.run(
+            ["bash", str(SCRIPTS / script)],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{name} did not start within {timeout_s:.0f} s ({script})")
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-12:])
+        pytest.fail(
+            f"cannot start {name} with infra/testing/{script} (exit {result.returncode}):\n{tail}\n"
+            f"Install the packages once with `bash infra/testing/install.sh` (CI's .ci/run does)."
+        )
+    TIMINGS[name] = time.monotonic() - started
+    return result.stdout.strip().splitlines()[-1]
+
+
+def _stop(script: str, env: dict[str, str]) -> None:
+    subprocess.run(["bash", str(SCRIPTS / script)], env={**os.environ, **env}, timeout=60, check=False)
+
+
+@pytest.fixture(scope="session")
+def rgw() -> Iterator[S3Service]:
+    """A real Ceph RGW with one user and the bucket ``mlflow``."""
+    state = Path(tempfile.mkdtemp(prefix="mlops-test-rgw-"))
+    env: dict[str, str] = {}
+    try:
+        for attempt in (1, 2):  # free ports are picked here and bound later: one retry covers a lost race
+            base = random.randrange(20000, 30000, 100)  # messenger range, below Linux's ephemeral ports
+            env = {
+                "DIR": str(state),
+                "MON_PORT": str(_free_port()),
+                "RGW_PORT": str(_free_port()),
+                "MSGR_MIN": str(base),
+                "MSGR_MAX": str(base + 99),
+                "RGW_AK": ACCESS_KEY,
+                "RGW_SK": SECRET_KEY,
+            }
+            try:
+                endpoint = _start("RGW", "start_rgw.sh", env)
+                break
+            except pytest.fail.Exception as exc:
+                _stop("stop_rgw.sh", env)
+                if attempt == 2:
+                    raise
+                print(f"RGW start failed, retrying once with other ports: {exc}", file=sys.stderr)
+        service = S3Service(
+            endpoint,
+            BUCKET,
+            {
+                "MLFLOW_S3_ENDPOINT_URL": endpoint,
+                "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+                "AWS_DEFAULT_REGION": "us-east-1",
+            },
+        )
+        service.client().create_bucket(Bucket=BUCKET)
+        yield service
+    finally:
+        _stop("stop_rgw.sh", env)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class PostgresService:
+    url: str
+    """SQLAlchemy URL of the database ``mlflow`` (psycopg2 driver)."""
+
+    def database(self, name: str) -> str:
+        """Create database ``name`` if needed; return its URL (MLflow and Optuna each need their own)."""
+        import psycopg2
+
+        base = self.url.rsplit("/", 1)[0]
+        connection = psycopg2.connect(base.replace("postgresql+psycopg2://", "postgresql://") + "/postgres")
+        connection.autocommit = True
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+                if cursor.fetchone() is None:
+                    cursor.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            connection.close()
+        return f"{base}/{name}"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresService]:
+    """A throwaway PostgreSQL cluster (trust auth on 127.0.0.1) with the database ``mlflow``."""
+    state = Path(tempfile.mkdtemp(prefix="mlops-test-postgres-"))
+    env = {"DIR": str(state), "PG_PORT": str(_free_port())}  # recreated world-readable for the postgres user
+    try:
+        yield PostgresService(_start("PostgreSQL", "start_postgres.sh", env))
+    finally:
+        _stop("stop_postgres.sh", env)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(rgw: S3Service, postgres: PostgresService) -> Iterator[MlflowService]:
+    """``mlflow server`` on PostgreSQL with ``--artifacts-destination s3://mlflow/`` on the RGW."""
+    state = Path(tempfile.mkdtemp(prefix="mlops-test-mlflow-"))
+    env = {
+        **rgw.env,
+        "DIR": str(state),
+        "MLFLOW_PORT": str(_free_port()),
+        "BACKEND_URI": postgres.url,
+        "ARTIFACTS_DESTINATION": f"s3://{rgw.bucket}/",
+        "MLFLOW": str(Path(sys.executable).with_name("mlflow")),
+    }
+    try:
+        uri = _start("mlflow server", "start_mlflow.sh", env)
+        yield MlflowService(uri, postgres, rgw, state / "mlflow.log")
+    finally:
+        _stop("stop_mlflow.sh", env)
+        shutil.rmtree(state, ignore_errors=True)
