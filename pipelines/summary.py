@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mlops.workspace import Workspace
 from pipelines.local_run import PipelineFailed
+
+if TYPE_CHECKING:
+    from mlops.tracking import ResolvedTracking
 
 # (task folder, output name, label) of the files a person wants to open after a run.
 REPORTS = (
@@ -34,16 +37,10 @@ def report_paths(run_dir: Path | None) -> list[tuple[str, Path]]:
     return found
 
 
-def print_start(pipeline: str, workspace: Workspace, arguments: dict[str, Any]) -> None:
+def print_start(pipeline: str, workspace: Workspace, tracking: ResolvedTracking) -> None:
     """The resolved configuration, before anything runs: a wrong store is visible at once."""
-    lines = [
-        f"Running pipeline {pipeline!r} with kfp.local.",
-        f"  {'workspace':<17} {workspace.root}",
-        f"  {'tracking URI':<17} {arguments.get('tracking_uri') or '(task environment MLFLOW_TRACKING_URI)'}",
-        f"  {'artifact root':<17} {arguments.get('artifact_root') or '(tracking server default)'}",
-        f"  {'experiment':<17} {arguments.get('experiment', '?')}",
-    ]
-    print("\n".join(lines), flush=True)
+    lines = [f"Running pipeline {pipeline!r} with kfp.local.", f"  {'workspace':<17} {workspace.root}"]
+    print("\n".join([*lines, *tracking.describe()]), flush=True)
 
 
 def print_failure(failure: PipelineFailed, workspace: Workspace) -> None:

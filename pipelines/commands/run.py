@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlops.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mlops.tracking import ResolvedTracking
 
 PIPELINE_NAMES = ("training", "tuning")
 
@@ -62,8 +65,14 @@ def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
     return {**parse_overrides(pipeline, namespace.overrides), **flag_values(namespace, pipeline)}
 
 
-def local_arguments(name: str, given: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
-    """What this machine decides, under the user's values: tracking, absolute data path, git commit."""
+def local_arguments(
+    name: str, given: dict[str, Any], workspace: Workspace
+) -> tuple[dict[str, Any], ResolvedTracking]:
+    """Every parameter's value for a local run, and the tracking configuration resolved once.
+
+    Under the user's values: the tracking URI and artifact root (explicit > environment >
+    workspace), settings that name files made absolute and checked, the git commit.
+    """
     from mlops.settings import iter_settings
     from mlops.tracking import resolve_tracking
     from pipelines.commands.options import resolve_files
@@ -72,10 +81,12 @@ def local_arguments(name: str, given: dict[str, Any], workspace: Workspace) -> d
 
     pipeline = pipelines()[name]
     known = pipeline.component_spec.inputs
+    unset = {name: spec.default for name, spec in known.items()}
     tracking = resolve_tracking(
         workspace,
-        tracking_uri=given.get("tracking_uri", ""),
-        artifact_root=given.get("artifact_root", ""),
+        tracking_uri=str(given.get("tracking_uri", "")),
+        artifact_root=str(given.get("artifact_root", "")),
+        experiment=str(given.get("experiment", unset["experiment"])),
     )
     base: dict[str, Any] = {"tracking_uri": tracking.tracking_uri, "artifact_root": tracking.artifact_root}
     configs = (type(instance) for instance in defaults()[name])
@@ -83,8 +94,7 @@ def local_arguments(name: str, given: dict[str, Any], workspace: Workspace) -> d
     if "git_commit" in known and not given.get("git_commit"):
         base["git_commit"] = git_commit(Path.cwd())
     overrides = {k: v for k, v in given.items() if k not in base}
-    unset = {name: spec.default for name, spec in known.items()}
-    return {**unset, **merged_arguments(pipeline, base, overrides)}
+    return {**unset, **merged_arguments(pipeline, base, overrides)}, tracking
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
@@ -93,8 +103,9 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from pipelines.summary import print_failure, print_start
 
     given = parse_pipeline_arguments(args.pipeline, list(args.arguments))
-    arguments = local_arguments(args.pipeline, given, workspace)
-    print_start(args.pipeline, workspace, arguments)
+    arguments, tracking = local_arguments(args.pipeline, given, workspace)
+    tracking.check()  # an unreachable server or a mismatched experiment fails here, before any step
+    print_start(args.pipeline, workspace, tracking)
     try:
         result = run_locally(pipelines()[args.pipeline], arguments, workspace)
     except PipelineFailed as failure:

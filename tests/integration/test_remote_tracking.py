@@ -289,8 +289,9 @@ def test_tune_against_the_remote_server_with_a_postgres_study(
     study = f"remote-{'env' if how.startswith('MLFLOW') else 'set'}"
     storage = mlflow_server.postgres.database("optuna")
     workspace = tmp_path / "ws"
-    args = ["--workspace", str(workspace), "tune", "--trials", "2", "--workers", "1", "--study", study]
-    args += ["--storage", storage, "--set", "sample_rows=1500", "--set", "epochs=2"]
+    args = ["--workspace", str(workspace), "tune", "--tune_trials", "2", "--tune_workers", "1"]
+    args += ["--tune_study_name", study, "--tune_study_storage", storage, "--set", "sample_rows=1500"]
+    args += ["--set", "epochs=2"]
     if how == "MLFLOW_TRACKING_URI":
         env = user_env(mlflow_server, MLFLOW_TRACKING_URI=mlflow_server.tracking_uri)
     else:
