@@ -109,15 +109,8 @@ def exists(uri: str) -> bool:
         error = _s3_error(exc, "check", location)
         if not isinstance(error, ObjectNotFound):
             raise error from exc
-    try:  # a HEAD 404 has no body, so it cannot say whether the key or the bucket is missing
-        client.head_bucket(Bucket=location.bucket)
-    except Exception as exc:
-        error = _s3_error(exc, "check", location)
-        if isinstance(error, ObjectNotFound):
-            error = ObjectNotFound(
-                f"cannot check {location.uri}: bucket {location.bucket!r} does not exist; create it or fix the URI"
-            )
-        raise error from exc
+    # A HEAD 404 has no body, so it cannot say whether the key or the bucket is missing.
+    _require_bucket(client, location, "check")
     return False
 
 
@@ -153,15 +146,7 @@ def check_access(uri: str) -> None:
     location = parse(uri, need_key=False)
     if location.path is not None:
         return
-    try:
-        s3_client().head_bucket(Bucket=location.bucket)
-    except Exception as exc:
-        error = _s3_error(exc, "access", location)
-        if isinstance(error, ObjectNotFound):
-            error = ObjectNotFound(
-                f"cannot access {location.uri}: bucket {location.bucket!r} does not exist; create it or fix the URI"
-            )
-        raise error from exc
+    _require_bucket(s3_client(), location, "access")
 
 
 def describe_error(exc: Exception, action: str, uri: str) -> StorageError:
@@ -252,3 +237,16 @@ def _s3_error(exc: Exception, action: str, location: Location) -> StorageError:
     if isinstance(exc, bce.BotoCoreError):
         return StorageError(f"{where}: {exc}; {ENDPOINT_FIX}")
     return StorageError(f"{where}: {type(exc).__name__}: {exc}")
+
+
+def _require_bucket(client: Any, location: Location, action: str) -> None:
+    """Raise the storage error for ``action`` unless the bucket exists and the credentials may see it."""
+    try:
+        client.head_bucket(Bucket=location.bucket)
+    except Exception as exc:
+        error = _s3_error(exc, action, location)
+        if isinstance(error, ObjectNotFound):
+            error = ObjectNotFound(
+                f"cannot {action} {location.uri}: bucket {location.bucket!r} does not exist; create it or fix the URI"
+            )
+        raise error from exc

@@ -77,10 +77,10 @@ def _docstring(summary: str, table: list[tuple[type[BaseModel], Leaf, Any]], ret
 
 
 def settings_pipeline(
-    *,
     name: str,
     description: str,
     defaults: Sequence[BaseModel],
+    *,
     returns: tuple[type, str] | None = None,
 ) -> Callable[[Callable[[Parameters], Any]], GraphComponent]:
     """Decorate ``body(parameters)`` into a ``@dsl.pipeline`` whose parameters are the configs' settings.

@@ -12,14 +12,16 @@ HOLDOUT_SEED = 20_240
 HOLDOUT_ROWS = 4000
 
 
+HELP = "quantise a registered model to INT8 behind an AUC-parity gate"
+DESCRIPTION = (
+    "Quantise models:/<model-name>/<source> dynamically to INT8; register the result as a new "
+    "version (tags mlops.quantized_from, mlops.precision=int8) or write it with --out. Refused when the "
+    "held-out AUC drops by more than --max-auc-drop."
+)
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "quantize",
-        help="quantise a registered model to INT8 behind an AUC-parity gate",
-        description="Quantise models:/<model-name>/<source> dynamically to INT8; register the result as a new "
-        "version (tags mlops.quantized_from, mlops.precision=int8) or write it with --out. Refused when the "
-        "held-out AUC drops by more than --max-auc-drop.",
-    )
+    parser = subparsers.add_parser("quantize", help=HELP, description=DESCRIPTION)
     parser.add_argument(
         "--model-name", default="credit-default", help="registered model (default %(default)s)"
     )

@@ -14,14 +14,16 @@ EXIT_RUN_FAILED = 1
 EXIT_KFP_ERROR = 3
 
 
+HELP = "start a run of an uploaded pipeline on KFP"
+DESCRIPTION = (
+    "Start a run of a pipeline version on KFP. Exit 0 when started (or, with --wait, succeeded), "
+    "1 when the awaited run fails or times out, 2 for a bad --set, 3 when KFP cannot be reached or refuses "
+    "the credentials."
+)
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "submit",
-        help="start a run of an uploaded pipeline on KFP",
-        description="Start a run of a pipeline version on KFP. Exit 0 when started (or, with --wait, succeeded), "
-        "1 when the awaited run fails or times out, 2 for a bad --set, 3 when KFP cannot be reached or refuses "
-        "the credentials.",
-    )
+    parser = subparsers.add_parser("submit", help=HELP, description=DESCRIPTION)
     parser.add_argument("--pipeline", default="training", help="pipeline name on KFP (default training)")
     parser.add_argument(
         "--version", help="pipeline version name, e.g. a commit's first 12 hex digits (default: newest)"

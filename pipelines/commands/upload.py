@@ -14,13 +14,15 @@ from pipelines.remote.arguments import add_connection_arguments, connection_from
 EXIT_KFP_ERROR = 3
 
 
+HELP = "upload a pipeline to KFP as a new version named by the git commit"
+DESCRIPTION = (
+    "Compile the pipeline (or take --package) and add it to KFP as version <commit[:12]>[-dirty]; "
+    "the pipeline is created if absent. Exit 3 when KFP cannot be reached or refuses the credentials."
+)
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "upload",
-        help="upload a pipeline to KFP as a new version named by the git commit",
-        description="Compile the pipeline (or take --package) and add it to KFP as version <commit[:12]>[-dirty]; "
-        "the pipeline is created if absent. Exit 3 when KFP cannot be reached or refuses the credentials.",
-    )
+    parser = subparsers.add_parser("upload", help=HELP, description=DESCRIPTION)
     parser.add_argument("--pipeline", default="training", help="pipeline name (default training)")
     parser.add_argument(
         "--package", type=Path, help="compiled pipeline YAML to upload (default: compile the pipeline now)"

@@ -50,12 +50,10 @@ DEFAULTS = (
 )
 
 
-@settings_pipeline(
-    name=PIPELINE_NAME,
-    description="Validate data, train, evaluate, export to ONNX, register and gate a tabular classifier.",
-    defaults=DEFAULTS,
-    returns=(str, "The registered model version."),
-)
+DESCRIPTION = "Validate data, train, evaluate, export to ONNX, register and gate a tabular classifier."
+
+
+@settings_pipeline(PIPELINE_NAME, DESCRIPTION, DEFAULTS, returns=(str, "The registered model version."))
 def training_pipeline(parameters: Parameters) -> Any:
     tracking = parameters.tracking()
     model_name = parameters["model_name"]
@@ -84,34 +82,30 @@ def training_pipeline(parameters: Parameters) -> Any:
         tracking=tracking,
     )
     version = registration.outputs["version"]
+    # Every gate task and the promotion act on this version and log alike.
+    on_version = {"model_name": model_name, "version": version, "tracking": tracking}
     gate = metrics_gate(
-        model_name=model_name,
-        version=version,
         test_auc=evaluation.outputs["test_auc"],
         champion_auc=evaluation.outputs["champion_auc"],
         has_champion=evaluation.outputs["has_champion"],
         policy=parameters.of(MetricsGatePolicy),
-        tracking=tracking,
+        **on_version,
     )
     validation_gate = validate_model(
         model=model,
         test_data=test_data,
-        model_name=model_name,
-        version=version,
         validation=parameters.of(ValidationConfig),
         **parameters.unpacked(ValidationConfig),
-        tracking=tracking,
+        **on_version,
     )
     verdict = combine_gates(
-        model_name=model_name,
-        version=version,
         metrics_decision=gate.outputs["Output"],
         metrics_reason=gate.outputs["reason"],
         validation_decision=validation_gate.outputs["Output"],
         validation_reason=validation_gate.outputs["reason"],
-        tracking=tracking,
+        **on_version,
     )
     # The condition uses the single return value: kfp.local cannot resolve named outputs here.
     with dsl.If(verdict.outputs["Output"] == "promote", name="gates-passed"):
-        promote_to_champion(model_name=model_name, version=version, tracking=tracking)
+        promote_to_champion(**on_version)
     return version

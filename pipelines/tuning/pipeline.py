@@ -62,11 +62,11 @@ def tuning_stage(parameters: Parameters, dataset: Any) -> dsl.PipelineTask:
     return best
 
 
+DESCRIPTION = "Validate data, then tune the classifier's hyperparameters."
+
+
 @settings_pipeline(
-    name=PIPELINE_NAME,
-    description="Validate data, then tune the classifier's hyperparameters.",
-    defaults=DEFAULTS,
-    returns=(float, "The best validation ROC AUC in the study."),
+    PIPELINE_NAME, DESCRIPTION, DEFAULTS, returns=(float, "The best validation ROC AUC in the study.")
 )
 def tuning_pipeline(parameters: Parameters) -> Any:
     validation = validated_dataset(parameters)

@@ -84,7 +84,7 @@ def assert_no_local_store(workspace: Path) -> None:
 
 @pytest.fixture(scope="module")
 def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    frame = generate(SampleDataConfig(n_rows=800, seed=5))
+    frame = generate(SampleDataConfig(sample_rows=800, sample_seed=5))
     return train_onnx(tmp_path_factory.mktemp("onnx"), frame, seed=0)
 
 
@@ -102,7 +102,7 @@ def register_remote(
     os.environ.update(server.s3.env)  # an s3:// artifact_root is written by this process directly
     try:
         context = TrackingContext(server.tracking_uri, experiment, "remote-tests", artifact_root)
-        frame = generate(SampleDataConfig(n_rows=50, seed=9))
+        frame = generate(SampleDataConfig(sample_rows=50, sample_seed=9))
         version = register_onnx_model(
             onnx, frame, model, Lineage("remote", "", "d", "1", "0", "r"), context
         ).version
@@ -176,7 +176,9 @@ def test_serve_follows_mlflow_tracking_uri_and_logs_requests_to_s3(
     flags = ["--model-name", model, "--request-log-uri", log_uri, "--request-log-flush-s", "0.5"]
     from mlops.onnx_model import OnnxScorer
 
-    encoded = OnnxScorer.load(onnx_dir / ONNX_FILE).spec.encode(generate(SampleDataConfig(n_rows=3, seed=2)))
+    encoded = OnnxScorer.load(onnx_dir / ONNX_FILE).spec.encode(
+        generate(SampleDataConfig(sample_rows=3, sample_seed=2))
+    )
     with serving(workspace, flags, tmp_path, env) as (url, log_path):
         response = httpx.post(f"{url}/v2/models/{model}/infer", json=v2_body(encoded), timeout=10)
         assert response.status_code == 200, response.text

@@ -18,10 +18,9 @@ import pytest
 import torch.distributed as dist
 
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from training.config import TrainConfig
+from training.config import ModelConfig, TrainConfig
 from training.launcher import InProcessLauncher, Launcher, LocalProcessesLauncher, local_launcher
 from training.loop import WorkerJob, WorkerResult
-from training.model import ModelConfig
 from training.tracking import NullLogger
 from training.trainer import train
 
@@ -66,7 +65,7 @@ class RecordingLauncher:
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(n_rows=1200, seed=4))
+    return generate(SampleDataConfig(sample_rows=1200, sample_seed=4))
 
 
 def test_train_runs_one_process_through_the_launcher_it_is_given(frame: pd.DataFrame, tmp_path: Path) -> None:
