@@ -9,6 +9,7 @@ that chooses between them, without touching the handlers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,23 +21,17 @@ if TYPE_CHECKING:
     from serving.runtime import LoadedModel
 
 
+@dataclass(eq=False)
 class ModelBackend:
     """Scores encoded rows with the holder's current model, batched when ``max_batch_size > 1``."""
 
-    def __init__(
-        self,
-        holder: ModelHolder,
-        max_batch_size: int,
-        max_queue_delay_s: float,
-        in_thread: bool,
-        on_batch: Callable[[LoadedModel, int], None],
-    ):
-        self.holder = holder
-        self.max_batch_size = max_batch_size
-        self.max_queue_delay_s = max_queue_delay_s
-        self.in_thread = in_thread
-        self.on_batch = on_batch
-        self.batcher: Batcher | None = None
+    holder: ModelHolder
+    max_batch_size: int
+    max_queue_delay_s: float
+    in_thread: bool
+    on_batch: Callable[[LoadedModel, int], None]
+    batcher: Batcher | None = field(default=None, init=False)
+    """Created by :meth:`start`, inside the event loop; None with batching off."""
 
     def start(self) -> None:
         """Start the batch worker (inside the event loop); with batching off there is nothing to start."""

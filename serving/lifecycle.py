@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from serving.reload import ReloadWatcher
@@ -25,25 +26,22 @@ if TYPE_CHECKING:
     from serving.runtime import LoadedModel
 
 
+@dataclass(eq=False)
 class ServerLifecycle:
     """Starts and stops the background work of one app; records hot-reload outcomes in the metrics."""
 
-    def __init__(
-        self,
-        config: ServerConfig,
-        handlers: Handlers,
-        metrics: ServingMetrics,
-        resolve: Callable[[], str] | None,
-        load: Callable[[str], LoadedModel] | None,
-    ):
-        self.config = config
-        self.handlers = handlers
-        self.metrics = metrics
-        self.resolve = resolve
-        self.load = load
-        self.watcher: ReloadWatcher | None = None
-        current = handlers.router.primary.holder.current
-        self._retired = [(current.version, current.sha256, current.precision)]
+    config: ServerConfig
+    handlers: Handlers
+    metrics: ServingMetrics
+    resolve: Callable[[], str] | None
+    """The version the alias points at now; with ``load``, enables hot reload."""
+    load: Callable[[str], LoadedModel] | None
+    watcher: ReloadWatcher | None = field(default=None, init=False)
+    _retired: list[tuple[str, str, str]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        current = self.handlers.router.primary.holder.current
+        self._retired.append((current.version, current.sha256, current.precision))
 
     def reloaded(self, outcome: str, version: str) -> None:
         """Count a reload attempt; on a swap mark the new version live and the previous one retired."""
