@@ -1,4 +1,9 @@
-"""``mlops quantize``: INT8 copy of a registered model, allowed only within an AUC-drop bound."""
+"""``mlops quantize``: quantise a registered model to INT8 behind an AUC-parity gate.
+
+Quantise models:/<model-name>/<source> dynamically to INT8; register the result as a new version
+(tags mlops.quantized_from, mlops.precision=int8) or write it with --out. Refused when the held-out
+AUC drops by more than --max-auc-drop.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +18,10 @@ HOLDOUT_ROWS = 4000
 
 
 HELP = "quantise a registered model to INT8 behind an AUC-parity gate"
-DESCRIPTION = (
-    "Quantise models:/<model-name>/<source> dynamically to INT8; register the result as a new "
-    "version (tags mlops.quantized_from, mlops.precision=int8) or write it with --out. Refused when the "
-    "held-out AUC drops by more than --max-auc-drop."
-)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("quantize", help=HELP, description=DESCRIPTION)
+    parser = subparsers.add_parser("quantize", help=HELP, description=__doc__.split("\n\n", 1)[1])
     parser.add_argument(
         "--model-name", default="credit-default", help="registered model (default %(default)s)"
     )

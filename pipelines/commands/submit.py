@@ -1,4 +1,9 @@
-"""``mlops submit``: start a run of an uploaded pipeline version on KFP, optionally wait for it."""
+"""``mlops submit``: start a run of an uploaded pipeline on KFP.
+
+Start a run of a pipeline version on KFP. Exit 0 when started (or, with --wait, succeeded), 1 when
+the awaited run fails or times out, 2 for a bad --set, 3 when KFP cannot be reached or refuses the
+credentials.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +13,21 @@ import sys
 
 from mlops.workspace import Workspace
 from pipelines.commands.options import add_set_option
-from pipelines.remote.arguments import add_connection_arguments, connection_from_args
+from pipelines.remote.arguments import (
+    EXIT_KFP_ERROR,
+    add_connection_arguments,
+    add_remote_command,
+    connection_from_args,
+)
 
 EXIT_RUN_FAILED = 1
-EXIT_KFP_ERROR = 3
 
 
 HELP = "start a run of an uploaded pipeline on KFP"
-DESCRIPTION = (
-    "Start a run of a pipeline version on KFP. Exit 0 when started (or, with --wait, succeeded), "
-    "1 when the awaited run fails or times out, 2 for a bad --set, 3 when KFP cannot be reached or refuses "
-    "the credentials."
-)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("submit", help=HELP, description=DESCRIPTION)
-    parser.add_argument("--pipeline", default="training", help="pipeline name on KFP (default training)")
+    parser = add_remote_command(subparsers, "submit", HELP, __doc__ or "")
     parser.add_argument(
         "--version", help="pipeline version name, e.g. a commit's first 12 hex digits (default: newest)"
     )

@@ -1,4 +1,8 @@
-"""``mlops upload``: put the compiled pipeline on a KFP deployment as a version named by the commit."""
+"""``mlops upload``: upload a pipeline to KFP as a new version named by the git commit.
+
+Compile the pipeline (or take --package) and add it to KFP as version <commit[:12]>[-dirty]; the
+pipeline is created if absent. Exit 3 when KFP cannot be reached or refuses the credentials.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +13,18 @@ import tempfile
 from pathlib import Path
 
 from mlops.workspace import Workspace
-from pipelines.remote.arguments import add_connection_arguments, connection_from_args
-
-EXIT_KFP_ERROR = 3
-
+from pipelines.remote.arguments import (
+    EXIT_KFP_ERROR,
+    add_connection_arguments,
+    add_remote_command,
+    connection_from_args,
+)
 
 HELP = "upload a pipeline to KFP as a new version named by the git commit"
-DESCRIPTION = (
-    "Compile the pipeline (or take --package) and add it to KFP as version <commit[:12]>[-dirty]; "
-    "the pipeline is created if absent. Exit 3 when KFP cannot be reached or refuses the credentials."
-)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("upload", help=HELP, description=DESCRIPTION)
-    parser.add_argument("--pipeline", default="training", help="pipeline name (default training)")
+    parser = add_remote_command(subparsers, "upload", HELP, __doc__ or "")
     parser.add_argument(
         "--package", type=Path, help="compiled pipeline YAML to upload (default: compile the pipeline now)"
     )

@@ -18,6 +18,18 @@ ENV_HOST = "KFP_HOST"
 ENV_TOKEN = "KFP_TOKEN"
 ENV_TOKEN_FILE = "KFP_TOKEN_FILE"
 ENV_NAMESPACE = "KFP_NAMESPACE"
+EXIT_KFP_ERROR = 3
+"""Exit code of ``upload`` and ``submit`` when KFP cannot be reached or refuses the credentials."""
+
+
+def add_remote_command(
+    subparsers: argparse._SubParsersAction, name: str, help_text: str, doc: str
+) -> argparse.ArgumentParser:
+    """A KFP command's parser: its description is the module docstring's body, ``--pipeline`` names the
+    pipeline on KFP, and the connection flags come last."""
+    parser = subparsers.add_parser(name, help=help_text, description=doc.split("\n\n", 1)[1])
+    parser.add_argument("--pipeline", default="training", help="pipeline name on KFP (default training)")
+    return parser
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
