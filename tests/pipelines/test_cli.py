@@ -107,3 +107,13 @@ def test_flags_are_typed_like_set_and_name_the_parameter(
     assert code == 2
     assert "expectation_suite 'none.json': no such file" in capsys.readouterr().err
     assert not (tmp_path / "ws" / "mlflow.db").exists()  # nothing ran
+
+
+def test_ui_points_at_the_tracking_server_instead_of_an_empty_local_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://user:secret@mlflow.example:5000")
+    assert main(["--workspace", str(tmp_path / "ws"), "ui"]) == 0
+    out = capsys.readouterr().out
+    assert "mlflow.example:5000" in out and "secret" not in out
+    assert not (tmp_path / "ws").exists()  # no empty store was created
