@@ -406,3 +406,25 @@ def test_bootstrap_off_gives_no_intervals() -> None:
 def test_policy_rejects_impossible_thresholds(field: str, value: float) -> None:
     with pytest.raises(ValidationError, match=field):
         FairnessPolicy(**{field: value})
+
+
+def test_equalized_odds_is_undefined_when_no_rate_is_defined_for_two_groups() -> None:
+    # a: positives only (TPR defined, FPR not); b: negatives only (FPR defined, TPR not).
+    result = check(
+        {"a": confusion_group(16, 16, 0, 0), "b": confusion_group(0, 0, 16, 16)},
+        policy(max_equalized_odds_difference=0.0),
+    )
+    assert math.isnan(result.equalized_odds_difference)
+    assert result.violations == ()
+    assert "equalized odds undefined: no checked group has both label classes" in result.notes
+
+
+def test_a_rate_defined_for_one_group_only_does_not_count_as_a_zero_gap() -> None:
+    # TPR is defined for a only; the FPR gap 0.5 vs 0.25 alone sets equalised odds.
+    result = check({"a": confusion_group(16, 0, 8, 8), "b": confusion_group(0, 0, 8, 24)}, policy())
+    assert result.equalized_odds_difference == 0.25
+    (violation,) = check(
+        {"a": confusion_group(16, 0, 8, 8), "b": confusion_group(0, 0, 8, 24)},
+        policy(max_equalized_odds_difference=0.125),
+    ).violations
+    assert violation.detail == "false positive rate a 0.5000 vs b 0.2500"
