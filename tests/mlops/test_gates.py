@@ -28,6 +28,7 @@ def test_one_rejecting_gate_of_three_rejects_naming_only_that_gate_and_its_reaso
     assert verdict.decision == REJECT
     assert verdict.gate == OVERALL
     assert verdict.reason == "model_validation gate: sex: dpd 0.2 > max 0.1"
+    assert verdict.metrics == {}
 
 
 def test_the_last_gate_rejecting_alone_still_rejects() -> None:
@@ -48,7 +49,7 @@ def test_a_single_promoting_gate_promotes() -> None:
 
 
 def test_combine_without_decisions_is_an_error() -> None:
-    with pytest.raises(ValueError, match="at least one gate decision"):
+    with pytest.raises(ValueError, match="^combine needs at least one gate decision$"):
         combine([])
 
 

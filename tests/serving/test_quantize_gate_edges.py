@@ -12,7 +12,11 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from serving.quantize import ParityResult, QuantizeConfig, compare, quantize_with_gate
+import serving.quantize
+from mlops.onnx_model import OnnxScorer
+from serving.quantize import ParityResult, QuantizationRejected, QuantizeConfig, compare, quantize_with_gate
+from tests.support.gate_inputs import numeric_spec
+from tests.support.parity_stubs import OffsetOnnxScorer
 
 LABELS = np.array([0, 0, 1, 1])
 FP32 = np.array([0.125, 0.25, 0.75, 0.875])  # AUC 1.0
@@ -91,3 +95,58 @@ def test_the_gate_needs_the_label_column(tmp_path: Path) -> None:
 def test_config_refuses_a_bound_outside_zero_one(bound: float) -> None:
     with pytest.raises(ValidationError, match="max_auc_drop"):
         QuantizeConfig(max_auc_drop=bound)
+
+
+# --- quantize_with_gate: keep the INT8 file only when the gate passes ---
+
+
+def _stub_quantization(monkeypatch: pytest.MonkeyPatch, int8_scores: np.ndarray) -> list[tuple[Path, Path]]:
+    """FP32 and INT8 models as stand-ins scoring FP32 / ``int8_scores``; return the quantise calls."""
+    spec = numeric_spec("x")
+    scorers = {
+        "fp32.onnx": OffsetOnnxScorer(spec, lambda x: FP32 - 0.5),
+        "int8.onnx": OffsetOnnxScorer(spec, lambda x: int8_scores - 0.5),
+    }
+    calls: list[tuple[Path, Path]] = []
+
+    def fake_quantize(fp32_path: Path, out_path: Path, config: QuantizeConfig) -> Path:
+        calls.append((fp32_path, out_path))
+        out_path.write_bytes(b"int8")
+        return out_path
+
+    monkeypatch.setattr(serving.quantize, "quantize_onnx", fake_quantize)
+    monkeypatch.setattr(
+        OnnxScorer, "load", classmethod(lambda cls, path, intra_op_threads=1: scorers[path.name])
+    )
+    return calls
+
+
+HOLDOUT = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "default": LABELS})
+
+
+def test_the_gate_keeps_an_int8_model_whose_drop_is_exactly_the_bound(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls = _stub_quantization(monkeypatch, INT8)
+    fp32, int8 = tmp_path / "fp32.onnx", tmp_path / "int8.onnx"
+    result = quantize_with_gate(fp32, int8, HOLDOUT, "default", QuantizeConfig(max_auc_drop=DROP))
+    assert calls == [(fp32, int8)]
+    assert result.passed and result.auc_drop == DROP and result.max_auc_drop == DROP and result.n_rows == 4
+    assert int8.read_bytes() == b"int8"
+
+
+def test_the_gate_removes_an_int8_model_just_over_the_bound_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _stub_quantization(monkeypatch, INT8)
+    int8 = tmp_path / "int8.onnx"
+    with pytest.raises(QuantizationRejected) as rejected:
+        quantize_with_gate(
+            tmp_path / "fp32.onnx", int8, HOLDOUT, "default", QuantizeConfig(max_auc_drop=below(DROP))
+        )
+    assert not int8.exists()
+    assert rejected.value.result.auc_int8 == 0.75 and not rejected.value.result.passed
+    assert str(rejected.value) == (
+        f"refusing the INT8 model: {rejected.value.result.message()}. Keep serving FP32, or raise max_auc_drop "
+        "if that loss is acceptable."
+    )

@@ -11,7 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import mlops.dataset
+import training.model
+import training.onnx_export
 from components.export_onnx.core import ParityError, run_export, verify_export
+from mlops.dataset import DatasetError
 from mlops.onnx_model import OnnxScorer
 from tests.support.gate_inputs import numeric_spec
 from tests.support.parity_stubs import OffsetOnnxScorer, half_probability_net
@@ -91,7 +95,84 @@ def test_the_tolerance_is_absolute_not_relative(monkeypatch: pytest.MonkeyPatch)
         verify_export(MODEL, Path("model.onnx"), FRAME, TOLERANCE)
 
 
-@pytest.mark.parametrize("tolerance", [0.0, 1.0, -1e-4, float("nan"), float("inf"), "1e-4", None])
+@pytest.mark.parametrize("tolerance", [0.0, 1.0, 1, -1e-4, float("nan"), float("inf"), "1e-4", None])
 def test_unusable_tolerances_are_refused_before_any_work(tolerance: object, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"is not a usable probability difference; pass a value in \(0, 1\)"):
         run_export(tmp_path / "no-model", tmp_path / "no-data.csv", tmp_path / "out", tolerance)  # type: ignore[arg-type]
+
+
+def test_the_failure_says_what_to_do_and_the_file_checked_is_the_one_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    opened: list[Path] = []
+    stub = OffsetOnnxScorer(SPEC, lambda x: np.full(len(x), JUST_OVER))
+    monkeypatch.setattr(
+        OnnxScorer, "load", classmethod(lambda cls, path, intra_op_threads=1: opened.append(path) or stub)
+    )
+    with pytest.raises(ParityError) as raised:
+        verify_export(MODEL, Path("exported/model.onnx"), FRAME, TOLERANCE)
+    assert opened == [Path("exported/model.onnx")]
+    assert str(raised.value).endswith(
+        "The export is not faithful; check for ops the exporter translated differently, "
+        "or raise onnx_tolerance only if the difference is acceptable."
+    )
+
+
+# --- run_export: export, check, and remove the files when the check fails ---
+
+
+def _stub_export(monkeypatch: pytest.MonkeyPatch, frame: pd.DataFrame, offset: float) -> list[int]:
+    """Replace model loading, data loading, export and ONNX loading; return the row counts scored."""
+    scored_rows: list[int] = []
+
+    def offsets(x: np.ndarray) -> np.ndarray:
+        scored_rows.append(len(x))
+        return np.full(len(x), offset)
+
+    def fake_export(model: object, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"onnx")
+        path.with_name(path.name + ".data").write_bytes(b"weights")
+        return path
+
+    monkeypatch.setattr(training.model, "load_model", lambda directory: MODEL)
+    monkeypatch.setattr(mlops.dataset, "load_table", lambda uri: (frame, "sha256"))
+    monkeypatch.setattr(training.onnx_export, "export_onnx", fake_export)
+    stub = OffsetOnnxScorer(SPEC, offsets)
+    monkeypatch.setattr(OnnxScorer, "load", classmethod(lambda cls, path, intra_op_threads=1: stub))
+    return scored_rows
+
+
+def test_run_export_keeps_a_faithful_export_and_checks_the_first_512_rows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    big = pd.DataFrame({"x": np.arange(600.0), "y": np.zeros(600)})
+    scored_rows = _stub_export(monkeypatch, big, offset=TOLERANCE)
+    report = run_export(tmp_path / "model", tmp_path / "data.csv", tmp_path / "out", TOLERANCE)
+    assert report.ok and report.n_rows == 512 and report.max_abs_diff == TOLERANCE
+    assert scored_rows == [512, 1]
+    assert (tmp_path / "out" / "model.onnx").read_bytes() == b"onnx"
+
+
+def test_run_export_removes_both_files_when_parity_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _stub_export(monkeypatch, FRAME, offset=JUST_OVER)
+    with pytest.raises(ParityError, match="batch check of 8 row"):
+        run_export(tmp_path / "model", tmp_path / "data.csv", tmp_path / "out", TOLERANCE)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_run_export_refuses_empty_sample_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _stub_export(monkeypatch, FRAME.head(0), offset=0.0)
+    with pytest.raises(DatasetError, match=r"has no rows; parity needs at least one row$"):
+        run_export(tmp_path / "model", tmp_path / "data.csv", tmp_path / "out", TOLERANCE)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("tolerance", [2.0**-30, 1 - 2.0**-30])
+def test_run_export_accepts_tolerances_just_inside_zero_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tolerance: float
+) -> None:
+    _stub_export(monkeypatch, FRAME, offset=0.0)
+    assert run_export(tmp_path / "model", tmp_path / "data.csv", tmp_path / "out", tolerance).ok

@@ -278,3 +278,59 @@ def test_declarations_reject_no_op_perturbations() -> None:
         DirectionalTest(feature="x", delta=0.0, expectation="non_decreasing")
     with pytest.raises(ValidationError, match="min_pass_fraction"):
         DirectionalTest(feature="x", delta=1.0, expectation="non_decreasing", min_pass_fraction=1.5)
+
+
+def test_violations_of_both_kinds_are_behavioural_and_name_their_test() -> None:
+    invariance = run_invariance(SLOPED, ONE_STEEP_ROW, shift_test(max_abs_change=0.0), seed=0)
+    directional = run_directional(DIRECTED, ONE_WRONG_ROW, rising(min_pass_fraction=1.0))
+    assert [v.check for v in (*invariance.violations, *directional.violations)] == [
+        "behavioural",
+        "behavioural",
+    ]
+    assert directional.name == "directional:x:+1:non_decreasing" and directional.feature == "x"
+
+
+def test_only_rows_strictly_beyond_the_tolerance_are_counted_as_wrong() -> None:
+    data = frame(x=[0] * 8, noise=[1] * 6 + [-1, -0.5])  # r6 falls by 1/16, r7 by exactly the tolerance 1/32
+    result = run_directional(DIRECTED, data, rising(tolerance=1 / 32, min_pass_fraction=1.0))
+    assert result.pass_fraction == 7 / 8
+    assert result.violations[0].detail.startswith(
+        "1 of 8 rows moved the wrong way by more than 0.03125; worst -0.0625 at row r6"
+    )
+
+
+def test_numeric_perturbations_of_a_categorical_feature_are_refused_when_run_directly() -> None:
+    data = frame([0] * 8, [0] * 8)
+    with pytest.raises(ValueError, match="adds a number to 'region', which is categorical"):
+        run_invariance(SLOPED, data, InvarianceTest(feature="region", perturbation="shift", shift=1), seed=0)
+    with pytest.raises(ValueError, match="adds a number to 'region', which is categorical"):
+        run_directional(
+            SLOPED, data, DirectionalTest(feature="region", delta=1, expectation="non_decreasing")
+        )
+
+
+def test_a_permutation_keeps_the_mix_of_values_so_the_mean_change_is_zero() -> None:
+    uses_region = stub_scorer(SPEC, lambda m: 0.25 + (m[:, 2] == 1) / 8)
+    data = frame(x=[0] * 8, noise=[0] * 8, region=["n"] * 4 + ["s"] * 4)
+    result = run_invariance(uses_region, data, InvarianceTest(feature="region"), seed=0)
+    assert result.mean_change == 0.0 and result.mean_abs_change > 0.0
+
+
+PERMUTED = pd.DataFrame({"x": np.arange(256.0), "noise": np.zeros(256), "region": ["n"] * 256})
+X_SLOPE = stub_scorer(SPEC, lambda m: m[:, 0] / 1024)
+
+
+def test_a_permutation_is_reproducible_from_its_seed() -> None:
+    test = InvarianceTest(feature="x")
+    first, again = (run_invariance(X_SLOPE, PERMUTED, test, seed=3) for _ in range(2))
+    assert first.mean_abs_change == again.mean_abs_change and first.max_abs_change == again.max_abs_change
+    assert run_invariance(X_SLOPE, PERMUTED, test, seed=4).mean_abs_change != first.mean_abs_change
+
+
+def test_each_invariance_test_of_a_suite_gets_its_own_seed() -> None:
+    test = InvarianceTest(feature="x")
+    results = run_suite(X_SLOPE, PERMUTED, BehaviouralSuite(invariance=(test, test), directional=()), seed=5)
+    assert [r.mean_abs_change for r in results] == [
+        run_invariance(X_SLOPE, PERMUTED, test, seed=5).mean_abs_change,
+        run_invariance(X_SLOPE, PERMUTED, test, seed=6).mean_abs_change,
+    ]

@@ -46,10 +46,14 @@ def test_all_families_passing_promote_with_each_reason() -> None:
 def test_one_unfair_attribute_of_two_rejects_fairness_and_the_gate_only() -> None:
     decisions = decide([fairness("sex", UNFAIR), fairness("age")], explained(), [behaviour("t1")])
     assert decisions["fairness"].decision == REJECT
+    assert decisions["fairness"].gate == "fairness"
     assert decisions["fairness"].reason == UNFAIR.message
+    assert decisions["fairness"].metrics["sex.demographic_parity_difference"] == 0.125
     assert decisions["behavioural"].promote and decisions["explainability"].promote
     assert decisions[GATE].decision == REJECT
+    assert decisions[GATE].gate == GATE
     assert decisions[GATE].reason == UNFAIR.message
+    assert decisions[GATE].metrics["fairness.age.demographic_parity_ratio"] == 0.75
 
 
 def test_one_failing_behavioural_test_of_three_rejects() -> None:
@@ -101,3 +105,9 @@ def test_decision_metrics_are_the_measured_figures_per_family() -> None:
     assert decisions[GATE].metrics["fairness.sex.demographic_parity_ratio"] == 0.75
     assert decisions[GATE].metrics["explainability.top_k_overlap"] == 0.5
     assert len(decisions[GATE].metrics) == 7
+
+
+def test_two_violations_of_one_family_are_joined_in_its_reason() -> None:
+    second = Violation("fairness", "age", "equalized_odds_difference", 0.5, 0.25, "max")
+    decisions = decide([fairness("sex", UNFAIR), fairness("age", second)], explained(), [])
+    assert decisions["fairness"].reason == f"{UNFAIR.message}; {second.message}"

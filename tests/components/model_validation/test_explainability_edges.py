@@ -198,3 +198,41 @@ def test_a_row_contribution_is_its_weight_times_its_distance_from_the_references
     }
     assert [c.feature for c in example.contributions][:2] == ["a", "b"]  # largest |contribution| first
     assert next(c for c in example.contributions if c.feature == "a").value == "4.0"
+
+
+def test_attributions_carry_importance_spread_and_auc_drop() -> None:
+    result = explain(ORDERED, rows(40), "y", _policy(-1.0), seed=0)
+    ignored = next(a for a in result.attributions if a.feature == "d")
+    assert (ignored.importance, ignored.importance_std, ignored.auc_drop) == (0.0, 0.0, 0.0)
+    top = result.attributions[0]
+    assert top.feature == "a" and top.importance > 0.0 and top.importance_std >= 0.0
+    assert isinstance(top.auc_drop, float) and not math.isnan(top.auc_drop)
+
+
+def test_explained_rows_are_distinct_and_references_are_every_row_when_asked_for_more() -> None:
+    data = rows(20)
+    result = explain(ORDERED, data, "y", _policy(-1.0, n_examples=20, n_references=1000), seed=0)
+    assert sorted(e.row for e in result.examples) == sorted(str(i) for i in data.index)
+    column_means = data[list(FEATURES)].mean()
+    for example in result.examples:
+        own = data.loc[int(example.row)]
+        contribution = {c.feature: c.contribution for c in example.contributions}
+        assert contribution["a"] == pytest.approx(8 * (own["a"] - column_means["a"]) / 256)
+        assert contribution["b"] == pytest.approx(4 * (own["b"] - column_means["b"]) / 256)
+
+
+def test_the_two_halves_are_disjoint_and_equal_sized() -> None:
+    batch_sizes: list[int] = []
+
+    def recording(m: np.ndarray) -> np.ndarray:
+        batch_sizes.append(len(m))
+        return (m @ np.array([8.0, 4.0, 2.0, 0.0])) / 256
+
+    explain(stub_scorer(SPEC, recording), rows(21), "y", _policy(-1.0, permutation_repeats=1), seed=0)
+    # Per half: one unshuffled batch, then one shuffled batch per feature; 21 rows -> halves of 10.
+    assert batch_sizes == [10] * (1 + len(FEATURES)) * 2
+
+
+def test_stability_of_importances_spanning_exactly_one() -> None:
+    stability = _stability(np.array([1.0, 0.0, 0.5]), np.array([1.0, 0.0, 0.5]), top_k=2, rows_per_half=5)
+    assert stability.spearman == pytest.approx(1.0) and stability.kendall == pytest.approx(1.0)

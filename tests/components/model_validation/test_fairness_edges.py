@@ -7,11 +7,12 @@ multiple of 1/32 and every difference and ratio the gate compares is exact.
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
 from components.model_validation.config import FairnessPolicy
-from components.model_validation.fairness import MISSING_GROUP, evaluate_fairness, protected_groups
+from components.model_validation.fairness import MISSING_GROUP, _spread, evaluate_fairness, protected_groups
 from components.model_validation.intervals import disparity_intervals
 from tests.support.gate_inputs import confusion_group, scored_groups
 
@@ -428,3 +429,81 @@ def test_a_rate_defined_for_one_group_only_does_not_count_as_a_zero_gap() -> Non
         policy(max_equalized_odds_difference=0.125),
     ).violations
     assert violation.detail == "false positive rate a 0.5000 vs b 0.2500"
+
+
+def test_positives_precision_and_auc_of_an_unbalanced_group() -> None:
+    # 12 positives of 32; one positive scored highest: AUC defined with a single positive too.
+    one_positive = ([1] + [0] * 31, [0.875] + [0.25] * 31)
+    result = check({"a": confusion_group(9, 3, 4, 16), "b": one_positive}, policy())
+    a, b = sorted(result.groups, key=lambda g: g.group)
+    assert (a.positives, a.base_rate, a.precision) == (12, 12 / 32, 9 / 13)
+    assert (b.positives, b.auc, b.precision) == (1, 1.0, 1.0)
+
+
+def test_precision_counts_a_score_at_the_threshold_as_predicted_positive() -> None:
+    at_threshold = ([1] * 16 + [0] * 16, [0.5] * 32)
+    (a,) = (g for g in check({"a": at_threshold, "b": A}, policy()).groups if g.group == "a")
+    assert a.precision == 0.5
+
+
+def test_a_tie_between_the_tpr_and_fpr_gaps_is_explained_by_the_tpr_gap() -> None:
+    # TPR 0.75 vs 0.5 and FPR 0.5 vs 0.25: both gaps 0.25.
+    groups = {"a": confusion_group(12, 4, 8, 8), "b": confusion_group(8, 8, 4, 12)}
+    (violation,) = check(groups, policy(max_equalized_odds_difference=0.125)).violations
+    assert violation.detail == "true positive rate a 0.7500 vs b 0.5000"
+
+
+def test_spread_of_a_metric_no_group_defines_is_empty() -> None:
+    assert (
+        _spread(
+            pd.DataFrame({"true_positive_rate": [math.nan, math.nan]}, index=["a", "b"]), "true_positive_rate"
+        )
+        == ""
+    )
+
+
+def test_an_attribute_with_one_checked_group_still_reports_its_groups() -> None:
+    result = check({"a": A, "b": confusion_group(0, 0, 0, 31)}, policy())
+    assert result.attribute == "g"
+    assert [g.group for g in result.groups] == ["a", "b"]
+    assert result.intervals == {}
+
+
+def test_bootstrap_counts_a_score_at_the_threshold_as_predicted_positive() -> None:
+    at_threshold = ([1, 0] * 16, [0.5] * 32)
+    below_threshold = ([1, 0] * 16, [below(0.5)] * 32)
+    result = check(
+        {"a": at_threshold, "b": below_threshold},
+        policy(bootstrap_resamples=20, max_demographic_parity_difference=0.5),
+    )
+    assert result.intervals["demographic_parity_difference"] == (1.0, 1.0)
+    assert [v.metric for v in result.violations] == ["demographic_parity_difference"]
+
+
+def test_the_inconclusive_note_says_why_it_is_not_a_violation() -> None:
+    low, high = _interval("demographic_parity_difference")
+    result = _bootstrapped(max_demographic_parity_difference=low)
+    assert (
+        f"demographic_parity_difference 0.5000 is beyond the max {low:.4f} but its 90% interval "
+        f"{low:.4f}..{high:.4f} reaches it: not conclusive on this many rows, so not a violation; "
+        "test on more data to decide"
+    ) in result.notes
+
+
+def test_an_inconclusive_metric_does_not_stop_the_later_checks() -> None:
+    low, _ = _interval("demographic_parity_difference")
+    _, ratio_high = _interval("demographic_parity_ratio")
+    result = _bootstrapped(
+        max_demographic_parity_difference=low, min_demographic_parity_ratio=above(ratio_high)
+    )
+    assert [v.metric for v in result.violations] == ["demographic_parity_ratio"]
+
+
+def test_a_missing_protected_attribute_is_a_clear_error() -> None:
+    frame, scores = scored_groups({"a": A, "b": B})
+    with pytest.raises(
+        ValueError,
+        match=r"^protected attribute\(s\) \['sex'\] not in the test data; available columns: \['g', 'y'\]\. "
+        r"Fix protected_attributes or keep the column in the test split\.$",
+    ):
+        evaluate_fairness(frame, scores, "y", ["g", "sex"], policy())

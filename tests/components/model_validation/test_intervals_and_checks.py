@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from components.model_validation.checks import Violation, finite_or_none, slug
-from components.model_validation.intervals import DISPARITIES, disparities, disparity_intervals
+from components.model_validation.intervals import DISPARITIES, _rates, disparities, disparity_intervals
 
 NAN = float("nan")
 
@@ -108,6 +108,8 @@ def test_tag_key_keeps_only_characters_mlflow_accepts() -> None:
     assert slug("a b-c.d/e_f") == "a b-c.d/e_f"
     assert slug("::x::") == "x"
     assert slug("???") == "_"
+    assert slug("AbC") == "AbC"
+    assert slug("Xray_") == "Xray"
 
 
 def test_finite_or_none_writes_undefined_metrics_as_null() -> None:
@@ -117,3 +119,38 @@ def test_finite_or_none_writes_undefined_metrics_as_null() -> None:
     assert finite_or_none(math.inf) is None
     assert finite_or_none(-math.inf) is None
     assert type(finite_or_none(np.float32(0.5))) is float  # numpy scalars become JSON-able floats
+
+
+def test_rates_of_one_group() -> None:
+    selection, tpr, fpr = _rates(np.array([1, 1, 0, 0]), np.array([True, False, True, True]))
+    assert (selection, tpr, fpr) == (0.75, 0.5, 1.0)
+
+
+def test_each_group_is_resampled_from_its_own_rows() -> None:
+    # Three groups with fixed predictions (1, 0, 1): resampling within each keeps every draw identical.
+    y, predicted, groups, checked = _groups(
+        ([1, 0] * 4, [True] * 8), ([1, 0] * 4, [False] * 8), ([1, 0] * 4, [True] * 8)
+    )
+    intervals = disparity_intervals(y, predicted, groups, checked, 1, 20, 0.9, seed=0)
+    assert intervals["demographic_parity_difference"] == (1.0, 1.0)
+
+
+def test_every_row_of_a_group_can_be_drawn() -> None:
+    # Only the first row of g0 is predicted positive; draws that include it give a gap above 0.
+    y, predicted, groups, checked = _groups(([1, 0] * 8, [True] + [False] * 15), ([1, 0] * 8, [False] * 16))
+    low, high = disparity_intervals(y, predicted, groups, checked, 1, 200, 0.9, seed=0)[
+        "demographic_parity_difference"
+    ]
+    assert low == 0.0 and high > 0.0
+
+
+def test_interval_ends_are_the_two_tail_percentiles() -> None:
+    # g0: 4 rows, 1 predicted positive -> a draw's gap is k/4 with k ~ Binomial(4, 1/4):
+    # P(k <= 1) = 0.738, P(k <= 2) = 0.949. An 87% interval's top is the 93.5th percentile: k = 2.
+    y, predicted, groups, checked = _groups(
+        ([1, 0, 1, 0], [True, False, False, False]), ([1, 0] * 8, [False] * 16)
+    )
+    low, high = disparity_intervals(y, predicted, groups, checked, 1, 4000, 0.87, seed=0)[
+        "demographic_parity_difference"
+    ]
+    assert (low, high) == (0.0, 0.5)

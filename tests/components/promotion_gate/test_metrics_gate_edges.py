@@ -42,6 +42,7 @@ def test_auc_just_below_the_floor_is_rejected_naming_value_and_floor() -> None:
     auc = below(FLOOR)
     decision = decide(MetricsGatePolicy(auc_floor=FLOOR), auc, 0.0, has_champion=False)
     assert decision.decision == REJECT
+    assert decision.gate == "metrics"
     assert decision.reason == f"test_auc {auc:.4f} is below the floor {FLOOR:.4f}"
     assert decision.metrics["test_auc"] == auc
 
