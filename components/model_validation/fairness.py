@@ -172,6 +172,12 @@ def _check_attribute(
         sensitive_features={attribute: groups[mask]},
     )
     difference, ratio = frame.difference(), frame.ratio()
+    # fairlearn takes max - min over the groups that define a rate, so one defined group gives a gap
+    # of 0; a gap needs two groups, as in intervals._range.
+    defined = frame.by_group.notna().sum()
+    for rate in ("true_positive_rate", "false_positive_rate"):
+        if defined[rate] < 2:
+            difference[rate] = NAN
     dpd = float(difference["selection_rate"])
     if frame.group_max()["favourable_rate"] == 0:
         dpr = 1.0  # no group gets the favourable outcome: equal rates, and 0/0 is not a disparity

@@ -1,0 +1,119 @@
+"""The metrics gate at, just inside and just outside each threshold.
+
+Values are powers-of-two fractions so ``champion_auc - max_auc_regression`` is exact,
+and ``np.nextafter`` gives the closest float on either side of a threshold.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from components.promotion_gate.core import MetricsGatePolicy, decide
+from mlops.gates import PROMOTE, REJECT
+
+FLOOR = 0.75
+CHAMPION_AUC = 0.875
+MAX_REGRESSION = 0.125
+REGRESSION_EDGE = CHAMPION_AUC - MAX_REGRESSION  # 0.75 exactly
+
+
+def below(value: float) -> float:
+    return float(np.nextafter(value, -math.inf))
+
+
+def above(value: float) -> float:
+    return float(np.nextafter(value, math.inf))
+
+
+def test_auc_exactly_at_the_floor_is_promoted() -> None:
+    decision = decide(MetricsGatePolicy(auc_floor=FLOOR), FLOOR, 0.0, has_champion=False)
+    assert decision.decision == PROMOTE
+    assert decision.gate == "metrics"
+    assert decision.reason == "test_auc 0.7500 >= floor 0.7500; no current champion"
+
+
+def test_auc_just_above_the_floor_is_promoted() -> None:
+    assert decide(MetricsGatePolicy(auc_floor=FLOOR), above(FLOOR), 0.0, has_champion=False).promote
+
+
+def test_auc_just_below_the_floor_is_rejected_naming_value_and_floor() -> None:
+    auc = below(FLOOR)
+    decision = decide(MetricsGatePolicy(auc_floor=FLOOR), auc, 0.0, has_champion=False)
+    assert decision.decision == REJECT
+    assert decision.gate == "metrics"
+    assert decision.reason == f"test_auc {auc:.4f} is below the floor {FLOOR:.4f}"
+    assert decision.metrics["test_auc"] == auc
+
+
+def test_regression_exactly_at_the_allowed_margin_is_promoted() -> None:
+    policy = MetricsGatePolicy(auc_floor=0.5, max_auc_regression=MAX_REGRESSION)
+    decision = decide(policy, REGRESSION_EDGE, CHAMPION_AUC, has_champion=True)
+    assert decision.promote
+    assert decision.reason == "test_auc 0.7500 >= floor 0.5000; champion 0.8750"
+    assert decision.metrics == {"test_auc": REGRESSION_EDGE, "champion_auc": CHAMPION_AUC}
+
+
+def test_regression_just_inside_the_margin_is_promoted() -> None:
+    policy = MetricsGatePolicy(auc_floor=0.5, max_auc_regression=MAX_REGRESSION)
+    assert decide(policy, above(REGRESSION_EDGE), CHAMPION_AUC, has_champion=True).promote
+
+
+def test_regression_just_beyond_the_margin_is_rejected_naming_both_aucs_and_margin() -> None:
+    policy = MetricsGatePolicy(auc_floor=0.5, max_auc_regression=MAX_REGRESSION)
+    auc = below(REGRESSION_EDGE)
+    decision = decide(policy, auc, CHAMPION_AUC, has_champion=True)
+    assert decision.decision == REJECT
+    assert decision.reason == (
+        f"test_auc {auc:.4f} is worse than the champion's 0.8750 by more than the allowed 0.1250"
+    )
+
+
+def test_a_better_champion_is_ignored_when_there_is_none() -> None:
+    policy = MetricsGatePolicy(auc_floor=0.5, max_auc_regression=MAX_REGRESSION)
+    decision = decide(policy, 0.625, CHAMPION_AUC, has_champion=False)
+    assert decision.promote
+    assert "no current champion" in decision.reason
+    assert math.isnan(decision.metrics["champion_auc"])
+
+
+def test_a_challenger_better_than_the_champion_is_promoted() -> None:
+    policy = MetricsGatePolicy(auc_floor=0.5, max_auc_regression=0.0)
+    assert decide(policy, CHAMPION_AUC, 0.75, has_champion=True).promote
+    assert not decide(policy, below(0.75), 0.75, has_champion=True).promote
+
+
+def test_both_thresholds_broken_are_both_named_floor_first() -> None:
+    policy = MetricsGatePolicy(auc_floor=FLOOR, max_auc_regression=MAX_REGRESSION)
+    decision = decide(policy, 0.625, CHAMPION_AUC, has_champion=True)
+    assert not decision.promote
+    floor_part, regression_part = decision.reason.split("; ")
+    assert floor_part == "test_auc 0.6250 is below the floor 0.7500"
+    assert regression_part.startswith("test_auc 0.6250 is worse than the champion's 0.8750")
+
+
+def test_only_the_regression_fails_when_the_floor_is_met() -> None:
+    policy = MetricsGatePolicy(auc_floor=0.5, max_auc_regression=MAX_REGRESSION)
+    decision = decide(policy, 0.625, CHAMPION_AUC, has_champion=True)
+    assert "below the floor" not in decision.reason
+    assert "worse than the champion's" in decision.reason
+
+
+def test_a_nan_champion_auc_does_not_block_a_challenger_above_the_floor() -> None:
+    # The comparison with NaN is False: an unscorable champion must not reject the challenger.
+    assert decide(MetricsGatePolicy(auc_floor=0.5), 0.8, float("nan"), has_champion=True).promote
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("auc_floor", -0.01), ("auc_floor", 1.01), ("max_auc_regression", -0.01), ("max_auc_regression", 1.5)],
+)
+def test_policy_rejects_thresholds_outside_zero_one(field: str, value: float) -> None:
+    with pytest.raises(ValidationError, match=field):
+        MetricsGatePolicy(**{field: value})
+
+
+def test_policy_accepts_the_closed_interval_ends() -> None:
+    assert MetricsGatePolicy(auc_floor=0.0, max_auc_regression=1.0).auc_floor == 0.0
+    assert MetricsGatePolicy(auc_floor=1.0, max_auc_regression=0.0).max_auc_regression == 0.0
