@@ -10,8 +10,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 from mlops.settings import SETTINGS_CONFIG
 
@@ -79,6 +83,22 @@ class Lineage:
     @classmethod
     def tag_names(cls) -> tuple[str, ...]:
         return tuple(f"{TAG_PREFIX}{name}" for name in cls.__dataclass_fields__)
+
+
+def move_alias(client: MlflowClient, model_name: str, alias: str, version: str, previous: str | None) -> None:
+    """Point ``alias`` at ``version`` and record the move on both versions.
+
+    The one place a live alias moves (a gate's promotion, a deployment target's deploy or
+    rollback): ``mlops.promoted_at`` on the new version, ``mlops.replaced_by`` on the one it
+    replaced (``previous``, read by the caller before the move), so the registry alone holds
+    the history a rollback follows.
+    """
+    from datetime import UTC, datetime
+
+    client.set_registered_model_alias(model_name, alias, version)
+    client.set_model_version_tag(model_name, version, PROMOTED_AT_TAG, datetime.now(UTC).isoformat())
+    if previous is not None and previous != version:
+        client.set_model_version_tag(model_name, previous, REPLACED_BY_TAG, version)
 
 
 def file_sha256(path: Path) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from mlops.gates import PROMOTE, REJECT, Decision
-from mlops.registry import CHAMPION, MODEL_VERSION_TAG, PROMOTED_AT_TAG, REPLACED_BY_TAG, gate_tag
+from mlops.registry import CHAMPION, MODEL_VERSION_TAG, gate_tag, move_alias
 from mlops.settings import SETTINGS_CONFIG
 from mlops.tracking import TrackingContext, task_run
 
@@ -88,8 +88,5 @@ def promote(model_name: str, version: str, context: TrackingContext) -> str | No
         previous: str | None = str(client.get_model_version_by_alias(model_name, CHAMPION).version)
     except mlflow.exceptions.MlflowException:
         previous = None
-    client.set_registered_model_alias(model_name, CHAMPION, version)
-    client.set_model_version_tag(model_name, version, PROMOTED_AT_TAG, datetime.now(UTC).isoformat())
-    if previous and previous != version:
-        client.set_model_version_tag(model_name, previous, REPLACED_BY_TAG, version)
+    move_alias(client, model_name, CHAMPION, version, previous)
     return previous

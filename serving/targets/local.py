@@ -20,10 +20,9 @@ import json
 import time
 import urllib.error
 import urllib.request
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from mlops.registry import CHAMPION, PROMOTED_AT_TAG, REPLACED_BY_TAG
+from mlops.registry import CHAMPION, PROMOTED_AT_TAG, REPLACED_BY_TAG, move_alias
 from serving.targets.base import DeploymentError, DeploymentStatus, TrafficShare, TrafficSplitUnsupported
 
 if TYPE_CHECKING:
@@ -78,11 +77,7 @@ class LocalServerTarget:
                 f"cannot deploy {name} version {version!r}: not in the registry at {self.tracking_uri} "
                 f"({exc.message})"
             ) from exc
-        previous = self._alias_version()
-        self.client.set_registered_model_alias(name, self.alias, version)
-        self.client.set_model_version_tag(name, version, PROMOTED_AT_TAG, datetime.now(UTC).isoformat())
-        if previous is not None and previous != version:
-            self.client.set_model_version_tag(name, previous, REPLACED_BY_TAG, version)
+        move_alias(self.client, name, self.alias, version, previous=self._alias_version())
         return self._wait_until_serving(version)
 
     def set_traffic(self, version: str, percent: int) -> DeploymentStatus:
