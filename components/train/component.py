@@ -28,7 +28,7 @@ def train_model(
     from pathlib import Path
 
     from components.train.config import TrainTaskSettings
-    from components.train.core import resolve_checkpoint_dir, run_training
+    from components.train.core import launcher_for, resolve_checkpoint_dir, run_training
     from mlops.dataset import SCHEMA_METADATA_KEY, schema_from_metadata
     from mlops.settings import from_flat
     from mlops.tracking import TrackingContext
@@ -36,15 +36,17 @@ def train_model(
 
     schema = schema_from_metadata(dataset.metadata, "train-model's dataset")
     task = from_flat(TrainTaskSettings, train_task)
+    config = from_flat(TrainConfig, train_config)
     model_dir = Path(model.path)
     outcome = run_training(
         dataset_path=dataset.path,
         schema=schema,
-        config=from_flat(TrainConfig, train_config),
+        config=config,
         tracking_context=TrackingContext.from_dict(tracking),
         model_dir=model_dir,
         test_data_path=Path(test_data.path),
         checkpoint_dir=resolve_checkpoint_dir(task.checkpoint_dir, model_dir),
+        launcher=launcher_for(task, config.nproc),
     )
     model.metadata.update(
         {"framework": "pytorch", "mlflow_run_id": outcome.run_id, "best_epoch": outcome.best_epoch}

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlops.dataset import DatasetSchema, load_table
+from mlops.registry import DATASET_DIGEST_TAG, DATASET_URI_TAG
 from mlops.tracking import TrackingContext, task_run
 from training.config import TrainConfig
+
+if TYPE_CHECKING:
+    from components.train.config import TrainTaskSettings
+    from training.launcher import Launcher
 
 TASK_NAME = "train"
 CHECKPOINT_SUBDIR = "checkpoints"
@@ -50,6 +56,15 @@ def resolve_checkpoint_dir(checkpoint_dir: str, model_dir: Path) -> Path:
     return Path(checkpoint_dir) if checkpoint_dir.strip() else model_dir.parent / CHECKPOINT_SUBDIR
 
 
+def launcher_for(settings: TrainTaskSettings, nproc: int) -> Launcher:
+    """The launcher the task's settings name; the only one today runs the ranks in this task."""
+    from training.launcher import local_launcher
+
+    if settings.launcher == "local":
+        return local_launcher(nproc)
+    raise ValueError(f"launcher {settings.launcher!r} is not available; use 'local'")
+
+
 def run_training(
     dataset_path: str,
     schema: DatasetSchema,
@@ -58,8 +73,12 @@ def run_training(
     model_dir: Path,
     test_data_path: Path,
     checkpoint_dir: Path | None,
+    launcher: Launcher | None = None,
 ) -> TrainingOutcome:
-    """Train on ``dataset_path``; save the model to ``model_dir`` and the test split to ``test_data_path``."""
+    """Train on ``dataset_path``; save the model to ``model_dir`` and the test split to ``test_data_path``.
+
+    ``launcher`` runs the ranks (None: the local default for ``config.nproc``).
+    """
     import mlflow
 
     from training.tracking import MlflowLogger
@@ -67,9 +86,11 @@ def run_training(
 
     frame, digest = load_table(dataset_path)
     with task_run(tracking_context, TASK_NAME) as run:
-        mlflow.set_tags({"mlops.dataset_digest": digest, "mlops.dataset_uri": dataset_path})
+        mlflow.set_tags({DATASET_DIGEST_TAG: digest, DATASET_URI_TAG: dataset_path})
         logger = MlflowLogger(run_id=run.info.run_id, tracking_uri=mlflow.get_tracking_uri())
-        result = train(frame, schema, config, model_dir, checkpoint_dir=checkpoint_dir, logger=logger)
+        result = train(
+            frame, schema, config, model_dir, checkpoint_dir=checkpoint_dir, logger=logger, launcher=launcher
+        )
         test_data_path.parent.mkdir(parents=True, exist_ok=True)
         result.test_frame.to_parquet(test_data_path, index=False)
         mlflow.set_tags(

@@ -152,3 +152,16 @@ def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
     runs = client.search_runs([experiment.experiment_id])
     assert [r.data.tags["mlops.task"] for r in runs] == ["train"]
     assert runs[0].data.metrics["best_val_auc"] == pytest.approx(float(result.output))
+
+
+def test_the_task_settings_pick_the_launcher_that_runs_the_ranks() -> None:
+    from pydantic import ValidationError
+
+    from components.train.config import TrainTaskSettings
+    from components.train.core import launcher_for
+    from training.launcher import InProcessLauncher, LocalProcessesLauncher
+
+    assert isinstance(launcher_for(TrainTaskSettings(), nproc=1), InProcessLauncher)
+    assert isinstance(launcher_for(TrainTaskSettings(launcher="local"), nproc=2), LocalProcessesLauncher)
+    with pytest.raises(ValidationError, match=r"launcher\n  Input should be 'local'"):
+        TrainTaskSettings(launcher="trainjob")  # type: ignore[arg-type]
