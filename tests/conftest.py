@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mlops.sample_data import SampleDataConfig, write
-from mlops.tracking import TrackingContext
+from mlops.tracking import TRACKING_URI_ENV, TrackingContext
 
 # Real PostgreSQL / Ceph RGW / mlflow server fixtures (started once per session, on first use).
 pytest_plugins = ["tests.services.plugin"]
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_tracking_uri() -> Iterator[None]:
+    """Every test starts without ``MLFLOW_TRACKING_URI`` and leaves none behind.
+
+    ``mlflow.set_tracking_uri`` also writes ``MLFLOW_TRACKING_URI`` into ``os.environ`` (for
+    subprocesses), and the platform's commands honour that variable, so one test's store
+    would otherwise become the next in-process command's tracking store.
+    """
+    before = os.environ.pop(TRACKING_URI_ENV, None)
+    yield
+    os.environ.pop(TRACKING_URI_ENV, None)
+    if before is not None:
+        os.environ[TRACKING_URI_ENV] = before
 
 
 @pytest.fixture
