@@ -94,7 +94,47 @@ def local_arguments(
     if "git_commit" in known and not given.get("git_commit"):
         base["git_commit"] = git_commit(Path.cwd())
     overrides = {k: v for k, v in given.items() if k not in base}
-    return {**unset, **merged_arguments(pipeline, base, overrides)}, tracking
+    arguments = {**unset, **merged_arguments(pipeline, base, overrides)}
+    check_packable_text(arguments, defaults()[name])
+    check_settings(arguments, defaults()[name])
+    return arguments, tracking
+
+
+def check_settings(arguments: dict[str, Any], configs: Any) -> None:
+    """Validate every stage's config from the run's values now, not in the task that would use it."""
+    from pydantic import ValidationError
+
+    from mlops.settings import from_flat, leaves
+
+    problems = []
+    for instance in configs:
+        config = type(instance)
+        try:
+            from_flat(config, {leaf.name: arguments[leaf.name] for leaf in leaves(config)})
+        except ValidationError as exc:
+            for error in exc.errors():
+                where = str(error["loc"][-1]) if error["loc"] else config.__name__
+                problems.append(f"{where} {error.get('input')!r}: {error['msg']}")
+    if problems:
+        raise ValueError("invalid setting(s), nothing was run:\n  " + "\n  ".join(problems))
+
+
+def check_packable_text(arguments: dict[str, Any], configs: Any) -> None:
+    """Refuse text that cannot ride inside a task's ``dict`` argument under kfp.local.
+
+    KFP substitutes a parameter inside a dict as raw text, so a double quote or a backslash
+    in such a value would corrupt the task's input: say so before anything runs.
+    """
+    from mlops.settings import iter_settings
+    from pipelines.signature import packable
+
+    for _, leaf in iter_settings(*(type(instance) for instance in configs)):
+        value = arguments.get(leaf.name)
+        if packable(leaf) and isinstance(value, str) and ('"' in value or "\\" in value):
+            raise ValueError(
+                f"{leaf.name} {value!r}: a double quote or backslash cannot be passed to a task by the local "
+                "runner; remove it (paths and URIs never need one)"
+            )
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:

@@ -117,3 +117,28 @@ def test_ui_points_at_the_tracking_server_instead_of_an_empty_local_store(
     out = capsys.readouterr().out
     assert "mlflow.example:5000" in out and "secret" not in out
     assert not (tmp_path / "ws").exists()  # no empty store was created
+
+
+def test_text_that_would_corrupt_a_task_input_is_refused_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--workspace", str(tmp_path / "ws"), "run", "training", "--model_name", 'a"b'])
+    assert code == 2
+    assert "model_name 'a\"b': a double quote or backslash cannot be passed" in capsys.readouterr().err
+    assert not (tmp_path / "ws" / "pipeline-runs").exists()
+
+
+def test_out_of_range_settings_are_refused_before_any_step_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--workspace", str(tmp_path / "ws"), "run", "training", "--epochs", "0", "--auc_floor", "2"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "epochs 0: Input should be greater than or equal to 1" in err
+    assert "auc_floor 2.0: Input should be less than or equal to 1" in err
+    code = main(
+        ["--workspace", str(tmp_path / "ws"), "run", "training", "--batch_size", "100", "--nproc", "3"]
+    )
+    assert code == 2
+    assert "batch_size 100 is not divisible by nproc 3" in capsys.readouterr().err
+    assert not (tmp_path / "ws" / "pipeline-runs").exists()
