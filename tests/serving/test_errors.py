@@ -14,7 +14,6 @@ from tests.support.serving import (
     MODEL,
     DemoStore,
     ServerProcess,
-    demo_store,
     direct,
     encoded,
     running_server,
@@ -25,11 +24,6 @@ pytestmark = pytest.mark.slow
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 LIMIT = 16_384
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> DemoStore:
-    return demo_store(tmp_path_factory.getbasetemp() / "serving-store")
 
 
 @pytest.fixture(scope="module")

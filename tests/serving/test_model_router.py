@@ -26,14 +26,9 @@ from serving.config import ServerConfig
 from serving.registry import ModelArtifact
 from serving.reload import ModelHolder
 from serving.runtime import LoadedModel, load_model
-from tests.support.serving import MODEL, DemoStore, demo_store, direct, encoded, free_port, v2_body
+from tests.support.serving import MODEL, DemoStore, direct, encoded, free_port, v2_body
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> DemoStore:
-    return demo_store(tmp_path_factory.getbasetemp() / "serving-store")
 
 
 def local_model(onnx_dir: Path, version: str) -> LoadedModel:

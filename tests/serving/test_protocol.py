@@ -17,7 +17,6 @@ from tests.support.serving import (
     MODEL,
     DemoStore,
     ServerProcess,
-    demo_store,
     direct,
     encoded,
     running_server,
@@ -25,11 +24,6 @@ from tests.support.serving import (
 )
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> DemoStore:
-    return demo_store(tmp_path_factory.getbasetemp() / "serving-store")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from serving.registry import DigestMismatchError, ModelRegistry
 from tests.support.serving import (
     DemoStore,
     clean_env,
-    demo_store,
     direct,
     encoded,
     free_port,
@@ -28,11 +27,6 @@ from tests.support.serving import (
 )
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> DemoStore:
-    return demo_store(tmp_path_factory.getbasetemp() / "serving-store")
 
 
 def tamper(store: DemoStore, name: str, version: str) -> Path:

@@ -17,14 +17,9 @@ from mlops.registry import file_sha256
 from serving.registry import ModelArtifact
 from serving.request_log import Block, RequestLogger, to_table
 from serving.runtime import load_model
-from tests.support.serving import MODEL, DemoStore, demo_store, direct, running_server, stop
+from tests.support.serving import MODEL, DemoStore, direct, running_server, stop
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> DemoStore:
-    return demo_store(tmp_path_factory.getbasetemp() / "serving-store")
 
 
 def named_rows(frame: pd.DataFrame) -> list[dict[str, object]]:

@@ -14,14 +14,9 @@ import pytest
 from mlops.registry import PROMOTED_AT_TAG, REPLACED_BY_TAG
 from serving.targets.base import DeploymentError, DeploymentTarget, TrafficShare, TrafficSplitUnsupported
 from serving.targets.local import LocalServerTarget
-from tests.support.serving import DemoStore, demo_store, direct, encoded, register, running_server, v2_body
+from tests.support.serving import DemoStore, direct, encoded, register, running_server, v2_body
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> DemoStore:
-    return demo_store(tmp_path_factory.getbasetemp() / "serving-store")
 
 
 def infer(url: str, name: str, x: np.ndarray) -> tuple[str, list[float]]:
