@@ -56,15 +56,6 @@ class Leaf:
     def description(self) -> str:
         return " ".join((self.field.description or "").split())
 
-    def default(self) -> Any:
-        """The default as a JSON-able value (tuples as lists, models as dicts)."""
-        value = self.field.get_default(call_default_factory=True)
-        return _jsonable(value)
-
-    @property
-    def required(self) -> bool:
-        return self.field.is_required()
-
     @property
     def names_a_file(self) -> bool:
         extra = self.field.json_schema_extra

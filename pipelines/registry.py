@@ -1,42 +1,45 @@
-"""The platform's pipelines, by name, and how they compile to YAML beside their definitions."""
+"""The platform's pipelines, by name, and how they compile to YAML beside their definitions.
+
+Each name is a folder ``pipelines/<name>/``: ``pipeline.py`` (``DEFAULTS`` and
+``<name>_pipeline``), ``summary.py`` (``print_summary``) and the compiled ``<name>.yaml``.
+The list is the only place a pipeline is registered; nothing here imports KFP until asked.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from kfp.dsl.base_component import BaseComponent
-from pydantic import BaseModel
-
 if TYPE_CHECKING:
+    from kfp.dsl.base_component import BaseComponent
+    from pydantic import BaseModel
+
     from mlops.workspace import Workspace
     from pipelines.local_run import LocalRun
 
+PIPELINE_NAMES = ("training", "tuning")
 PIPELINES_DIR = Path(__file__).resolve().parent
 
 
-def pipelines() -> dict[str, BaseComponent]:
-    from pipelines.training.pipeline import training_pipeline
-    from pipelines.tuning.pipeline import tuning_pipeline
+def _module(name: str, part: str) -> ModuleType:
+    return importlib.import_module(f"pipelines.{name}.{part}")
 
-    return {"training": training_pipeline, "tuning": tuning_pipeline}
+
+def pipelines() -> dict[str, BaseComponent]:
+    return {name: getattr(_module(name, "pipeline"), f"{name}_pipeline") for name in PIPELINE_NAMES}
 
 
 def defaults() -> dict[str, tuple[BaseModel, ...]]:
     """Each pipeline's stage configs, as the instances holding its defaults."""
-    from pipelines.training.pipeline import DEFAULTS as TRAINING
-    from pipelines.tuning.pipeline import DEFAULTS as TUNING
-
-    return {"training": TRAINING, "tuning": TUNING}
+    return {name: _module(name, "pipeline").DEFAULTS for name in PIPELINE_NAMES}
 
 
 def summaries() -> dict[str, Callable[[Workspace, dict[str, Any], LocalRun], None]]:
     """What each pipeline prints after a successful local run."""
-    from pipelines.training.summary import print_summary
-    from pipelines.tuning.summary import print_tuning_summary
-
-    return {"training": print_summary, "tuning": print_tuning_summary}
+    return {name: _module(name, "summary").print_summary for name in PIPELINE_NAMES}
 
 
 def compiled_path(name: str, out_dir: Path | None = None) -> Path:

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlops.workspace import Workspace
+from pipelines.registry import PIPELINE_NAMES
 
 if TYPE_CHECKING:
+    from mlops.settings import Leaf
     from mlops.tracking import ResolvedTracking
-
-PIPELINE_NAMES = ("training", "tuning")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -81,7 +81,7 @@ def local_arguments(
 
     pipeline = pipelines()[name]
     known = pipeline.component_spec.inputs
-    unset = {name: spec.default for name, spec in known.items()}
+    unset = {param: spec.default for param, spec in known.items()}
     tracking = resolve_tracking(
         workspace,
         tracking_uri=str(given.get("tracking_uri", "")),
@@ -89,14 +89,15 @@ def local_arguments(
         experiment=str(given.get("experiment", unset["experiment"])),
     )
     base: dict[str, Any] = {"tracking_uri": tracking.tracking_uri, "artifact_root": tracking.artifact_root}
-    configs = (type(instance) for instance in defaults()[name])
-    base.update(resolve_files(given, {leaf.name for _, leaf in iter_settings(*configs) if leaf.names_a_file}))
+    configs = defaults()[name]
+    settings = [leaf for _, leaf in iter_settings(*(type(instance) for instance in configs))]
+    base.update(resolve_files(given, {leaf.name for leaf in settings if leaf.names_a_file}))
     if "git_commit" in known and not given.get("git_commit"):
         base["git_commit"] = git_commit(Path.cwd())
     overrides = {k: v for k, v in given.items() if k not in base}
     arguments = {**unset, **merged_arguments(pipeline, base, overrides)}
-    check_packable_text(arguments, defaults()[name])
-    check_settings(arguments, defaults()[name])
+    check_packable_text(arguments, settings)
+    check_settings(arguments, configs)
     return arguments, tracking
 
 
@@ -119,16 +120,15 @@ def check_settings(arguments: dict[str, Any], configs: Any) -> None:
         raise ValueError("invalid setting(s), nothing was run:\n  " + "\n  ".join(problems))
 
 
-def check_packable_text(arguments: dict[str, Any], configs: Any) -> None:
+def check_packable_text(arguments: dict[str, Any], settings: list[Leaf]) -> None:
     """Refuse text that cannot ride inside a task's ``dict`` argument under kfp.local.
 
     KFP substitutes a parameter inside a dict as raw text, so a double quote or a backslash
     in such a value would corrupt the task's input: say so before anything runs.
     """
-    from mlops.settings import iter_settings
     from pipelines.signature import packable
 
-    for _, leaf in iter_settings(*(type(instance) for instance in configs)):
+    for leaf in settings:
         value = arguments.get(leaf.name)
         if packable(leaf) and isinstance(value, str) and ('"' in value or "\\" in value):
             raise ValueError(

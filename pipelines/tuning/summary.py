@@ -10,7 +10,7 @@ from mlops.workspace import Workspace
 from pipelines.local_run import LocalRun
 
 
-def print_tuning_summary(workspace: Workspace, arguments: dict[str, Any], result: LocalRun) -> None:
+def print_summary(workspace: Workspace, arguments: dict[str, Any], result: LocalRun) -> None:
     """The newest tuning parent run: best trial, its parameters and the trial counts."""
     import mlflow
 
