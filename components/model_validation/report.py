@@ -52,6 +52,7 @@ def to_json(result: ValidationResult, model_name: str, version: str) -> dict[str
             "decisions": body,
             "label": result.label,
             "protected_attributes": list(result.protected_attributes),
+            "favourable_prediction": result.favourable_prediction,
             "n_rows": result.n_rows,
             "config": result.config.model_dump(),
             "fairness": [asdict(a) for a in result.fairness],
