@@ -30,18 +30,21 @@ class DatasetError(ValueError):
 def read_missing(
     frame: pd.DataFrame, markers: tuple[str, ...], numeric: tuple[str, ...] = ()
 ) -> pd.DataFrame:
-    """A copy with every marker cell (whitespace stripped) as NaN; ``numeric`` columns parsed as numbers
-    when every remaining value is one (else left as they are, for the schema check to name)."""
+    """A copy with every marker cell (whitespace stripped) as NaN; a ``numeric`` column that held a
+    marker (so was read as text) parsed as numbers when every other value is one."""
     import pandas as pd
 
     out = frame.copy()
     wanted = {m.strip() for m in markers}
     for col in out.columns:
         series = out[col]
-        if wanted and not pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
-            text = series.astype(str).str.strip()
-            series = series.where(~text.isin(wanted) | series.isna())
-        if col in numeric and not pd.api.types.is_numeric_dtype(series):
+        if not wanted or pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+            continue
+        is_marker = series.astype(str).str.strip().isin(wanted) & series.notna()
+        if not is_marker.any():
+            continue  # text where numbers are declared stays text: a type change the checks report
+        series = series.where(~is_marker)
+        if col in numeric:
             parsed = pd.to_numeric(series, errors="coerce")
             if (parsed.isna() == series.isna()).all():
                 series = parsed

@@ -46,16 +46,18 @@ def validate_data(
     from mlops.settings import flat, from_flat
     from mlops.tracking import TrackingContext
 
-    parameters = DatasetSchema(
-        label=label,
-        positive_label=positive_label,
-        negative_label=negative_label,
-        favourable_class=favourable_class,
-        numeric_features=tuple(numeric_features),
-        categorical_features=tuple(categorical_features),
-        protected_attributes=tuple(protected_attributes),
-        ignored_columns=tuple(ignored_columns),
-        missing_values=tuple(missing_values),
+    parameters = DatasetSchema.model_validate(
+        dict(
+            label=label,
+            positive_label=positive_label,
+            negative_label=negative_label,
+            favourable_class=favourable_class,
+            numeric_features=tuple(numeric_features),
+            categorical_features=tuple(categorical_features),
+            protected_attributes=tuple(protected_attributes),
+            ignored_columns=tuple(ignored_columns),
+            missing_values=tuple(missing_values),
+        )
     )
     declaration = resolve(
         parameters,

@@ -44,9 +44,10 @@ class Declaration:
     def check_columns(self) -> None:
         """Every behavioural test names a model feature (directional ones a numeric feature)."""
         features = set(self.schema.features)
+        tests: tuple[InvarianceTest | DirectionalTest, ...] = (*self.invariance, *self.directional)
         problems = [
             f"{test.name} names column {test.feature!r}, which is not a model feature"
-            for test in (*self.invariance, *self.directional)
+            for test in tests
             if test.feature not in features
         ]
         problems += [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from components.data_validation.suite import ExpectationSpec, Suite
 from mlops.dataset import DatasetError, DatasetSchema, label_text, read_missing
@@ -254,10 +254,8 @@ def profile(
     if frame.empty:
         raise DatasetError("the data has no rows; profile a file with data")
     markers = detect_missing_markers(frame)
-    table = read_missing(frame, markers)
-    for col in table.columns:  # text columns that hold only numbers once markers are gone
-        if col != label and not _is_number_dtype(table[col]):
-            table[col] = _maybe_numeric(table[col])
+    # Columns read as text only because of a marker become numbers, as validate-data reads them.
+    table = read_missing(frame, markers, numeric=tuple(c for c in columns if c != label))
     values = sorted({label_text(v) for v in table[label].dropna()})
     pos, neg = positive_value(values, positive, label)
     numeric, categorical, ignored, notes = column_roles(table, label, protected)
@@ -281,16 +279,3 @@ def profile(
     suite = build_suite(prepared, schema.dataset_schema, name)
     suite.to_gx()  # GX builds every expectation: a wrong kwarg fails here, not at the first run
     return Profile(schema=schema, suite=suite, rows=len(frame), notes=notes)
-
-
-def _is_number_dtype(series: pd.Series) -> bool:
-    import pandas as pd
-
-    return bool(pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series))
-
-
-def _maybe_numeric(series: pd.Series) -> Any:
-    import pandas as pd
-
-    parsed = pd.to_numeric(series, errors="coerce")
-    return parsed if (parsed.isna() == series.isna()).all() and series.notna().any() else series

@@ -9,9 +9,9 @@ from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
-def prepare_data(data: dict, sample: Output[Dataset]) -> NamedTuple(
+def prepare_data(data: dict, sample: Output[Dataset]) -> NamedTuple(  # type: ignore[valid-type]
     "PreparedData", [("data_uri", str), ("is_sample", bool)]
-):  # type: ignore[valid-type]
+):
     """Returns ``data_uri`` if set, else writes the sample dataset and returns its location.
 
     ``data`` holds the :class:`~components.prepare_data.config.DataSettings` settings;
