@@ -161,7 +161,8 @@ class DatasetSchema(BaseModel):
         absent = [c for c in self.columns if c not in frame.columns]
         if absent:
             self.check(frame, source)  # names the absent columns and what is present
-        table = self.read_missing(frame.loc[:, list(self.columns)])
+        declared = set(self.columns)
+        table = self.read_missing(frame.loc[:, [c for c in frame.columns if c in declared]])
         labels = table[self.label]
         if labels.isna().any():
             raise DatasetError(
@@ -225,10 +226,18 @@ def parse_table(data: bytes, uri: str) -> pd.DataFrame:
     try:
         if is_parquet:
             return pd.read_parquet(io.BytesIO(data))
-        return pd.read_csv(io.BytesIO(data))
+        return pd.read_csv(io.BytesIO(data), sep=_delimiter(data))
     except Exception as exc:  # pandas/pyarrow raise many parser errors
         kind = "Parquet" if is_parquet else "CSV"
         raise DatasetError(f"cannot parse dataset {uri} as {kind}: {exc}") from exc
+
+
+def _delimiter(data: bytes) -> str:
+    """The CSV's delimiter: comma, or the tab/semicolon/pipe that splits its header line instead."""
+    header = data[:65536].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    counts = {sep: header.count(sep) for sep in (",", "\t", ";", "|")}
+    best = max(counts, key=lambda sep: counts[sep])
+    return best if counts[best] > counts[","] else ","
 
 
 def load_table(uri: str) -> tuple[pd.DataFrame, str]:
