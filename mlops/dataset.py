@@ -58,7 +58,14 @@ def label_text(value: Any) -> str:
         return str(int(value))
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return label_text(value.item())
-    return str(value).strip()
+    text = str(value).strip()
+    if "." in text:  # "1.0" as text (a CSV read as strings, a hand-edited schema) is the number 1
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+        return str(int(number)) if number.is_integer() else text
+    return text
 
 
 class DatasetSchema(BaseModel):
