@@ -15,7 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from mlops.onnx_model import OnnxScorer
 from pipelines.cli import main
+from serving.protocol import model_metadata
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +82,19 @@ def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> Non
     client = _client(workspace)
     version = client.get_model_version("census", "1")
     assert "challenger" in version.aliases  # the gates decided, so the version became the challenger
+    # The served model names the label values: its probability is of ">50K".
+    store = f"sqlite:///{workspace}/mlflow.db"
+    local = Path(
+        mlflow.artifacts.download_artifacts("models:/census/1", tracking_uri=store, registry_uri=store)
+    )
+    spec = OnnxScorer.load(local / "model.onnx").spec
+    assert (spec.label, spec.classes) == ("income", ("<=50K", ">50K"))
+    served = json.loads(model_metadata("census", "1", spec, "fp32"))["parameters"]
+    assert (served["label"], served["negative_class"], served["positive_class"]) == (
+        "income",
+        "<=50K",
+        ">50K",
+    )
 
     (report_path,) = workspace.glob("pipeline-runs/training-*/validate-model/report_json")
     report = json.loads(report_path.read_text())
