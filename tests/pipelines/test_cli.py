@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from components.data_validation.suite import DEFAULT_SUITE_PATH
 from mlops.sample_data import SampleDataConfig, generate
 from pipelines.cli import main
 
@@ -53,7 +54,11 @@ def test_run_on_corrupt_file_ends_with_step_and_reason(tmp_path: Path) -> None:
     frame = generate(SampleDataConfig(sample_rows=1000, sample_seed=2))
     frame.loc[:, "home_ownership"] = "castle"
     frame.to_csv(tmp_path / "bad.csv", index=False)
-    result = _mlops("--workspace", str(tmp_path / "ws"), "run", "training", "--data", "bad.csv", cwd=tmp_path)
+    suite = str(DEFAULT_SUITE_PATH)  # user data declares its suite; this file is shaped like the sample
+    result = _mlops(
+        "--workspace", str(tmp_path / "ws"), "run", "training", "--data", "bad.csv", "--expectation_suite", suite,
+        cwd=tmp_path,
+    )  # fmt: skip
     assert result.returncode == 1
     last = result.stdout.strip().splitlines()[-2:]
     assert last[0] == "failed step: validate-data"
