@@ -143,12 +143,14 @@ def failed_checks(report_path: Path) -> tuple[str, list[str]] | None:
         return None
     lines = []
     for check in checks:
-        args = ", ".join(f"{k}={v}" for k, v in (check.get("kwargs") or {}).items() if k != "column")
+        args = ", ".join(
+            f"{k}={short(str(v), 40)}" for k, v in (check.get("kwargs") or {}).items() if k != "column"
+        )
         where = f"{check['column']}: " if check.get("column") else ""
+        # The observed values first: they must survive the line's clipping; the bounds come after.
         lines.append(
-            f"{where}{check.get('expectation')}"
+            f"{where}{check.get('expectation')}: {check.get('observed_text', '')}"
             + (f" ({args})" if args else "")
-            + f": {check.get('observed_text', '')}"
         )
     header = f"{len(checks)} of {len(report.get('checks', []))} checks failed"
     if report.get("suite_name"):
