@@ -216,5 +216,5 @@ def _run_trial(
         mlflow.end_run(status=MLFLOW_STATUS[state])
     print(f"tune worker {worker_index}: trial {trial.number} {state}" + (f" ({error})" if error else ""))
     figure = f"trial {trial.number} {state}" + (f", val AUC {value:.4f}" if value is not None else "")
-    emit(Progress(unit="trial", total=plan.settings.tune_trials, advance=1, text=figure))
+    emit(Progress(unit="trial", total=plan.quota(worker_index), advance=1, text=figure))
     return state
