@@ -78,7 +78,8 @@ class StepDisplay:
                 if self._bars is not None:
                     self._rows[event.task] = self._bars.add_task(event.task, total=None, figure="")
                 return
-            seconds = time.monotonic() - self._started.pop(event.task, time.monotonic())
+            started = self._started.pop(event.task, None)  # a cached step never started
+            seconds = time.monotonic() - started if started is not None else 0.0
             row = self._rows.pop(event.task, None)
             if row is not None and self._bars is not None:
                 self._bars.remove_task(row)

@@ -38,8 +38,11 @@ def task_event(line: str) -> TaskEvent | None:
 
 
 def run_dir_pattern(pipeline_root: str, pipeline_name: str) -> re.Pattern[str]:
-    """Matches the run's directory (``<root>/<name>-YYYY-MM-DD-HH-MM-SS-ffffff``) inside any line."""
+    """Matches this run's directory (``<root>/<name>-YYYY-MM-DD-HH-MM-SS-ffffff``) where a task names
+    its own executor output file. Only there: an input artifact's URI may name an earlier run's
+    directory (a step answered from the cache)."""
     stamp = r"\d{4}(?:-\d\d){5}-\d+"
+    folder = re.escape(pipeline_root.rstrip("/")) + "/" + re.escape(pipeline_name) + "-" + stamp
     return re.compile(
-        "(" + re.escape(pipeline_root.rstrip("/")) + "/" + re.escape(pipeline_name) + "-" + stamp + ")"
+        r'(?:"outputFile": "|Wrote executor output file to )(' + folder + r")/[^/]+/executor_output\.json"
     )

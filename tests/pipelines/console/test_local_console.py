@@ -10,26 +10,29 @@ from pipelines.local_run import PipelineFailed, run_locally
 
 
 @dsl.component(base_image="python:3.11")
-def count(n: int) -> int:
+def count(n: int, counted: dsl.Output[dsl.Artifact]) -> int:
+    from pathlib import Path
+
     from mlops.progress import Progress, emit
 
     for i in range(1, n + 1):
         emit(Progress(unit="epoch", total=n, completed=i, text=f"epoch {i}"))
+    Path(counted.path).write_text(str(n))
     print(f"counted to {n}")
     return n
 
 
 @dsl.component(base_image="python:3.11")
-def check(value: int) -> str:
-    if value > 3:
-        raise ValueError(f"value {value} is too big; lower n (below 4); or raise the limit")
+def check(value: int, counted: dsl.Input[dsl.Artifact], limit: int) -> str:
+    if value > limit:
+        raise ValueError(f"value {value} is too big; lower n (below {limit + 1}); or raise the limit")
     return "fine"
 
 
 @dsl.pipeline(name="toy")
-def toy(n: int) -> str:
+def toy(n: int, limit: int = 3) -> str:
     counted = count(n=n)
-    return check(value=counted.output).output
+    return check(value=counted.outputs["Output"], counted=counted.outputs["counted"], limit=limit).output
 
 
 def test_steps_are_lines_and_their_output_is_in_their_logs(
@@ -72,7 +75,17 @@ def test_cache_reuses_steps_whose_inputs_did_not_change(tmp_path: Path) -> None:
     workspace, cache = Workspace(tmp_path / "ws"), tmp_path / "cache"
     first = run_locally(toy, {"n": 2}, workspace, cache_root=cache)
     again = run_locally(toy, {"n": 2}, workspace, cache_root=cache)
-    changed = run_locally(toy, {"n": 3}, workspace, cache_root=cache)
+    changed = run_locally(toy, {"n": 2, "limit": 4}, workspace, cache_root=cache)
     assert [s.status for s in first.steps] == ["finished", "finished"]
     assert [s.status for s in again.steps] == ["cached", "cached"] and again.output == "fine"
-    assert [s.status for s in changed.steps] == ["finished", "finished"]
+    assert all(s.seconds == 0 for s in again.steps)
+    # count is reused (its artifact lives in the first run's folder); check runs again, and its
+    # log lands in this run's folder, not in the folder its input came from.
+    assert [(s.name, s.status) for s in changed.steps] == [("count", "cached"), ("check", "finished")]
+    assert changed.run_dir is not None and changed.run_dir != first.run_dir
+    assert changed.log_path("check") == changed.run_dir / "logs" / "check.log"
+    assert (changed.run_dir / "logs" / "check.log").is_file()
+    assert (
+        first.run_dir is not None
+        and (first.run_dir / "logs" / "check.log").read_text().count("Executing") == 1
+    )

@@ -49,6 +49,8 @@ def test_each_line_goes_to_its_task_log_and_the_run_folder_is_found(tmp_path: Pa
     run_dir = tmp_path / "pipeline-runs" / "toy-2026-01-02-03-04-05-123456"
     streams.write("12:00:00.000 - INFO - Running pipeline: \x1b[95m'toy'\x1b[0m\n")
     streams.write("12:00:00.001 - INFO - Executing task \x1b[96m'count'\x1b[0m\n")
+    earlier = tmp_path / "pipeline-runs" / "toy-2026-01-01-03-04-05-000001"
+    streams.write(f'    "uri": "{earlier}/prepare/data",\n')  # an input from an earlier (cached) run
     streams.write("    ")  # kfp.local prints a task's line as indent + text, in two writes
     streams.write(f'    "outputFile": "{run_dir}/count/executor_output.json"\n')
     streams.write('    ::mlops-progress:: {"unit":"epoch","total":3,"completed":1,"text":"val AUC 0.7"}\n')
