@@ -31,6 +31,8 @@ MARKER = "remote_tracking"
 SERVICE_FIXTURES = {"rgw", "postgres", "mlflow_server"}
 ACCESS_KEY, SECRET_KEY = "mlops-test", "mlops-test-secret"
 BUCKET = "mlflow"
+KMS_KEY_ID = "mlops-test-key"
+"""The one key of RGW's built-in testing KMS (start_rgw.sh); every write through mlops.storage uses it."""
 TIMINGS: dict[str, float] = {}
 
 
@@ -129,6 +131,7 @@ def rgw() -> Iterator[S3Service]:
                 "MSGR_MAX": str(base + 99),
                 "RGW_AK": ACCESS_KEY,
                 "RGW_SK": SECRET_KEY,
+                "RGW_KMS_KEY_ID": KMS_KEY_ID,
             }
             try:
                 endpoint = _start("RGW", "start_rgw.sh", env)
@@ -146,6 +149,9 @@ def rgw() -> Iterator[S3Service]:
                 "AWS_ACCESS_KEY_ID": ACCESS_KEY,
                 "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
                 "AWS_DEFAULT_REGION": "us-east-1",
+                # RGW applies SSE-KMS (its testing KMS) but silently ignores SSE-S3 (AES256).
+                "MLOPS_S3_SSE": "aws:kms",
+                "MLOPS_S3_SSE_KMS_KEY_ID": KMS_KEY_ID,
             },
         )
         service.client().create_bucket(Bucket=BUCKET)
