@@ -30,7 +30,7 @@ class StoragePolicy(BaseModel):
 
     model_config = SETTINGS_CONFIG
 
-    s3_sse: Literal["AES256", "aws:kms", "none"] = SSE_S3
+    s3_sse: Literal["AES256", "aws:kms", "none"] = "AES256"
     """Server-side encryption requested on every S3 write: AES256 (SSE-S3), aws:kms (SSE-KMS) or none."""
     s3_sse_kms_key_id: str = ""
     """KMS key id for aws:kms; empty uses the store's default key."""
@@ -67,7 +67,7 @@ class StoragePolicy(BaseModel):
         """The encryption arguments of a boto3 ``put_object`` / ``upload_file`` call."""
         if self.s3_sse == "none":
             return {}
-        arguments = {"ServerSideEncryption": self.s3_sse}
+        arguments: dict[str, str] = {"ServerSideEncryption": self.s3_sse}
         if self.s3_sse == SSE_KMS and self.s3_sse_kms_key_id:
             arguments["SSEKMSKeyId"] = self.s3_sse_kms_key_id
         return arguments
