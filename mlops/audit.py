@@ -124,6 +124,29 @@ def record(
     return event
 
 
+def record_in_run(
+    action: str,
+    subject: str,
+    details: Mapping[str, Any] | None = None,
+    *,
+    pipeline_run_id: str = "",
+    **links: str,
+) -> AuditEvent:
+    """:func:`record` from inside a task's MLflow run: the trail follows its tracking store, and the
+    links name the pipeline run and the MLflow run besides ``links``."""
+    import mlflow
+
+    run = mlflow.active_run()
+    ids = {"pipeline_run_id": pipeline_run_id, "mlflow_run_id": run.info.run_id if run else "", **links}
+    return record(
+        action,
+        subject,
+        details,
+        links={k: v for k, v in ids.items() if v},
+        tracking_uri=mlflow.get_tracking_uri(),
+    )
+
+
 def read_events(workspace_root: str | Path | None = None, tracking_uri: str = "") -> list[AuditEvent]:
     """Every event in the trail, in stored order (empty when nothing was recorded yet)."""
     trail = _trail(audit_location(workspace_root, tracking_uri))

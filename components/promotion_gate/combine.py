@@ -36,3 +36,12 @@ def record_overall(decision: Decision, model_name: str, version: str, context: T
         client.set_model_version_tag(model_name, version, DECISION_TAG, decision.decision)
         client.set_model_version_tag(model_name, version, REASON_TAG, clip(decision.reason))
         mlflow.set_tags({DECISION_TAG: decision.decision, MODEL_VERSION_TAG: version})
+        from mlops.audit import record_in_run
+
+        record_in_run(
+            "gate.decided",
+            f"{model_name}/{version}",
+            {"gate": OVERALL, "decision": decision.decision, "reason": decision.reason},
+            pipeline_run_id=context.pipeline_run_id,
+            model_version=f"{model_name}/{version}",
+        )

@@ -80,5 +80,24 @@ def register_onnx_model(
             client.set_model_version_tag(model_name, number, key, value)
         client.set_registered_model_alias(model_name, CHALLENGER, number)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
+        _audit_registration(model_name, number, onnx_sha256, lineage)
         mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
+
+
+def _audit_registration(model_name: str, number: str, onnx_sha256: str, lineage: Lineage) -> None:
+    from mlops.audit import record_in_run
+
+    subject = f"{model_name}/{number}"
+    tags = lineage.tags()
+    details = {"onnx_sha256": onnx_sha256, **{k.removeprefix("mlops."): v for k, v in tags.items()}}
+    record_in_run(
+        "model.registered", subject, details, pipeline_run_id=lineage.kfp_run_id, model_version=subject
+    )
+    record_in_run(
+        "alias.moved",
+        subject,
+        {"alias": CHALLENGER, "to": number, "reason": "registered"},
+        pipeline_run_id=lineage.kfp_run_id,
+        model_version=subject,
+    )

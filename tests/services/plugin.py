@@ -152,6 +152,8 @@ def rgw() -> Iterator[S3Service]:
                 # RGW applies SSE-KMS (its testing KMS) but silently ignores SSE-S3 (AES256).
                 "MLOPS_S3_SSE": "aws:kms",
                 "MLOPS_S3_SSE_KMS_KEY_ID": KMS_KEY_ID,
+                # A cluster keeps its audit trail in S3, one object per record.
+                "MLOPS_AUDIT_URI": f"s3://{BUCKET}/audit",
             },
         )
         service.client().create_bucket(Bucket=BUCKET)
