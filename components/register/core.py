@@ -20,6 +20,7 @@ from mlops.registry import (
     Lineage,
     file_sha256,
 )
+from mlops.signing import sign_registered_version
 from mlops.tracking import TrackingContext, task_run
 
 if TYPE_CHECKING:
@@ -78,9 +79,12 @@ def register_onnx_model(
         client = mlflow.MlflowClient()
         for key, value in {**lineage.tags(), DIGEST_TAG: onnx_sha256}.items():
             client.set_model_version_tag(model_name, number, key, value)
-        client.set_registered_model_alias(model_name, CHALLENGER, number)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
         _audit_registration(model_name, number, onnx_sha256, lineage)
+        # Signed before the alias moves: a version that cannot be signed never becomes challenger.
+        sign_registered_version(client, model_name, number, local_copy, lineage.kfp_run_id)
+        client.set_registered_model_alias(model_name, CHALLENGER, number)
+        _audit_challenger(model_name, number, lineage)
         mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
 
@@ -94,6 +98,12 @@ def _audit_registration(model_name: str, number: str, onnx_sha256: str, lineage:
     record_in_run(
         "model.registered", subject, details, pipeline_run_id=lineage.kfp_run_id, model_version=subject
     )
+
+
+def _audit_challenger(model_name: str, number: str, lineage: Lineage) -> None:
+    from mlops.audit import record_in_run
+
+    subject = f"{model_name}/{number}"
     record_in_run(
         "alias.moved",
         subject,

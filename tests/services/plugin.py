@@ -141,6 +141,9 @@ def rgw() -> Iterator[S3Service]:
                 if attempt == 2:
                     raise
                 print(f"RGW start failed, retrying once with other ports: {exc}", file=sys.stderr)
+        from mlops.signing import generate_key_pair
+
+        private_key, public_key = generate_key_pair(state / "signing-secret")  # as a mounted Secret would be
         service = S3Service(
             endpoint,
             BUCKET,
@@ -154,6 +157,9 @@ def rgw() -> Iterator[S3Service]:
                 "MLOPS_S3_SSE_KMS_KEY_ID": KMS_KEY_ID,
                 # A cluster keeps its audit trail in S3, one object per record.
                 "MLOPS_AUDIT_URI": f"s3://{BUCKET}/audit",
+                # ... and its signing key pair in files a Secret mounts (no workspace to default to).
+                "MLOPS_SIGNING_KEY": str(private_key),
+                "MLOPS_SIGNING_PUBLIC_KEY": str(public_key),
             },
         )
         service.client().create_bucket(Bucket=BUCKET)
