@@ -19,7 +19,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -254,3 +255,25 @@ def verify_registered(model_name: str, version: str, local_dir: Path, tracking_u
             artifact_uri=tags[SIGNATURE_URI_TAG], dst_path=tmp, tracking_uri=tracking_uri
         )
         verify_directory(local_dir, Path(bundle), public, what)
+
+
+@contextmanager
+def workspace_defaults(workspace_root: Path, *, sign: bool) -> Iterator[None]:
+    """While a CLI command runs (and in the tasks it starts): the audit trail and the signing keys
+    default to the workspace unless the environment names them; ``sign`` makes the key pair if missing."""
+    from mlops.audit import AUDIT_FILE, AUDIT_URI_ENV
+
+    settings = SigningSettings.from_env()
+    keys = Path(workspace_root) / KEYS_DIR
+    values = {AUDIT_URI_ENV: str(Path(workspace_root) / AUDIT_FILE)}
+    if not settings.signing_key and sign:
+        values[settings.env_name("signing_key")] = str(settings.private_key(Path(workspace_root)))
+    if not settings.signing_public_key and (keys / PUBLIC_KEY_FILE).is_file():
+        values[settings.env_name("signing_public_key")] = str(keys / PUBLIC_KEY_FILE)
+    added = {name: value for name, value in values.items() if not os.environ.get(name)}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)

@@ -11,6 +11,8 @@ from pathlib import Path
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 from pipelines.commands import audit as audit_cmd
 from pipelines.commands import compile as compile_cmd
+from pipelines.commands import keys as keys_cmd
+from pipelines.commands import lineage as lineage_cmd
 from pipelines.commands import quantize as quantize_cmd
 from pipelines.commands import run as run_cmd
 from pipelines.commands import serve as serve_cmd
@@ -29,6 +31,8 @@ COMMANDS = (
     upload_cmd,
     submit_cmd,
     audit_cmd,
+    keys_cmd,
+    lineage_cmd,
 )
 
 

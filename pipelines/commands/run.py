@@ -138,6 +138,7 @@ def check_packable_text(arguments: dict[str, Any], settings: list[Leaf]) -> None
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.signing import workspace_defaults
     from pipelines.local_run import PipelineFailed, run_locally
     from pipelines.registry import pipelines, summaries
     from pipelines.summary import print_failure, print_start
@@ -147,7 +148,8 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     tracking.check()  # an unreachable server or a mismatched experiment fails here, before any step
     print_start(args.pipeline, workspace, tracking)
     try:
-        result = run_locally(pipelines()[args.pipeline], arguments, workspace)
+        with workspace_defaults(workspace.create().root, sign=True):
+            result = run_locally(pipelines()[args.pipeline], arguments, workspace)
     except PipelineFailed as failure:
         print_failure(failure, workspace)
         return 1
