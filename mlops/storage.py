@@ -231,6 +231,33 @@ def _put(location: Location, body: bytes | Path, extra: dict[str, Any] | None = 
     return digest
 
 
+MLFLOW_UPLOAD_ARGS_ENV = "MLFLOW_S3_UPLOAD_EXTRA_ARGS"
+"""MLflow's own variable: extra arguments of every S3 upload its artifact store makes."""
+
+
+def govern_mlflow_artifacts(artifact_location: str) -> None:
+    """MLflow writes model artifacts to S3 with its own client: give it the same policy.
+
+    The artifact bucket's region is checked before anything is logged, and the encryption
+    arguments go into ``MLFLOW_S3_UPLOAD_EXTRA_ARGS`` (unless already set) for this process.
+    A server-proxied store (``mlflow-artifacts:/``) is written by the MLflow server: set the
+    variable on its deployment.
+    """
+    if not artifact_location.startswith("s3://"):
+        return
+    import json
+
+    from mlops.storage_policy import StoragePolicy
+
+    policy = StoragePolicy.from_env()
+    bucket = parse(artifact_location, need_key=False).bucket
+    if policy.s3_allowed_regions:
+        policy.check_region(bucket, bucket_region(bucket))
+    arguments = policy.put_arguments()
+    if arguments and not os.environ.get(MLFLOW_UPLOAD_ARGS_ENV):
+        os.environ[MLFLOW_UPLOAD_ARGS_ENV] = json.dumps(arguments)
+
+
 def _sha256(body: bytes | Path) -> str:
     if not isinstance(body, Path):
         return hashlib.sha256(body).hexdigest()

@@ -213,6 +213,8 @@ def mlflow_server(rgw: S3Service, postgres: PostgresService) -> Iterator[MlflowS
         "MLFLOW_PORT": str(_free_port()),
         "BACKEND_URI": postgres.url,
         "ARTIFACTS_DESTINATION": f"s3://{rgw.bucket}/",
+        # The server writes proxied artifacts with its own S3 client: same encryption as mlops.storage.
+        "MLFLOW_S3_UPLOAD_EXTRA_ARGS": f'{{"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "{KMS_KEY_ID}"}}',
         "MLFLOW": str(Path(sys.executable).with_name("mlflow")),
     }
     try:
