@@ -62,17 +62,27 @@ def bench_audit(records: int) -> dict[str, float]:
         start = time.perf_counter()
         for n in range(records):
             with plain_path.open("a") as handle:
-                handle.write(json.dumps({"action": "alias.moved", "subject": f"m/{n}", "details": details}) + "\n")
+                handle.write(
+                    json.dumps({"action": "alias.moved", "subject": f"m/{n}", "details": details}) + "\n"
+                )
         plain = (time.perf_counter() - start) / records
         start = time.perf_counter()
         result = audit.verify(root)
         verify = time.perf_counter() - start
         assert result.intact
-    return {"records": records, "plain_s": plain, "chained_s": chained, "ratio": chained / plain, "verify_s": verify}
+    return {
+        "records": records,
+        "plain_s": plain,
+        "chained_s": chained,
+        "ratio": chained / plain,
+        "verify_s": verify,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model-mb", type=int, action="append", default=None)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--records", type=int, default=300)
@@ -82,7 +92,9 @@ def main() -> None:
     print("|---|---|---|---|")
     for size in args.model_mb or [1, 50]:
         row = bench_load(size, args.repeat)
-        print(f"| {size} | {row['sha256_s'] * 1e3:.1f} | {row['signature_s'] * 1e3:.1f} | {row['ratio']:.2f} |")
+        print(
+            f"| {size} | {row['sha256_s'] * 1e3:.1f} | {row['signature_s'] * 1e3:.1f} | {row['ratio']:.2f} |"
+        )
     row = bench_audit(args.records)
     print()
     print("| records | plain JSON append (µs) | chained audit record (µs) | ratio | verify all (ms) |")
