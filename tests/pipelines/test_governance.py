@@ -63,7 +63,7 @@ def test_lineage_history_and_audit_after_two_promotions(
 
     client = mlflow.MlflowClient(f"sqlite:///{ws}/mlflow.db")
     champion = client.get_model_version_by_alias("credit-default", "champion")
-    assert champion.version == "2", champion.tags.get("mlops.reason")
+    assert str(champion.version) == "2", champion.tags.get("mlops.reason")
     tags = champion.tags
 
     assert main(["--workspace", str(ws), "lineage", "credit-default@champion"]) == 0
