@@ -190,6 +190,19 @@ def run_validation(
         mlflow.log_param("dataset_digest", digest)
         result, table = validate_and_prepare(frame, schema, suite, source=data_uri, digest=digest)
         _record(result, html_path, json_path)
+        from mlops.audit import record_in_run
+
+        record_in_run(
+            "data.validated",
+            data_uri,
+            {
+                "success": result.success,
+                "dataset_digest": digest,
+                "suite": suite.name,
+                "suite_version": suite.version,
+            },
+            pipeline_run_id=tracking_context.pipeline_run_id,
+        )
         if not result.success:
             raise ValidationFailed(result)
         dataset_out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -193,6 +193,20 @@ def record(
         for key, value in tags.items():
             client.set_model_version_tag(model_name, version, key, value)
         mlflow.set_tags({gate_tag(GATE, "decision"): result.decision.decision, MODEL_VERSION_TAG: version})
+        from mlops.audit import record_in_run
+
+        record_in_run(
+            "gate.decided",
+            f"{model_name}/{version}",
+            {
+                "gate": GATE,
+                "decision": result.decision.decision,
+                "reason": result.decision.reason,
+                "checks": {name: d.decision for name, d in result.decisions.items()},
+            },
+            pipeline_run_id=context.pipeline_run_id,
+            model_version=f"{model_name}/{version}",
+        )
         return str(run.info.run_id)
 
 

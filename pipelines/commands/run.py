@@ -151,6 +151,7 @@ def check_packable_text(arguments: dict[str, Any], settings: list[Leaf]) -> None
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.signing import workspace_defaults
     from pipelines.local_run import PipelineFailed, run_locally
     from pipelines.registry import pipelines, summaries
     from pipelines.summary import print_failure, print_start
@@ -164,9 +165,10 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     print_start(args.pipeline, workspace, tracking)
     cache = step_cache(args.pipeline, arguments, workspace) if use_cache else None
     try:
-        result = run_locally(
-            pipelines()[args.pipeline], arguments, workspace, verbose=verbose, cache_root=cache
-        )
+        with workspace_defaults(workspace.create().root, sign=True):
+            result = run_locally(
+                pipelines()[args.pipeline], arguments, workspace, verbose=verbose, cache_root=cache
+            )
     except PipelineFailed as failure:
         print_failure(failure, workspace)
         save_record(args.pipeline, failure.run, "failed", failure=failure)

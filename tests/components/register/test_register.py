@@ -46,7 +46,7 @@ def onnx_dir(frame: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> P
 def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_gates(
     onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext
 ) -> None:
-    from components.promotion_gate.combine import audit_root, record_overall
+    from components.promotion_gate.combine import record_overall
     from mlops import audit
     from mlops.gates import Decision
 
@@ -62,7 +62,7 @@ def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_ga
     version = client.get_model_version("credit", second.version)
     assert version.aliases == ["challenger"]  # the alias moved off version 1
     assert client.get_model_version("credit", first.version).aliases == []
-    moves = [e for e in audit.read_events(audit_root(tracking)) if e.action == "alias.moved"]
+    moves = [e for e in audit.read_events(tracking_uri=tracking.tracking_uri) if e.action == "alias.moved"]
     assert [(e.details["from"], e.details["to"], e.details["decision"]) for e in moves] == [
         (None, "1", "promote"),
         ("1", "2", "reject"),
