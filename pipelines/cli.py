@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
+from pipelines.commands import cluster as cluster_cmd
 from pipelines.commands import compile as compile_cmd
 from pipelines.commands import quantize as quantize_cmd
 from pipelines.commands import run as run_cmd
@@ -18,7 +19,17 @@ from pipelines.commands import tune as tune_cmd
 from pipelines.commands import ui as ui_cmd
 from pipelines.commands import upload as upload_cmd
 
-COMMANDS = (run_cmd, compile_cmd, tune_cmd, ui_cmd, serve_cmd, quantize_cmd, upload_cmd, submit_cmd)
+COMMANDS = (
+    run_cmd,
+    compile_cmd,
+    tune_cmd,
+    ui_cmd,
+    serve_cmd,
+    quantize_cmd,
+    upload_cmd,
+    submit_cmd,
+    cluster_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
