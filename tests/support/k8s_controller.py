@@ -30,11 +30,17 @@ FAILURE_REASON = "BackoffLimitExceeded"
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def condition(kind: str, reason: str, message: str = "") -> dict[str, Any]:
-    return {"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": _now()}
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": _now(),
+    }
 
 
 @dataclass
@@ -89,8 +95,10 @@ class JobController:
 
     def _pods(self, job: dict[str, Any], phase: str, names: list[str] | None = None) -> list[str]:
         name = job["metadata"]["name"]
-        count = job["spec"]["trainer"]["numNodes"] if self.kind == "trainjob" else sum(
-            r["replicas"] for r in job["spec"]["pytorchReplicaSpecs"].values()
+        count = (
+            job["spec"]["trainer"]["numNodes"]
+            if self.kind == "trainjob"
+            else sum(r["replicas"] for r in job["spec"]["pytorchReplicaSpecs"].values())
         )
         if names is None:
             names = []
