@@ -187,7 +187,8 @@ class KubernetesLauncher:
                 text = core.read_namespaced_pod_log(pod_name, namespace, tail_lines=LOG_TAIL_LINES)
             except Exception as exc:  # a pod without a node has no log; say so rather than hide the failure
                 text = f"(log unavailable: {getattr(exc, 'reason', None) or exc})"
-            parts.append(f"--- {pod_name} ({pod.status.phase}) ---\n{text.rstrip()}")
+            text = text.rstrip() or "(empty log: the container wrote nothing, or never started on a node)"
+            parts.append(f"--- {pod_name} ({pod.status.phase}) ---\n{text}")
         return "\n".join(parts)
 
     def _result(self, staging: str) -> WorkerResult:

@@ -13,19 +13,15 @@ import pytest
 
 from pipelines import manifests
 from tests.services.kubernetes import KubeCluster
+from tests.support.k8s_controller import install_crds
 
 SA = "system:serviceaccount:{ns}:mlops-pipeline-runner"
-
-
-def apply_crds(cluster: KubeCluster) -> None:
-    cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifests.render("crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
 
 @pytest.fixture(scope="module")
 def prod(kube_apiserver: KubeCluster) -> KubeCluster:
     """The prod overlay applied for real (after its CRDs and namespaces)."""
-    apply_crds(kube_apiserver)
+    install_crds(kube_apiserver)
     namespaces = [o for o in manifests.objects(manifests.render("prod")) if o["kind"] == "Namespace"]
     for namespace in namespaces:
         kube_apiserver.kubectl("create", "namespace", namespace["metadata"]["name"], check=False)

@@ -27,6 +27,7 @@ from training.kubernetes_jobs import JOB_LABEL, PYTORCHJOB_API, TRAINJOB_API
 
 Outcome = Literal["succeed", "fail", "hang"]
 FAILURE_REASON = "BackoffLimitExceeded"
+STAGE_SECONDS = 1.0
 
 
 def _now() -> str:
@@ -131,11 +132,11 @@ class JobController:
         self.seen = job
         name = job["metadata"]["name"]
         self._status(name, [condition("Suspended", "Suspended", "waiting for Kueue admission")])
-        time.sleep(0.5)
-        pods = self._pods(job, "Pending")
-        time.sleep(0.5)
+        time.sleep(STAGE_SECONDS)  # each stage lasts several of the launcher's polls
         queued_done = "Resumed" if self.kind == "trainjob" else "Running"
         self._status(name, [{**condition("Suspended", queued_done), "status": "False"}])
+        pods = self._pods(job, "Pending")
+        time.sleep(STAGE_SECONDS)
         self._pods(job, "Running", pods)
         if self.outcome == "hang":
             return
@@ -152,3 +153,11 @@ class JobController:
             self._status(name, [condition(done_kind, "JobsCompleted", "all pods succeeded")])
         else:
             self._status(name, [condition("Failed", FAILURE_REASON, "rank 0 exited with code 1")])
+
+
+def install_crds(cluster: Any) -> None:
+    """The minimal CRDs of infra/k8s/crds, applied and established."""
+    from pipelines import manifests
+
+    cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifests.render("crds"))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
