@@ -110,11 +110,13 @@ def test_failure_surfaces_the_reason_and_the_pods(
     launcher = KubernetesLauncher(
         settings(namespace, tmp_path / "stage"), kind, cluster.api_client(), lambda _: None
     )
-    with JobController(cluster.api_client(), namespace, kind, "fail"):
-        with pytest.raises(
+    with (
+        JobController(cluster.api_client(), namespace, kind, "fail"),
+        pytest.raises(
             TrainingJobFailed, match=rf"failed: {FAILURE_REASON}: rank 0 exited with code 1"
-        ) as info:
-            train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+        ) as info,
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
     message = str(info.value)
     assert "-node-0 (Failed) ---" in message and "-node-1 (Failed) ---" in message
     assert "(empty log: the container wrote nothing, or never started on a node)" in message, (
@@ -130,9 +132,11 @@ def test_a_job_running_past_its_time_limit_is_stopped_and_deleted(
 ) -> None:
     limited = settings(namespace, tmp_path / "stage", time_limit_hours=1 / 3600)
     launcher = KubernetesLauncher(limited, kind, cluster.api_client(), lambda _: None)
-    with JobController(cluster.api_client(), namespace, kind, "hang") as controller:
-        with pytest.raises(TrainingJobTimeout, match=r"still running after time_limit_hours=0.000277"):
-            train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+    with (
+        JobController(cluster.api_client(), namespace, kind, "hang") as controller,
+        pytest.raises(TrainingJobTimeout, match=r"still running after time_limit_hours=0.000277"),
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
     spec = controller.seen["spec"]
     deadline = (
         spec["activeDeadlineSeconds"] if kind == "trainjob" else spec["runPolicy"]["activeDeadlineSeconds"]
