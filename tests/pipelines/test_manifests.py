@@ -183,3 +183,8 @@ def test_dashboard_queries_only_metrics_the_server_exports() -> None:
     assert any("histogram_quantile(0.99" in e for e in exprs)
     assert any("mlops_training_samples_per_second" in e for e in exprs)
     assert any("DCGM_FI_DEV_GPU_UTIL" in e for e in exprs)
+
+
+def test_dev_flavors_carry_no_region_a_laptop_node_lacks() -> None:
+    flavors = of_kind("dev", "ResourceFlavor")
+    assert flavors and all("topology.kubernetes.io/region" not in f["spec"]["nodeLabels"] for f in flavors)
