@@ -115,7 +115,7 @@ class KubernetesLauncher:
             name,
             self.image,
         )
-        custom.create_namespaced_custom_object(group, version, checked.namespace, plural, body)
+        self._create(custom, checked.namespace, body)
         self.report(f"{body['kind']} {checked.namespace}/{name} created: {self._shape(checked)}")
         try:
             self._wait(custom, core, checked, name)
@@ -126,6 +126,25 @@ class KubernetesLauncher:
                 )
                 self.report(f"{body['kind']} {checked.namespace}/{name} deleted")
         return self._result(staging)
+
+    def _create(self, custom: Any, namespace: str, body: dict[str, Any]) -> None:
+        """Create the job; a refusal says what the API server said and what usually fixes it."""
+        from kubernetes.client import ApiException
+
+        group, version, plural, kind = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
+        try:
+            custom.create_namespaced_custom_object(group, version, namespace, plural, body)
+        except ApiException as exc:
+            hints = {
+                403: f"the train task's ServiceAccount may not create {plural}.{group} in {namespace!r}: run it "
+                "as mlops-pipeline-runner (infra/k8s/base/team/rbac.yaml)",
+                404: f"namespace {namespace!r} does not exist, or the cluster does not serve {plural}.{group}/"
+                f"{version} (install {'Kubeflow Trainer v2' if self.kind == 'trainjob' else 'the Training Operator'})",
+            }
+            reason = hints.get(exc.status, "the API server refused the object")
+            raise TrainingJobFailed(
+                f"cannot create the {kind}: {reason} ({exc.status} {exc.reason})"
+            ) from None
 
     @property
     def image(self) -> str:

@@ -192,3 +192,29 @@ def test_refusals_happen_before_any_object_exists(
     assert not (tmp_path / "stage").exists(), "nothing staged either"
     pods = client.CoreV1Api(cluster.api_client()).list_namespaced_pod(namespace).items
     assert pods == []
+
+
+def test_a_service_account_without_rights_gets_a_clear_refusal(
+    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    unprivileged = cluster.api_client()
+    unprivileged.set_default_header("Impersonate-User", f"system:serviceaccount:{namespace}:default")
+    launcher = KubernetesLauncher(
+        settings(namespace, tmp_path / "stage"), "trainjob", unprivileged, lambda _: None
+    )
+    with pytest.raises(
+        TrainingJobFailed,
+        match=rf"cannot create the TrainJob: the train task's ServiceAccount may not create "
+        rf"trainjobs.trainer.kubeflow.org in '{namespace}': run it as mlops-pipeline-runner .* \(403 Forbidden\)",
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+
+
+def test_a_missing_namespace_is_named(cluster: KubeCluster, frame: pd.DataFrame, tmp_path: Path) -> None:
+    launcher = KubernetesLauncher(
+        settings("team-nowhere", tmp_path / "stage"), "pytorchjob", cluster.api_client(), print
+    )
+    with pytest.raises(
+        TrainingJobFailed, match=r"namespace 'team-nowhere' does not exist, or .* \(404 Not Found\)"
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
