@@ -98,12 +98,11 @@ ALLOWED: list[tuple[Any, ...]] = [
     ("get", "pods", "--subresource=log"),
     ("create", "inferenceservices.serving.kserve.io"),
     ("patch", "inferenceservices.serving.kserve.io"),
-    ("get", "secrets/mlops-tracking"),
-    ("get", "configmaps/mlops-tracking"),
 ]
 DENIED: list[tuple[Any, ...]] = [
     ("list", "secrets"),
-    ("get", "secrets/someone-elses"),
+    ("get", "secrets/mlops-tracking"),
+    ("get", "configmaps/mlops-tracking"),
     ("create", "pods"),
     ("delete", "pods"),
     ("patch", "trainjobs.trainer.kubeflow.org", "--subresource=status"),
