@@ -189,3 +189,31 @@ def test_dashboard_queries_only_metrics_the_server_exports() -> None:
 def test_dev_flavors_carry_no_region_a_laptop_node_lacks() -> None:
     flavors = of_kind("dev", "ResourceFlavor")
     assert flavors and all("topology.kubernetes.io/region" not in f["spec"]["nodeLabels"] for f in flavors)
+
+
+def _egress_ports(policy: dict[str, Any]) -> set[int]:
+    return {p["port"] for rule in policy["spec"].get("egress", []) for p in rule.get("ports", [])}
+
+
+@pytest.mark.parametrize("overlay", ["dev", "prod"])
+def test_the_network_policies_let_mlflow_and_model_servers_reach_their_s3_endpoint(overlay: str) -> None:
+    from urllib.parse import urlsplit
+
+    def port(url: str) -> int:
+        parts = urlsplit(url)
+        return parts.port or (443 if parts.scheme == "https" else 80)
+
+    policies = {
+        (p["metadata"]["namespace"], p["metadata"]["name"]): p for p in of_kind(overlay, "NetworkPolicy")
+    }
+    (mlflow_config,) = [c for c in of_kind(overlay, "ConfigMap") if c["metadata"]["name"] == "mlflow-server"]
+    assert port(mlflow_config["data"]["s3-endpoint-url"]) in _egress_ports(
+        policies[("mlops-system", "mlflow")]
+    )
+    for isvc in of_kind(overlay, "InferenceService"):
+        namespace = isvc["metadata"]["namespace"]
+        env = {e["name"]: e.get("value") for e in isvc["spec"]["predictor"]["containers"][0]["env"]}
+        assert port(env["AWS_ENDPOINT_URL"]) in _egress_ports(policies[(namespace, "platform-egress")]), (
+            namespace
+        )
+        assert env["AWS_ENDPOINT_URL"] == env["MLFLOW_S3_ENDPOINT_URL"]
