@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlops.gates import OVERALL, Decision, combine
-from mlops.registry import DECISION_TAG, MODEL_VERSION_TAG, REASON_TAG, clip
+from mlops.registry import CHALLENGER, DECISION_TAG, MODEL_VERSION_TAG, REASON_TAG, clip
 
 if TYPE_CHECKING:
     from mlops.tracking import TrackingContext
@@ -27,12 +27,36 @@ __all__ = ["combine", "record_overall"]
 
 
 def record_overall(decision: Decision, model_name: str, version: str, context: TrackingContext) -> None:
+    """Tag the verdict on the version, then make it the ``challenger``: the alias moves only once
+    every gate has decided (promote or reject), so a run whose gate crashed leaves none behind."""
     import mlflow
 
+    from mlops import audit
     from mlops.tracking import task_run
 
-    with task_run(context, f"gate_{OVERALL}"):
+    with task_run(context, f"gate_{OVERALL}") as run:
         client = mlflow.MlflowClient()
         client.set_model_version_tag(model_name, version, DECISION_TAG, decision.decision)
         client.set_model_version_tag(model_name, version, REASON_TAG, clip(decision.reason))
         mlflow.set_tags({DECISION_TAG: decision.decision, MODEL_VERSION_TAG: version})
+        try:
+            previous: str | None = str(client.get_model_version_by_alias(model_name, CHALLENGER).version)
+        except mlflow.exceptions.MlflowException:
+            previous = None
+        # Not move_alias: its promoted_at/replaced_by history is the champion's, which rollback follows.
+        client.set_registered_model_alias(model_name, CHALLENGER, version)
+        audit.record(
+            "alias.moved",
+            f"{model_name}/{version}",
+            {"alias": CHALLENGER, "from": previous, "to": version, "decision": decision.decision},
+            links={"pipeline_run_id": context.pipeline_run_id, "mlflow_run_id": run.info.run_id},
+            workspace_root=audit_root(context),
+        )
+
+
+def audit_root(context: TrackingContext) -> str | None:
+    """The local workspace of a ``sqlite:///<workspace>/mlflow.db`` store (None on a server: MLOPS_AUDIT_URI)."""
+    from pathlib import Path
+
+    uri = context.tracking_uri
+    return str(Path(uri.removeprefix("sqlite:///")).parent) if uri.startswith("sqlite:///") else None

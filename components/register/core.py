@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlops.registry import (
-    CHALLENGER,
     DIGEST_TAG,
     MODEL_NAME_TAG,
     MODEL_VERSION_TAG,
@@ -41,7 +40,11 @@ def register_onnx_model(
     lineage: Lineage,
     context: TrackingContext,
 ) -> RegisteredVersion:
-    """Log the ONNX model with signature and input example, register it, alias it ``challenger``."""
+    """Log the ONNX model with signature and input example and register it with its lineage.
+
+    No alias yet: ``challenger`` moves only once every gate has decided (``combine_gates``), so a
+    run whose gate crashes leaves no challenger behind.
+    """
     from importlib.metadata import version
 
     import mlflow
@@ -78,7 +81,6 @@ def register_onnx_model(
         client = mlflow.MlflowClient()
         for key, value in {**lineage.tags(), DIGEST_TAG: onnx_sha256}.items():
             client.set_model_version_tag(model_name, number, key, value)
-        client.set_registered_model_alias(model_name, CHALLENGER, number)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
         mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
