@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 from pipelines.commands import audit as audit_cmd
+from pipelines.commands import cluster as cluster_cmd
 from pipelines.commands import compile as compile_cmd
 from pipelines.commands import data as data_cmd
 from pipelines.commands import keys as keys_cmd
@@ -37,6 +38,7 @@ COMMANDS = (
     audit_cmd,
     keys_cmd,
     lineage_cmd,
+    cluster_cmd,
 )
 
 
