@@ -10,34 +10,45 @@ limit it reaches.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-import orjson
+import numpy as np
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from mlops.features import FeatureSpec
+from mlops.onnx_model import OnnxScorer
 from serving import protocol
+from serving.tensors import HEADER_LENGTH, FeatureBounds, split_binary
 
 
-def create_app(name: str, width: int) -> Starlette:
+def numeric_spec(width: int) -> FeatureSpec:
+    """A spec of ``width`` numeric features, for a ceiling run without a model file."""
+    names = tuple(f"x{i}" for i in range(width))
+    return FeatureSpec(numeric=names, medians=(0.0,) * width, means=(0.0,) * width, stds=(1.0,) * width)
+
+
+def create_app(name: str, spec: FeatureSpec) -> Starlette:
+    bounds = FeatureBounds(spec)
+
     async def infer(request: Request) -> Response:
         try:
-            payload = protocol.decode_json(await request.body())
-            x, request_id = protocol.parse_v2_infer(payload, width)
+            header, binary = split_binary(await request.body(), request.headers.get(HEADER_LENGTH))
+            parsed = protocol.parse_v2_infer(protocol.decode_json(header), bounds, binary)
         except protocol.ProtocolError as exc:
             return Response(
                 protocol.error_body(exc.message), status_code=exc.status, media_type="application/json"
             )
-        body = {
-            "model_name": name,
-            "model_version": "1",
-            "outputs": [
-                {"name": "probability", "datatype": "FP32", "shape": [len(x)], "data": [0.5] * len(x)}
-            ],
-        }
-        return Response(orjson.dumps(body), media_type="application/json")
+        constant = np.full(len(parsed.x), 0.5, dtype=np.float32)
+        body, header_length = protocol.v2_response(name, "1", constant, parsed)
+        if header_length is None:
+            return Response(body, media_type="application/json")
+        return Response(
+            body, media_type="application/octet-stream", headers={HEADER_LENGTH: str(header_length)}
+        )
 
     async def ready(request: Request) -> Response:
         return Response(b'{"ready":true}', media_type="application/json")
@@ -54,10 +65,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--name", default="bench-model")
-    parser.add_argument("--width", type=int, default=20)
+    parser.add_argument("--width", type=int, default=20, help="numeric features, without --onnx")
+    parser.add_argument("--onnx", default="", help="validate inputs against this model's feature spec")
     args = parser.parse_args()
+    spec = OnnxScorer.load(Path(args.onnx)).spec if args.onnx else numeric_spec(args.width)
     uvicorn.run(
-        create_app(args.name, args.width),
+        create_app(args.name, spec),
         host="127.0.0.1",
         port=args.port,
         log_level="warning",
