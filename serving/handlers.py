@@ -87,9 +87,14 @@ class Handlers:
             self.request_log.record(used, x, y)
         return y, used
 
+    @staticmethod
+    def reason(status: int) -> str:
+        """The ``reason`` label of the error metric for an HTTP status."""
+        return REASONS.get(status, "internal" if status >= 500 else "client_error")
+
     def error(self, status: int, message: str, reason: str | None = None) -> Response:
         """A JSON error response, counted under ``reason`` (by default derived from the status)."""
-        self.metrics.error(self.name, self.live_version, reason or REASONS.get(status, "client_error"))
+        self.metrics.error(self.name, self.live_version, reason or self.reason(status))
         return json_response(protocol.error_body(message), status=status)
 
     async def v2_infer(self, request: Request) -> Response:
@@ -146,7 +151,7 @@ class Handlers:
 
     async def server_metadata(self, request: Request) -> Response:
         return json_response(
-            {"name": "mlops-serving", "version": _package_version(), "extensions": EXTENSIONS}
+            {"name": "mlops-serving", "version": package_version(), "extensions": EXTENSIONS}
         )
 
     async def model_metadata(self, request: Request) -> Response:
@@ -189,7 +194,7 @@ class Handlers:
         return self.error(status, message)
 
 
-def _package_version() -> str:
+def package_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:

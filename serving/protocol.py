@@ -34,7 +34,10 @@ def decode_json(body: bytes) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise ProtocolError(400, f"request body is not valid JSON: {exc}") from exc
+        hint = ""
+        if b"NaN" in body or b"Infinity" in body:
+            hint = "; NaN and Infinity are not JSON: send null for a missing value (or use binary data)"
+        raise ProtocolError(400, f"request body is not valid JSON: {exc}{hint}") from exc
 
 
 def _numbers_or_nulls(data: Any, where: str) -> np.ndarray:

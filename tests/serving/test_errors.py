@@ -69,6 +69,12 @@ CODES = [0.5] * 14 + [1] * 6  # 14 numeric features, then 6 categorical codes (1
 CODES_NAMES = (*SAMPLE_SCHEMA.numeric_features, *SAMPLE_SCHEMA.categorical_features)
 
 
+def feature_row(store: DemoStore) -> dict[str, Any]:
+    """The first holdout row as a V1 client sends it: feature name -> value, null for missing."""
+    row = store.holdout.iloc[0]
+    return {name: (None if row[name] != row[name] else row[name]) for name in CODES_NAMES}
+
+
 def with_value(column: int, value: Any) -> list[Any]:
     return [*CODES[:column], value, *CODES[column + 1 :]]
 
@@ -191,24 +197,21 @@ def test_bad_v1_requests_get_400_with_a_clear_message(
 
 
 def test_named_row_with_a_non_numeric_value_names_the_feature(client: httpx.Client, store: DemoStore) -> None:
-    row = {k: (None if v != v else v) for k, v in store.holdout.iloc[0].to_dict().items()}
-    row = {k: v for k, v in row.items() if k in CODES_NAMES} | {"income": "lots"}
+    row = feature_row(store) | {"income": "lots"}
     response = client.post(f"/v1/models/{MODEL}:predict", json={"instances": [row]})
     assert response.status_code == 400
     assert "'income' is 'lots'" in response.json()["error"]
 
 
 def test_named_row_with_an_extra_feature_is_refused_by_name(client: httpx.Client, store: DemoStore) -> None:
-    row = {k: (None if v != v else v) for k, v in store.holdout.iloc[0].to_dict().items()}
-    row = {k: v for k, v in row.items() if k in CODES_NAMES} | {"favourite_colour": "teal"}
+    row = feature_row(store) | {"favourite_colour": "teal"}
     response = client.post(f"/v1/models/{MODEL}:predict", json={"instances": [row]})
     assert response.status_code == 400
     assert "unknown feature(s) ['favourite_colour']; this model takes exactly" in response.json()["error"]
 
 
 def test_named_row_beyond_fp32_names_feature_and_value(client: httpx.Client, store: DemoStore) -> None:
-    row = {k: (None if v != v else v) for k, v in store.holdout.iloc[0].to_dict().items()}
-    row = {k: v for k, v in row.items() if k in CODES_NAMES} | {"savings_balance": 1e300}
+    row = feature_row(store) | {"savings_balance": 1e300}
     response = client.post(f"/v1/models/{MODEL}:predict", json={"instances": [row]})
     assert response.status_code == 400
     assert "feature 'savings_balance' (column 11) is 1e+300" in response.json()["error"]
