@@ -78,7 +78,9 @@ def run_wrk(
     url: str, body: bytes, concurrency: int, duration_s: float, headers: dict[str, str]
 ) -> LoadResult:
     _check_local(url)
-    lines = ['wrk.method = "POST"', f"wrk.body = [==[{body.decode()}]==]"]
+    # Decimal escapes carry any byte (binary tensor data too) inside a Lua string.
+    escaped = "".join(f"\\{byte}" for byte in body)
+    lines = ['wrk.method = "POST"', f'wrk.body = "{escaped}"']
     lines += [
         f'wrk.headers["{k}"] = "{v}"' for k, v in {"Content-Type": "application/json", **headers}.items()
     ]
