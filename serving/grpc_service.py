@@ -53,13 +53,14 @@ class GrpcRoute:
     """What a :class:`~serving.model_router.ModelRouter` reads from a request, for a gRPC call."""
 
     path_params: dict[str, str]
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, Any] = field(default_factory=dict)
+    """The call's metadata (values are bytes for ``-bin`` keys)."""
 
 
 def route(name: str, version: str, context: grpc.aio.ServicerContext) -> Any:
     """The call as the router sees a REST request: the model (and version) named, the metadata as headers."""
     params = {"name": name, "version": version} if version else {"name": name}
-    return GrpcRoute(params, {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)})
+    return GrpcRoute(params, dict(context.invocation_metadata() or ()))
 
 
 def parse_infer(request: pb.ModelInferRequest, width: int) -> tuple[np.ndarray, bool]:
@@ -201,7 +202,6 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         else:
             response.outputs[0].contents.fp32_contents.extend(y.tolist())
         metrics.answered(name, used.version, PROTOCOL, 200, time.perf_counter() - started)
-        await context.send_initial_metadata((("x-model-version", used.version),))
         return response
 
 

@@ -3,6 +3,9 @@
 Default client settings throughout (binary tensor data on, which is what
 ``set_data_from_numpy`` and ``InferRequestedOutput`` do unless told otherwise),
 against a real ``mlops serve`` with a bearer token, the gRPC port and the request log on.
+This module must not import ``serving.proto`` (or ``serving.grpc_service``): tritonclient's
+generated messages define the same ``inference.*`` protobuf symbols, and one process
+cannot hold both.
 """
 
 from __future__ import annotations
