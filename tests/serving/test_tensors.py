@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -39,15 +41,9 @@ def test_admit_converts_to_float32_keeps_missing_numerics_and_maps_missing_codes
     ],
 )
 def test_admit_refuses_values_the_model_cannot_take(values: list[list[float]], message: str) -> None:
-    with pytest.raises(
-        ProtocolError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")
-    ) as info:
+    with pytest.raises(ProtocolError, match=re.escape(message)) as info:
         BOUNDS.admit(np.array(values, dtype=np.float64), "input 'features'")
-    assert (
-        info.value.status == 400
-        and "1='east', 2='north', 3='west'" in info.value.message
-        or "FP32" in info.value.message
-    )
+    assert info.value.status == 400 and info.value.message.startswith("input 'features': row ")
 
 
 def test_admit_leaves_read_only_request_bytes_alone() -> None:
