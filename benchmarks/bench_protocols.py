@@ -41,6 +41,7 @@ from benchmarks.serving_load import LoadResult, run_load, wrk_available
 CONCURRENCY = 32
 ROWS = (1, 64)
 OURS = "mlops serve"
+OURS_NO_LOG = "mlops serve --no-request-log"
 UVICORN = "ceiling: uvicorn + Starlette, constant reply"
 GRANIAN = "ceiling: granian + Starlette, constant reply"
 GRPC_CEILING = "ceiling: grpc.aio, constant reply"
@@ -161,6 +162,15 @@ def main() -> int:
     )
     parser.add_argument("--duration", type=float, default=4.0, help="seconds of load per point")
     parser.add_argument("--skip-mlflow", action="store_true")
+    parser.add_argument(
+        "--only-ours", action="store_true", help="measure mlops serve only (no ceilings, no mlflow)"
+    )
+    parser.add_argument(
+        "--ours-flag",
+        action="append",
+        default=[],
+        help="extra mlops serve flag, e.g. --ours-flag=--no-request-log",
+    )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     print(f"HTTP load: {'wrk' if wrk_available() else 'python fallback'}; gRPC load: python (grpc.aio)")
@@ -182,13 +192,20 @@ def main() -> int:
     python = sys.executable
     ours = [
         python, "-m", "pipelines.commands.serve", "--workspace", str(workspace_root), "--model-name", MODEL,
-        "--port", "{port}", "--grpc-port", "{grpc_port}",
+        "--port", "{port}", "--grpc-port", "{grpc_port}", *args.ours_flag,
     ]  # fmt: skip
     ceiling = [python, "benchmarks/ceiling_server.py", "--port", "{port}", "--onnx", str(fp32_path)]
     ready, v2 = "/v2/health/ready", f"/v2/models/{MODEL}/infer"
     points = measure_server(
         OURS, ours, ready, v2, ("rest-json", "rest-binary", "grpc"), x, scorer.predict_encoded, args
     )
+    points += measure_server(
+        OURS_NO_LOG, [*ours, "--no-request-log"], ready, v2, ("rest-json", "rest-binary", "grpc"), x,
+        scorer.predict_encoded, args,
+    )  # fmt: skip
+    if args.only_ours:
+        print(summarise(points))
+        return 0
     points += measure_server(
         UVICORN,
         [*ceiling, "--grpc-port", "{grpc_port}"],
