@@ -1,43 +1,66 @@
-"""The protocol ceiling: our HTTP stack parsing the same V2 request, answering a constant, no model.
+"""The protocol ceiling: our stack parsing the same V2 request, answering a constant, no model.
 
-Same uvicorn settings, same Starlette routing, same body reading, JSON decoding and
-V2 validation (``serving.protocol``) as the model server; only the model call,
-batching, metrics and the response encoding of real predictions are missing. The
-model server's throughput divided by this one's is the share of the HTTP/JSON
-limit it reaches.
+Same uvicorn settings, same Starlette routing, same body reading, JSON or binary
+decoding and V2 validation (``serving.protocol``, ``serving.tensors``) as the model
+server; only the model call, batching, metrics and the response encoding of real
+predictions are missing. The model server's throughput divided by this one's is the
+share of the transport's limit it reaches.
+
+``--grpc-port`` adds the gRPC ceiling (``GRPCInferenceService.ModelInfer`` parsing and
+admitting the input, constant reply) in the same event loop. ``--server granian``
+serves the same ASGI app on granian (Rust HTTP, one worker) instead of uvicorn.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
-import orjson
+import numpy as np
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from mlops.features import FeatureSpec
+from mlops.onnx_model import OnnxScorer
 from serving import protocol
+from serving.tensors import HEADER_LENGTH, FeatureBounds, split_binary
+
+GRPC_PORT_ENV = "MLOPS_CEILING_GRPC_PORT"
+ONNX_ENV = "MLOPS_CEILING_ONNX"
 
 
-def create_app(name: str, width: int) -> Starlette:
+def numeric_spec(width: int) -> FeatureSpec:
+    """A spec of ``width`` numeric features, for a ceiling run without a model file."""
+    names = tuple(f"x{i}" for i in range(width))
+    return FeatureSpec(numeric=names, medians=(0.0,) * width, means=(0.0,) * width, stds=(1.0,) * width)
+
+
+def create_app(name: str, spec: FeatureSpec) -> Starlette:
+    bounds = FeatureBounds(spec)
+
     async def infer(request: Request) -> Response:
         try:
-            payload = protocol.decode_json(await request.body())
-            x, request_id = protocol.parse_v2_infer(payload, width)
+            header, binary = split_binary(await request.body(), request.headers.get(HEADER_LENGTH))
+            parsed = protocol.parse_v2_infer(protocol.decode_json(header), bounds, binary)
         except protocol.ProtocolError as exc:
             return Response(
                 protocol.error_body(exc.message), status_code=exc.status, media_type="application/json"
             )
-        body = {
-            "model_name": name,
-            "model_version": "1",
-            "outputs": [
-                {"name": "probability", "datatype": "FP32", "shape": [len(x)], "data": [0.5] * len(x)}
-            ],
-        }
-        return Response(orjson.dumps(body), media_type="application/json")
+        constant = np.full(len(parsed.x), 0.5, dtype=np.float32)
+        body, header_length = protocol.v2_response(name, "1", constant, parsed)
+        if header_length is None:
+            return Response(body, media_type="application/json")
+        return Response(
+            body, media_type="application/octet-stream", headers={HEADER_LENGTH: str(header_length)}
+        )
 
     async def ready(request: Request) -> Response:
         return Response(b'{"ready":true}', media_type="application/json")
@@ -46,18 +69,77 @@ def create_app(name: str, width: int) -> Starlette:
         routes=[
             Route("/v2/health/ready", ready),
             Route("/v2/models/{name}/infer", infer, methods=["POST"]),
-        ]
+        ],
+        lifespan=_grpc_lifespan(name, spec, int(os.environ.get(GRPC_PORT_ENV, "0"))),
     )
+
+
+def _grpc_lifespan(name: str, spec: FeatureSpec, port: int) -> Any:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if not port:
+            yield
+            return
+        import grpc
+
+        from serving.grpc_service import parse_infer
+        from serving.proto import grpc_predict_v2_pb2 as pb
+        from serving.proto import grpc_predict_v2_pb2_grpc as pb_grpc
+
+        bounds = FeatureBounds(spec)
+
+        class Constant(pb_grpc.GRPCInferenceServiceServicer):
+            async def ModelInfer(self, request: Any, context: Any) -> Any:
+                try:
+                    values, raw = parse_infer(request, len(bounds.names))
+                    x = bounds.admit(values, "input 'features'")
+                except protocol.ProtocolError as exc:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
+                output = pb.ModelInferResponse.InferOutputTensor(
+                    name="probability", datatype="FP32", shape=[len(x)]
+                )
+                response = pb.ModelInferResponse(model_name=name, model_version="1", outputs=[output])
+                response.raw_output_contents.append(np.full(len(x), 0.5, dtype="<f4").tobytes())
+                return response
+
+        server = grpc.aio.server()
+        pb_grpc.add_GRPCInferenceServiceServicer_to_server(Constant(), server)
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        yield
+        await server.stop(1)
+
+    return lifespan
+
+
+def granian_app() -> Starlette:
+    """Factory for ``granian --factory benchmarks.ceiling_server:granian_app`` (spec from the environment)."""
+    onnx = os.environ.get(ONNX_ENV, "")
+    spec = OnnxScorer.load(Path(onnx)).spec if onnx else numeric_spec(20)
+    return create_app("bench-model", spec)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--name", default="bench-model")
-    parser.add_argument("--width", type=int, default=20)
+    parser.add_argument("--width", type=int, default=20, help="numeric features, without --onnx")
+    parser.add_argument("--onnx", default="", help="validate inputs against this model's feature spec")
+    parser.add_argument("--grpc-port", type=int, default=0, help="also serve the gRPC ceiling here")
+    parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn")
     args = parser.parse_args()
+    os.environ[GRPC_PORT_ENV] = str(args.grpc_port)
+    if args.server == "granian":
+        os.environ[ONNX_ENV] = args.onnx
+        command = [
+            str(Path(sys.executable).with_name("granian")), "--interface", "asgi", "--host", "127.0.0.1",
+            "--port", str(args.port), "--workers", "1", "--loop", "uvloop", "--no-access-log",
+            "--log-level", "warning", "--factory", "benchmarks.ceiling_server:granian_app",
+        ]  # fmt: skip
+        os.execv(command[0], command)
+    spec = OnnxScorer.load(Path(args.onnx)).spec if args.onnx else numeric_spec(args.width)
     uvicorn.run(
-        create_app(args.name, args.width),
+        create_app(args.name, spec),
         host="127.0.0.1",
         port=args.port,
         log_level="warning",

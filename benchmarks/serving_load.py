@@ -53,7 +53,7 @@ def _ms(text: str) -> float:
 
 
 def parse_wrk(output: str, concurrency: int) -> LoadResult:
-    percentiles = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", output, re.MULTILINE))
+    percentiles = dict(re.findall(r"^\s+(50|99)%\s+(\S+)\s*$", output, re.MULTILINE))
     total = re.search(r"(\d+) requests in", output)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", output)
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
@@ -78,7 +78,9 @@ def run_wrk(
     url: str, body: bytes, concurrency: int, duration_s: float, headers: dict[str, str]
 ) -> LoadResult:
     _check_local(url)
-    lines = ['wrk.method = "POST"', f"wrk.body = [==[{body.decode()}]==]"]
+    # Decimal escapes carry any byte (binary tensor data too) inside a Lua string.
+    escaped = "".join(f"\\{byte}" for byte in body)
+    lines = ['wrk.method = "POST"', f'wrk.body = "{escaped}"']
     lines += [
         f'wrk.headers["{k}"] = "{v}"' for k, v in {"Content-Type": "application/json", **headers}.items()
     ]

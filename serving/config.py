@@ -26,6 +26,13 @@ class ServerConfig(BaseModel):
     )
     host: str = Field(default="127.0.0.1", description="Interface to bind; 0.0.0.0 inside a container.")
     port: int = Field(default=8080, ge=0, le=65535, description="TCP port to bind; 0 picks a free one.")
+    grpc_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="TCP port of the gRPC endpoint (Open Inference Protocol GRPCInferenceService) on the same "
+        "host, model, batching, auth and metrics as REST; 0 serves REST only.",
+    )
     intra_op_threads: int = Field(
         default=1,
         ge=1,

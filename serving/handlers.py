@@ -13,6 +13,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+import numpy as np
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from serving import protocol
@@ -20,10 +22,12 @@ from serving.batching import VersionGone
 from serving.http import JSON, json_response, read_body
 from serving.metrics import CONTENT_TYPE
 from serving.protocol import ProtocolError, RowEncoder
+from serving.tensors import BINARY_EXTENSION, HEADER_LENGTH, FeatureBounds, split_binary
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from serving.backend import ModelBackend
     from serving.config import ServerConfig
     from serving.metrics import ServingMetrics
     from serving.model_router import ModelRouter
@@ -31,7 +35,16 @@ if TYPE_CHECKING:
     from serving.runtime import LoadedModel
 
 log = logging.getLogger("serving")
-REASONS = {400: "bad_request", 401: "unauthorized", 404: "not_found", 413: "payload_too_large"}
+REASONS = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    413: "payload_too_large",
+    499: "client_closed",
+}
+CLIENT_CLOSED = 499
+"""Counted (nginx's code) when a client disconnects before its request body arrived; nobody is answered."""
+EXTENSIONS = [BINARY_EXTENSION]
 
 
 class Handlers:
@@ -44,23 +57,44 @@ class Handlers:
         self.metrics = metrics
         self.request_log: RequestLogger | None = None
         """Set by the app's lifespan when request logging is on."""
-        self._encoders: dict[str, RowEncoder] = {}
+        self._inputs: dict[str, tuple[RowEncoder, FeatureBounds]] = {}
 
     @property
     def live_version(self) -> str:
         """The primary model's version: the label of metrics not tied to a scored request."""
         return self.router.primary.holder.current.version
 
-    def encoder(self, model: LoadedModel) -> RowEncoder:
-        """The named-feature encoder of ``model``, built once per model file."""
-        encoder = self._encoders.get(model.sha256)
-        if encoder is None:
-            encoder = self._encoders[model.sha256] = RowEncoder(model.spec)
-        return encoder
+    def inputs(self, model: LoadedModel) -> tuple[RowEncoder, FeatureBounds]:
+        """The named-feature encoder and the input bounds of ``model``, built once per model file."""
+        found = self._inputs.get(model.sha256)
+        if found is None:
+            found = self._inputs[model.sha256] = (RowEncoder(model.spec), FeatureBounds(model.spec))
+        return found
+
+    async def score(
+        self, backend: ModelBackend, version: str | None, x: np.ndarray
+    ) -> tuple[np.ndarray, LoadedModel]:
+        """Probabilities for an admitted matrix (batched), checked finite, and logged; every protocol ends here."""
+        y, used = await backend.predict(x, version)
+        if len(y) and not np.isfinite(y).all():
+            row = int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ProtocolError(
+                400,
+                f"the model produced no finite probability for row {row}: its values lie far outside "
+                "anything it was trained on; check the row's units and scale",
+            )
+        if self.request_log is not None and len(x):
+            self.request_log.record(used, x, y)
+        return y, used
+
+    @staticmethod
+    def reason(status: int) -> str:
+        """The ``reason`` label of the error metric for an HTTP status."""
+        return REASONS.get(status, "internal" if status >= 500 else "client_error")
 
     def error(self, status: int, message: str, reason: str | None = None) -> Response:
         """A JSON error response, counted under ``reason`` (by default derived from the status)."""
-        self.metrics.error(self.name, self.live_version, reason or REASONS.get(status, "client_error"))
+        self.metrics.error(self.name, self.live_version, reason or self.reason(status))
         return json_response(protocol.error_body(message), status=status)
 
     async def v2_infer(self, request: Request) -> Response:
@@ -74,33 +108,40 @@ class Handlers:
         name, metrics = self.name, self.metrics
         try:
             backend, version = self.router.select(request)
-            current = backend.holder.current
-            payload = protocol.decode_json(await read_body(request, self.config.max_payload_bytes))
+            encoder, bounds = self.inputs(backend.holder.current)
+            body = await read_body(request, self.config.max_payload_bytes)
+            header, binary = split_binary(body, request.headers.get(HEADER_LENGTH))
+            payload = protocol.decode_json(header)
             if proto == "v2":
-                x, request_id = protocol.parse_v2_infer(payload, current.n_features)
+                parsed = protocol.parse_v2_infer(payload, bounds, binary)
+                x = parsed.x
             else:
-                x = protocol.parse_v1_predict(payload, current.n_features, self.encoder(current))
-                request_id = None
-            y, used = await backend.predict(x, version)
+                x = protocol.parse_v1_predict(payload, bounds, encoder)
+            y, used = await self.score(backend, version, x)
         except ProtocolError as exc:
             metrics.answered(name, self.live_version, proto, exc.status)
             return self.error(exc.status, exc.message)
         except VersionGone as exc:
             metrics.answered(name, self.live_version, proto, 404)
             return self.error(404, f"{exc}; retry without /versions/ to follow the alias")
+        except ClientDisconnect:
+            metrics.answered(name, self.live_version, proto, CLIENT_CLOSED)
+            return self.error(CLIENT_CLOSED, "client disconnected before its request body arrived")
         except Exception as exc:
             log.exception("inference failed")
             metrics.answered(name, self.live_version, proto, 500)
             return self.error(500, f"inference failed: {type(exc).__name__}: {exc}", "internal")
-        if self.request_log is not None and len(x):
-            self.request_log.record(used, x, y)
-        body = (
-            protocol.v2_response(name, used.version, y, request_id)
-            if proto == "v2"
-            else protocol.v1_response(y)
-        )
+        headers = {"x-model-version": used.version}
+        if proto == "v1":
+            content = protocol.v1_response(y)
+        else:
+            content, header_length = protocol.v2_response(name, used.version, y, parsed)
+            if header_length is not None:
+                headers[HEADER_LENGTH] = str(header_length)
+                metrics.answered(name, used.version, proto, 200, time.perf_counter() - started)
+                return Response(content, media_type="application/octet-stream", headers=headers)
         metrics.answered(name, used.version, proto, 200, time.perf_counter() - started)
-        return Response(body, media_type=JSON, headers={"x-model-version": used.version})
+        return Response(content, media_type=JSON, headers=headers)
 
     async def live(self, request: Request) -> Response:
         return json_response({"live": True})
@@ -109,7 +150,9 @@ class Handlers:
         return json_response({"ready": True})
 
     async def server_metadata(self, request: Request) -> Response:
-        return json_response({"name": "mlops-serving", "version": _package_version(), "extensions": []})
+        return json_response(
+            {"name": "mlops-serving", "version": package_version(), "extensions": EXTENSIONS}
+        )
 
     async def model_metadata(self, request: Request) -> Response:
         try:
@@ -151,7 +194,7 @@ class Handlers:
         return self.error(status, message)
 
 
-def _package_version() -> str:
+def package_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -14,7 +14,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from serving import protocol
 from serving.protocol import ProtocolError
 
-# Probes (kubelet, load balancers) cannot send a token: these paths never need one.
+# Probes (kubelet, load balancers) cannot send a token: these paths never need one. The protocol
+# groups model readiness (/v2/models/{name}[/versions/{v}]/ready) with them; see is_open().
 OPEN_PATHS = frozenset({"/", "/v2/health/live", "/v2/health/ready"})
 JSON = "application/json"
 
@@ -24,20 +25,31 @@ def json_response(content: Any, status: int = 200, headers: dict[str, str] | Non
     return Response(body, status_code=status, media_type=JSON, headers=headers)
 
 
+def is_open(path: str) -> bool:
+    """Whether ``path`` is a health check (liveness, readiness, model readiness): never needs a token."""
+    return path in OPEN_PATHS or (path.startswith("/v2/models/") and path.endswith("/ready"))
+
+
+def bearer_matches(supplied: bytes, token: bytes) -> bool:
+    """``Authorization: Bearer <token>``, the scheme compared case-insensitively (RFC 7235), in constant time."""
+    scheme, _, credentials = supplied.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(b" "), token)
+
+
 class BearerAuth:
     """ASGI middleware: 401 unless ``Authorization: Bearer <token>``; health checks stay open."""
 
     def __init__(self, app: ASGIApp, token: str, on_reject: Callable[[], None]):
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.token = token.encode()
         self.on_reject = on_reject
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or is_open(scope["path"]):
             await self.app(scope, receive, send)
             return
         supplied = dict(scope["headers"]).get(b"authorization", b"")
-        if hmac.compare_digest(supplied, self.expected):
+        if bearer_matches(supplied, self.token):
             await self.app(scope, receive, send)
             return
         self.on_reject()

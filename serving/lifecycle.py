@@ -12,7 +12,7 @@ import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from serving.reload import ReloadWatcher
 from serving.request_log import RequestLogger
@@ -37,6 +37,8 @@ class ServerLifecycle:
     """The version the alias points at now; with ``load``, enables hot reload."""
     load: Callable[[str], LoadedModel] | None
     watcher: ReloadWatcher | None = field(default=None, init=False)
+    grpc: Any = field(default=None, init=False)
+    """The gRPC server (``grpc.aio.Server``) while ``config.grpc_port`` is set and the app runs."""
     _retired: list[tuple[str, str, str]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -80,8 +82,15 @@ class ServerLifecycle:
                 on_outcome=self.reloaded,
             )
             self.watcher.start()
+        if config.grpc_port:
+            from serving.grpc_service import create_server
+
+            self.grpc, _ = create_server(handlers)
+            await self.grpc.start()
 
     async def stop(self) -> None:
+        if self.grpc is not None:  # in-flight calls finish (they still need the backends below)
+            await self.grpc.stop(grace=30)
         if self.watcher is not None:
             await self.watcher.stop()
         for backend in self.handlers.router.backends:

@@ -9,27 +9,23 @@ tensor stands for a missing value, which the model imputes like training did.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
 from mlops.onnx_model import INPUT_NAME, OUTPUT_NAME
+from serving.errors import ProtocolError
+from serving.tensors import DTYPES, FeatureBounds, binary_size, from_binary
 
 if TYPE_CHECKING:
     from mlops.features import FeatureSpec
 
-V2_DATATYPES = ("FP32", "FP64")
+__all__ = ["ProtocolError"]  # raised by every parser here; defined in serving.errors
+
+V2_DATATYPES = tuple(DTYPES)
 PLATFORM = "onnxruntime_onnx"
-
-
-class ProtocolError(Exception):
-    """A client error: ``status`` is the HTTP code, ``message`` the explanation returned as JSON."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def decode_json(body: bytes) -> Any:
@@ -38,7 +34,10 @@ def decode_json(body: bytes) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise ProtocolError(400, f"request body is not valid JSON: {exc}") from exc
+        hint = ""
+        if b"NaN" in body or b"Infinity" in body:
+            hint = "; NaN and Infinity are not JSON: send null for a missing value (or use binary data)"
+        raise ProtocolError(400, f"request body is not valid JSON: {exc}{hint}") from exc
 
 
 def _numbers_or_nulls(data: Any, where: str) -> np.ndarray:
@@ -61,13 +60,15 @@ def _numbers_or_nulls(data: Any, where: str) -> np.ndarray:
 
 
 def to_matrix(data: Any, rows: int, width: int, where: str) -> np.ndarray:
-    """``data`` (flat or nested list of numbers) as float32 [rows, width]."""
+    """``data`` (flat or nested list of numbers, ``null`` = missing) as a [rows, width] array, unconverted."""
     if not isinstance(data, list):
         raise ProtocolError(400, f"{where} must be a list of numbers, got {type(data).__name__}")
     try:
         array = np.asarray(data)
-    except ValueError as exc:  # ragged nesting
-        raise ProtocolError(400, f"{where} is ragged: every row must have {width} values ({exc})") from exc
+    except (ValueError, OverflowError) as exc:  # ragged nesting; an integer beyond 64 bits
+        raise ProtocolError(
+            400, f"{where} is ragged or out of range ({exc}); every row must have {width} numbers"
+        ) from exc
     if array.dtype.kind == "O":
         if array.ndim > 1 and array.shape[-1] != width:
             raise ProtocolError(400, f"{where} rows have {array.shape[-1]} values; this model takes {width}")
@@ -76,7 +77,7 @@ def to_matrix(data: Any, rows: int, width: int, where: str) -> np.ndarray:
             raise ProtocolError(
                 400, f"{where} holds {flat.size} values; shape [{rows}, {width}] needs {rows * width}"
             )
-        return flat.reshape(rows, width).astype(np.float32)
+        return flat.reshape(rows, width)
     if array.dtype.kind not in "fiu":
         kind = "strings" if array.dtype.kind in "US" else f"{array.dtype} values"
         raise ProtocolError(400, f"{where} holds {kind}; only numbers (or null for missing) are accepted")
@@ -86,12 +87,22 @@ def to_matrix(data: Any, rows: int, width: int, where: str) -> np.ndarray:
             f"{where} has shape {list(array.shape)}; expected [{rows}, {width}] or a flat list of "
             f"{rows * width} values",
         )
-    return array.reshape(rows, width).astype(np.float32, copy=False)
+    return array.reshape(rows, width)
 
 
-def parse_v2_infer(payload: Any, width: int) -> tuple[np.ndarray, str | None]:
-    """The ``features`` tensor of a V2 inference request, and the request id to echo back."""
-    expected = f"this model takes one input {INPUT_NAME!r} of datatype FP32 and shape [N, {width}]"
+@dataclass(frozen=True)
+class V2Request:
+    """A parsed V2 inference request: the admitted matrix, the id to echo, how to send the output."""
+
+    x: np.ndarray
+    request_id: str | int | None
+    binary_output: bool
+
+
+def parse_v2_infer(payload: Any, bounds: FeatureBounds, binary: bytes = b"") -> V2Request:
+    """The ``features`` tensor of a V2 request (JSON ``data`` or, with the binary extension, raw bytes)."""
+    width = len(bounds.names)
+    expected = f"this model takes one input {INPUT_NAME!r} of datatype FP32 or FP64 and shape [N, {width}]"
     if not isinstance(payload, dict):
         raise ProtocolError(400, f"a V2 inference request is a JSON object with 'inputs'; {expected}")
     inputs = payload.get("inputs")
@@ -118,35 +129,75 @@ def parse_v2_infer(payload: Any, width: int) -> tuple[np.ndarray, str | None]:
         or shape[1] != width
     ):
         raise ProtocolError(400, f"input {INPUT_NAME!r} has shape {shape!r}; {expected}")
-    if "data" not in tensor:
-        raise ProtocolError(400, f"input {INPUT_NAME!r} has no 'data'; {expected}")
-    outputs = payload.get("outputs")
-    if outputs is not None:
-        wanted = (
-            [o.get("name") if isinstance(o, dict) else o for o in outputs]
-            if isinstance(outputs, list)
-            else []
-        )
-        if not isinstance(outputs, list) or any(name != OUTPUT_NAME for name in wanted):
+    where = f"input {INPUT_NAME!r}"
+    size = binary_size(tensor.get("parameters"), where)
+    if size is not None:
+        if "data" in tensor:
+            raise ProtocolError(400, f"{where} has both 'data' and binary_data_size; send one of them")
+        if size != len(binary):
             raise ProtocolError(
-                400, f"requested outputs {outputs!r}; this model has one output {OUTPUT_NAME!r}"
+                400,
+                f"{where} declares binary_data_size {size} but {len(binary)} bytes follow the JSON header "
+                "(Inference-Header-Content-Length)",
             )
+        values = from_binary(binary, datatype, shape[0], width, where)
+    elif "data" not in tensor:
+        raise ProtocolError(400, f"{where} has no 'data' (nor binary_data_size); {expected}")
+    elif binary:
+        raise ProtocolError(
+            400,
+            f"{len(binary)} bytes of binary data follow the JSON header but no input declares binary_data_size",
+        )
+    else:
+        values = to_matrix(tensor["data"], shape[0], width, f"{where} data")
+    binary_output = _binary_output(payload)
     request_id = payload.get("id")
-    matrix = to_matrix(tensor["data"], shape[0], width, f"input {INPUT_NAME!r} data")
-    return matrix, request_id if isinstance(request_id, str) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        request_id = None
+    return V2Request(bounds.admit(values, where), request_id, binary_output)
 
 
-def v2_response(name: str, version: str, probabilities: np.ndarray, request_id: str | None) -> bytes:
-    body: dict[str, Any] = {
-        "model_name": name,
-        "model_version": version,
-        "outputs": [
-            {"name": OUTPUT_NAME, "datatype": "FP32", "shape": [len(probabilities)], "data": probabilities}
-        ],
-    }
-    if request_id is not None:
-        body["id"] = request_id
-    return orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
+def _binary_output(payload: dict[str, Any]) -> bool:
+    """Whether the client asked for the output as binary data (per output, else for the whole request)."""
+    parameters = payload.get("parameters")
+    default = bool(parameters.get("binary_data_output", False)) if isinstance(parameters, dict) else False
+    outputs = payload.get("outputs")
+    if outputs is None:
+        return default
+    form = f'send \'outputs\': [{{"name": "{OUTPUT_NAME}"}}] (a list of objects) or leave it out'
+    if not isinstance(outputs, list):
+        raise ProtocolError(400, f"'outputs' is {outputs!r} ({type(outputs).__name__}); {form}")
+    binary = default
+    for item in outputs:
+        if not isinstance(item, dict):
+            raise ProtocolError(400, f"'outputs' holds {item!r}, not an object; {form}")
+        if item.get("name") != OUTPUT_NAME:
+            raise ProtocolError(
+                400, f"requested output {item.get('name')!r}; this model has one output {OUTPUT_NAME!r}"
+            )
+        wanted = item.get("parameters")
+        if isinstance(wanted, dict) and "binary_data" in wanted:
+            binary = bool(wanted["binary_data"])
+    return binary
+
+
+def v2_response(
+    name: str, version: str, probabilities: np.ndarray, request: V2Request
+) -> tuple[bytes, int | None]:
+    """The response body and, for binary output, the length of its JSON header."""
+    output: dict[str, Any] = {"name": OUTPUT_NAME, "datatype": "FP32", "shape": [len(probabilities)]}
+    if request.binary_output:
+        raw = probabilities.astype("<f4", copy=False).tobytes()
+        output["parameters"] = {"binary_data_size": len(raw)}
+    else:
+        output["data"] = probabilities
+    body: dict[str, Any] = {"model_name": name, "model_version": version, "outputs": [output]}
+    if request.request_id is not None:
+        body["id"] = request.request_id
+    header = orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
+    if not request.binary_output:
+        return header, None
+    return header + raw, len(header)
 
 
 class RowEncoder:
@@ -155,22 +206,19 @@ class RowEncoder:
     def __init__(self, spec: FeatureSpec):
         self.spec = spec
         self.numeric = spec.numeric
+        self.known = frozenset(spec.names)
         self.categorical = tuple(
             (name, {value: code + 1 for code, value in enumerate(vocab)})
             for name, vocab in zip(spec.categorical, spec.vocabularies, strict=True)
         )
 
     def encode(self, rows: list[dict[str, Any]]) -> np.ndarray:
-        out = np.empty((len(rows), self.spec.n_features), dtype=np.float32)
+        """float64 [rows, n_features] (numerics raw, categoricals as codes); :class:`FeatureBounds` converts."""
+        out = np.empty((len(rows), self.spec.n_features), dtype=np.float64)
         offset = len(self.numeric)
         for r, row in enumerate(rows):
-            missing = [name for name in self.spec.names if name not in row]
-            if missing:
-                raise ProtocolError(
-                    400,
-                    f"instance {r} lacks feature(s) {missing}; send all of {list(self.spec.names)} "
-                    "(null for a missing value)",
-                )
+            if len(row) != len(self.known) or not self.known.issuperset(row):
+                self._wrong_names(r, row)
             for i, name in enumerate(self.numeric):
                 value = row[name]
                 if value is None:
@@ -186,9 +234,23 @@ class RowEncoder:
                 out[r, offset + j] = 0 if value is None else index.get(str(value), 0)
         return out
 
+    def _wrong_names(self, r: int, row: dict[str, Any]) -> None:
+        names = list(self.spec.names)
+        missing = [name for name in names if name not in row]
+        if missing:
+            raise ProtocolError(
+                400,
+                f"instance {r} lacks feature(s) {missing}; send all of {names} (null for a missing value)",
+            )
+        extra = [name for name in row if name not in self.known]
+        raise ProtocolError(
+            400, f"instance {r} has unknown feature(s) {extra}; this model takes exactly {names}"
+        )
 
-def parse_v1_predict(payload: Any, width: int, encoder: RowEncoder) -> np.ndarray:
+
+def parse_v1_predict(payload: Any, bounds: FeatureBounds, encoder: RowEncoder) -> np.ndarray:
     """``{"instances": [[...], ...]}`` or ``{"instances": [{"feature": value, ...}, ...]}`` as a matrix."""
+    width = len(bounds.names)
     expected = f"send {{'instances': [[{width} numbers], ...]}} or rows of named features"
     if not isinstance(payload, dict) or "instances" not in payload:
         raise ProtocolError(400, f"a V1 predict request is a JSON object with 'instances'; {expected}")
@@ -196,14 +258,14 @@ def parse_v1_predict(payload: Any, width: int, encoder: RowEncoder) -> np.ndarra
     if not isinstance(instances, list):
         raise ProtocolError(400, f"'instances' must be a list, got {type(instances).__name__}; {expected}")
     if instances and all(isinstance(row, dict) for row in instances):
-        return encoder.encode(instances)
+        return bounds.admit(encoder.encode(instances), "'instances'")
     if any(isinstance(row, dict) for row in instances):
         raise ProtocolError(
             400, "'instances' mixes named-feature objects and lists; use one form per request"
         )
     if not all(isinstance(row, list) for row in instances):
         raise ProtocolError(400, f"each instance must be a list of {width} numbers or an object; {expected}")
-    return to_matrix(instances, len(instances), width, "'instances'")
+    return bounds.admit(to_matrix(instances, len(instances), width, "'instances'"), "'instances'")
 
 
 def v1_response(probabilities: np.ndarray) -> bytes:

@@ -67,7 +67,8 @@ def serve(config: ServerConfig) -> None:
         gc.freeze()
         print(
             f"serving {config.model_uri} = version {model.version} ({model.precision}, sha256 "
-            f"{model.sha256[:12]}) on http://{config.host}:{config.port}",
+            f"{model.sha256[:12]}) on http://{config.host}:{config.port}"
+            + (f" and grpc://{config.host}:{config.grpc_port}" if config.grpc_port else ""),
             flush=True,
         )
         uvicorn.run(

@@ -123,6 +123,7 @@ def test_kserve_manifest_runs_mlops_serve_with_valid_flags(tmp_path: Path) -> No
     flags = [a for a in container["args"][1:] if not a.startswith("--auth-token-file=")]
     config = serve_cmd.server_config(parse(*flags, f"--auth-token-file={token}"), Workspace(tmp_path))
     assert config.host == "0.0.0.0" and config.port == container["ports"][0]["containerPort"]
+    assert config.grpc_port == container["ports"][1]["containerPort"] != config.port
     assert config.request_log_uri.startswith("s3://") and config.auth_token == "t0ken"
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"]["path"] in OPEN_PATHS, "probes cannot send the bearer token"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import socket
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -10,6 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
+from mlops.sample_data import SAMPLE_SCHEMA
 from tests.support.serving import (
     MODEL,
     DemoStore,
@@ -59,6 +63,22 @@ def features(shape: Any, data: Any, datatype: str = "FP32", name: str = "feature
 
 
 ROW = [0.5] * 20
+CODES = [0.5] * 14 + [1] * 6  # 14 numeric features, then 6 categorical codes (1 = first category)
+
+
+CODES_NAMES = (*SAMPLE_SCHEMA.numeric_features, *SAMPLE_SCHEMA.categorical_features)
+
+
+def feature_row(store: DemoStore) -> dict[str, Any]:
+    """The first holdout row as a V1 client sends it: feature name -> value, null for missing."""
+    row = store.holdout.iloc[0]
+    return {name: (None if row[name] != row[name] else row[name]) for name in CODES_NAMES}
+
+
+def with_value(column: int, value: Any) -> list[Any]:
+    return [*CODES[:column], value, *CODES[column + 1 :]]
+
+
 V2_BAD = [
     pytest.param(b"{not json", "not valid JSON", id="malformed-json"),
     pytest.param(b"", "empty", id="empty-body"),
@@ -93,6 +113,50 @@ V2_BAD = [
         "one output 'probability'",
         id="bad-output",
     ),
+    pytest.param(
+        {**features([1, 20], CODES), "outputs": "probability"},
+        "'outputs' is 'probability' (str)",
+        id="outputs-not-a-list",
+    ),
+    pytest.param(
+        features([1, 20], with_value(1, 3.5e38)),
+        "feature 'income' (column 1) is 3.5e+38, which is not a finite FP32",
+        id="beyond-fp32",
+    ),
+    pytest.param(
+        features([1, 20], with_value(0, 1e300), datatype="FP64"),
+        "feature 'age' (column 0) is 1e+300, which is not a finite FP32",
+        id="fp64-beyond-fp32",
+    ),
+    pytest.param(
+        features([1, 20], with_value(19, -7)),
+        "feature 'region' (column 19) is -7, which is not a code",
+        id="negative-code",
+    ),
+    pytest.param(
+        features([1, 20], with_value(14, 99)),
+        "feature 'employment_type' (column 14) is 99, which is not a code",
+        id="code-too-large",
+    ),
+    pytest.param(
+        features([1, 20], with_value(15, 3.5)),
+        "feature 'home_ownership' (column 15) is 3.5, which is not a code",
+        id="fractional-code",
+    ),
+    pytest.param(
+        {
+            "inputs": [
+                {
+                    "name": "features",
+                    "shape": [1, 20],
+                    "datatype": "FP32",
+                    "parameters": {"binary_data_size": 80},
+                }
+            ]
+        },
+        "declares binary_data_size 80 but 0 bytes follow",
+        id="binary-size-without-bytes",
+    ),
 ]
 
 
@@ -115,6 +179,10 @@ V1_BAD = [
     pytest.param({"instances": [{"age": 30}]}, "lacks feature(s)", id="missing-named-feature"),
     pytest.param({"instances": [ROW[:3]]}, "shape [1, 3]", id="short-row"),
     pytest.param({"instances": [7]}, "each instance", id="scalar-instance"),
+    pytest.param(
+        {"instances": [with_value(2, 1e39)]}, "is 1e+39, which is not a finite FP32", id="v1-overflow"
+    ),
+    pytest.param({"instances": [with_value(17, 42)]}, "is 42, which is not a code", id="v1-bad-code"),
 ]
 
 
@@ -129,11 +197,66 @@ def test_bad_v1_requests_get_400_with_a_clear_message(
 
 
 def test_named_row_with_a_non_numeric_value_names_the_feature(client: httpx.Client, store: DemoStore) -> None:
-    row = {k: (None if v != v else v) for k, v in store.holdout.iloc[0].to_dict().items()}
-    row["income"] = "lots"
+    row = feature_row(store) | {"income": "lots"}
     response = client.post(f"/v1/models/{MODEL}:predict", json={"instances": [row]})
     assert response.status_code == 400
     assert "'income' is 'lots'" in response.json()["error"]
+
+
+def test_named_row_with_an_extra_feature_is_refused_by_name(client: httpx.Client, store: DemoStore) -> None:
+    row = feature_row(store) | {"favourite_colour": "teal"}
+    response = client.post(f"/v1/models/{MODEL}:predict", json={"instances": [row]})
+    assert response.status_code == 400
+    assert "unknown feature(s) ['favourite_colour']; this model takes exactly" in response.json()["error"]
+
+
+def test_named_row_beyond_fp32_names_feature_and_value(client: httpx.Client, store: DemoStore) -> None:
+    row = feature_row(store) | {"savings_balance": 1e300}
+    response = client.post(f"/v1/models/{MODEL}:predict", json={"instances": [row]})
+    assert response.status_code == 400
+    assert "feature 'savings_balance' (column 11) is 1e+300" in response.json()["error"]
+
+
+def test_binary_body_with_a_bad_header_length_is_400(client: httpx.Client) -> None:
+    header = b'{"inputs":[{"name":"features","shape":[1,20],"datatype":"FP32","parameters":{"binary_data_size":80}}]}'
+    body = header + np.zeros(20, dtype="<f4").tobytes()
+    for length, message in (("9999", f"the body has {len(body)} bytes"), ("abc", "is 'abc'")):
+        response = client.post(
+            f"/v2/models/{MODEL}/infer", content=body, headers={"Inference-Header-Content-Length": length}
+        )
+        assert response.status_code == 400, response.text
+        assert message in response.json()["error"]
+    short = header + np.zeros(19, dtype="<f4").tobytes()
+    response = client.post(
+        f"/v2/models/{MODEL}/infer",
+        content=short,
+        headers={"Inference-Header-Content-Length": str(len(header))},
+    )
+    assert response.status_code == 400
+    assert "declares binary_data_size 80 but 76 bytes follow" in response.json()["error"]
+
+
+def test_non_finite_binary_value_is_refused_and_nan_means_missing(
+    client: httpx.Client, store: DemoStore
+) -> None:
+    x = encoded(store, 2, offset=10)
+    header = b'{"inputs":[{"name":"features","shape":[2,20],"datatype":"FP32","parameters":{"binary_data_size":160}}]}'
+    ok = client.post(
+        f"/v2/models/{MODEL}/infer",
+        content=header + x.astype("<f4").tobytes(),
+        headers={"Inference-Header-Content-Length": str(len(header))},
+    )
+    assert ok.status_code == 200, ok.text
+    np.testing.assert_allclose(ok.json()["outputs"][0]["data"], direct(store.onnx_a, x), rtol=1e-6)
+    bad = x.copy()
+    bad[1, 3] = np.inf
+    response = client.post(
+        f"/v2/models/{MODEL}/infer",
+        content=header + bad.astype("<f4").tobytes(),
+        headers={"Inference-Header-Content-Length": str(len(header))},
+    )
+    assert response.status_code == 400
+    assert "row 1, feature 'loan_term_months' (column 3) is inf" in response.json()["error"]
 
 
 def test_oversized_payload_gets_413_with_or_without_content_length(
@@ -181,8 +304,9 @@ def test_wrong_method_is_405_json(client: httpx.Client) -> None:
 
 def test_auth_required_except_health(server: ServerProcess, store: DemoStore) -> None:
     body = v2_body(encoded(store, 1))
-    for path in ("/", "/v2/health/live", "/v2/health/ready"):
+    for path in ("/", "/v2/health/live", "/v2/health/ready", f"/v2/models/{MODEL}/ready"):
         assert httpx.get(server.url + path).status_code == 200
+    assert httpx.get(f"{server.url}/v2/models/{MODEL}/versions/1/ready").json()["ready"] is True
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
         for method, path in (
             ("POST", f"/v2/models/{MODEL}/infer"),
@@ -195,6 +319,47 @@ def test_auth_required_except_health(server: ServerProcess, store: DemoStore) ->
             assert response.headers["www-authenticate"] == "Bearer"
             assert "bearer token" in response.json()["error"]
     assert httpx.get(f"{server.url}/metrics", headers=AUTH).status_code == 200
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer"])
+def test_bearer_scheme_is_case_insensitive(server: ServerProcess, store: DemoStore, scheme: str) -> None:
+    response = httpx.post(
+        f"{server.url}/v2/models/{MODEL}/infer",
+        json=v2_body(encoded(store, 1), request_id="x"),
+        headers={"Authorization": f"{scheme} {TOKEN}"},
+    )
+    assert response.status_code == 200, response.text
+    wrong = httpx.get(f"{server.url}/metrics", headers={"Authorization": f"bearer {TOKEN}x"})
+    assert wrong.status_code == 401
+
+
+def test_integer_request_id_is_echoed(client: httpx.Client, store: DemoStore) -> None:
+    body = {**v2_body(encoded(store, 1)), "id": 42}
+    response = client.post(f"/v2/models/{MODEL}/infer", json=body)
+    assert response.status_code == 200 and response.json()["id"] == 42
+
+
+def test_client_that_disconnects_mid_body_is_counted_as_client_closed(
+    client: httpx.Client, server: ServerProcess
+) -> None:
+    port = int(server.url.rsplit(":", 1)[1])
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(
+                f"POST /v2/models/{MODEL}/infer HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                'Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"inputs": ['.encode()
+            )
+            time.sleep(0.05)
+    deadline = time.monotonic() + 5
+    while True:
+        metrics = client.get("/metrics").text
+        closed = re.search(r'mlops_serving_requests_total\{[^}]*code="499"[^}]*\} (\S+)', metrics)
+        if closed and float(closed.group(1)) >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert closed and float(closed.group(1)) >= 3, metrics
+    assert 'reason="client_closed"' in metrics
+    assert 'code="500"' not in metrics and 'reason="internal"' not in metrics
 
 
 def test_under_mixed_load_no_valid_request_is_lost(client: httpx.Client, store: DemoStore) -> None:

@@ -12,7 +12,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mlops.onnx_model import OnnxScorer
+from mlops.sample_data import SAMPLE_SCHEMA
 from serving.protocol import ProtocolError, RowEncoder, to_matrix
+from serving.tensors import FeatureBounds
 from tests.support.serving import (
     MODEL,
     DemoStore,
@@ -33,9 +35,11 @@ def server(store: DemoStore) -> Iterator[ServerProcess]:
 
 
 def named_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as a JSON client sends them: feature name -> value, null for missing."""
+    """Rows as a JSON client sends them: feature name -> value, null for missing (feature columns only)."""
+    features = frame[[*SAMPLE_SCHEMA.numeric_features, *SAMPLE_SCHEMA.categorical_features]]
     return [
-        {str(k): (None if v != v else v) for k, v in row.items()} for row in frame.to_dict(orient="records")
+        {str(k): (None if v != v else v) for k, v in row.items()}
+        for row in features.to_dict(orient="records")
     ]
 
 
@@ -49,7 +53,7 @@ def test_health_and_server_metadata(server: ServerProcess) -> None:
     assert httpx.get(f"{server.url}/v2/health/ready").json() == {"ready": True}
     assert httpx.get(f"{server.url}/").status_code == 200
     meta = httpx.get(f"{server.url}/v2").json()
-    assert meta["name"] == "mlops-serving" and meta["extensions"] == []
+    assert meta["name"] == "mlops-serving" and meta["extensions"] == ["binary_tensor_data"]
 
 
 def test_model_metadata_describes_the_registered_model(server: ServerProcess, store: DemoStore) -> None:
@@ -152,11 +156,12 @@ def test_row_encoder_matches_feature_spec_encode(store: DemoStore) -> None:
     spec = OnnxScorer.load(store.onnx_a / "model.onnx").spec
     frame = store.holdout.iloc[:200]
     rows = named_rows(frame)
-    np.testing.assert_array_equal(RowEncoder(spec).encode(rows), spec.encode(frame))
+    admitted = FeatureBounds(spec).admit(RowEncoder(spec).encode(rows), "instances")
+    np.testing.assert_array_equal(admitted, spec.encode(frame))
 
 
 def test_to_matrix_reads_null_as_missing_and_rejects_ragged_rows() -> None:
     matrix = to_matrix([[1, None], [3.5, 4]], 2, 2, "data")
-    assert matrix.dtype == np.float32 and np.isnan(matrix[0, 1]) and matrix[1, 0] == 3.5
+    assert matrix.shape == (2, 2) and np.isnan(matrix[0, 1]) and matrix[1, 0] == 3.5
     with pytest.raises(ProtocolError, match="ragged"):
         to_matrix([[1, 2], [3]], 2, 2, "data")

@@ -14,6 +14,7 @@ import pytest
 
 from mlops.onnx_model import OnnxScorer
 from mlops.registry import file_sha256
+from mlops.sample_data import SAMPLE_SCHEMA
 from serving.registry import ModelArtifact
 from serving.request_log import Block, RequestLogger, to_table
 from serving.runtime import load_model
@@ -23,8 +24,10 @@ pytestmark = pytest.mark.slow
 
 
 def named_rows(frame: pd.DataFrame) -> list[dict[str, object]]:
+    features = frame[[*SAMPLE_SCHEMA.numeric_features, *SAMPLE_SCHEMA.categorical_features]]
     return [
-        {str(k): (None if v != v else v) for k, v in row.items()} for row in frame.to_dict(orient="records")
+        {str(k): (None if v != v else v) for k, v in row.items()}
+        for row in features.to_dict(orient="records")
     ]
 
 

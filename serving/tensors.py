@@ -1,0 +1,135 @@
+"""Input tensors as the model may see them: the strict numeric check and the binary tensor extension.
+
+Every protocol (V2 JSON, V2 binary, V1, gRPC) ends in :meth:`FeatureBounds.admit`, which
+converts the parsed values to the model's input type (FP32) and refuses, with a 400
+naming the input, the row, the feature and the value, anything the model was never
+trained to see: a number that is not finite in FP32 (``inf``, or ``1e300`` which
+overflows it) and a categorical code that is not one of the feature's codes
+(``0`` = missing or unknown, ``1..K`` = the vocabulary, in order). A missing value is
+``null`` in JSON and NaN in binary or gRPC contents; for numeric features the model
+imputes it like training did, for categorical ones it becomes code 0. Nothing else
+that is not finite reaches the model or the request log.
+
+The binary extension (`Inference-Header-Content-Length`, `binary_data_size`,
+`binary_data` / `binary_data_output`) carries tensors as raw little-endian bytes after
+the JSON header, which is what ``tritonclient`` sends by default.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from serving.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from mlops.features import FeatureSpec
+
+# Wire datatypes the ``features`` input accepts, and their little-endian numpy types.
+DTYPES: dict[str, np.dtype] = {"FP32": np.dtype("<f4"), "FP64": np.dtype("<f8")}
+HEADER_LENGTH = "inference-header-content-length"
+BINARY_EXTENSION = "binary_tensor_data"
+
+
+class FeatureBounds:
+    """What an encoded row of one :class:`~mlops.features.FeatureSpec` may hold; built once per model."""
+
+    def __init__(self, spec: FeatureSpec):
+        self.names = spec.names
+        self.offset = len(spec.numeric)
+        self.vocabularies = spec.vocabularies
+        self.top_code = np.array([len(v) for v in spec.vocabularies], dtype=np.float32)
+
+    def admit(self, values: np.ndarray, where: str) -> np.ndarray:
+        """``values`` ([rows, n_features], any numeric dtype) as the float32 matrix the model takes.
+
+        Raises :class:`ProtocolError` (400) naming the first value that is not finite in
+        FP32 (NaN excepted: it means missing) or not a valid categorical code.
+        """
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = values.astype(np.float32, copy=False)
+        if not np.isfinite(x).all():
+            bad = np.isinf(x)
+            if bad.any():
+                row, col = (int(i) for i in np.argwhere(bad)[0])
+                raise ProtocolError(
+                    400,
+                    f"{where}: row {row}, feature {self.names[col]!r} (column {col}) is "
+                    f"{_show(values[row, col])}, which is not a finite FP32 number (the model's input "
+                    f"type, at most ±3.4e38); send a finite number, or null (NaN in binary) for missing",
+                )
+        if len(self.top_code):
+            x = self._check_codes(x, values, where)
+        return x
+
+    def _check_codes(self, x: np.ndarray, values: np.ndarray, where: str) -> np.ndarray:
+        codes = x[:, self.offset :]
+        missing = np.isnan(codes)
+        if missing.any():  # a missing category is code 0, exactly what FeatureSpec.encode writes
+            if not x.flags.writeable:  # a view of the request's bytes
+                x = x.copy()
+                codes = x[:, self.offset :]
+            codes[missing] = 0.0
+        bad = (codes < 0) | (codes > self.top_code) | (codes != np.floor(codes))
+        if bad.any():
+            row, j = (int(i) for i in np.argwhere(bad)[0])
+            col = self.offset + j
+            vocab = self.vocabularies[j]
+            known = ", ".join(f"{k + 1}={v!r}" for k, v in enumerate(vocab[:6]))
+            more = ", ..." if len(vocab) > 6 else ""
+            raise ProtocolError(
+                400,
+                f"{where}: row {row}, feature {self.names[col]!r} (column {col}) is "
+                f"{_show(values[row, col])}, which is not a code of this categorical feature; send an "
+                f"integer from 0 (missing or unknown) to {len(vocab)} ({known}{more}; all codes are in "
+                "the model metadata)",
+            )
+        return x
+
+
+def _show(value: object) -> str:
+    """A value as the client wrote it: 3 for an integer, 3.5, 1e+300, inf."""
+    number = float(value)  # type: ignore[arg-type]
+    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
+
+
+def split_binary(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
+    """The JSON header and the binary tensor section of a request (no header: all JSON, no binary)."""
+    if header_length is None:
+        return body, b""
+    if not header_length.isdigit() or int(header_length) > len(body):
+        raise ProtocolError(
+            400,
+            f"Inference-Header-Content-Length is {header_length!r} but the body has {len(body)} bytes; "
+            "it must be the byte length of the JSON header that starts the body",
+        )
+    cut = int(header_length)
+    return body[:cut], body[cut:]
+
+
+def binary_size(parameters: object, where: str) -> int | None:
+    """The tensor's ``binary_data_size`` parameter, if it has one."""
+    if parameters is None:
+        return None
+    if not isinstance(parameters, dict):
+        raise ProtocolError(400, f"{where} 'parameters' must be an object, got {type(parameters).__name__}")
+    size = parameters.get("binary_data_size")
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ProtocolError(400, f"{where} binary_data_size is {size!r}; it must be a byte count (>= 0)")
+    return size
+
+
+def from_binary(raw: bytes, datatype: str, rows: int, width: int, where: str) -> np.ndarray:
+    """``rows x width`` values of ``datatype`` from raw little-endian bytes, as [rows, width]."""
+    dtype = DTYPES[datatype]
+    expected = rows * width * dtype.itemsize
+    if len(raw) != expected:
+        raise ProtocolError(
+            400,
+            f"{where} carries {len(raw)} bytes of binary data; shape [{rows}, {width}] of {datatype} "
+            f"needs {expected} ({dtype.itemsize} bytes per value, little-endian, row-major)",
+        )
+    return np.frombuffer(raw, dtype=dtype).reshape(rows, width)
