@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from components.register.profile import log_reference_profile
 from mlops.registry import (
     CHALLENGER,
     DIGEST_TAG,
@@ -40,8 +41,13 @@ def register_onnx_model(
     model_name: str,
     lineage: Lineage,
     context: TrackingContext,
+    label: str | None = None,
 ) -> RegisteredVersion:
-    """Log the ONNX model with signature and input example, register it, alias it ``challenger``."""
+    """Log the ONNX model with signature and input example, register it, alias it ``challenger``.
+
+    ``example_frame`` (the test split) is also the version's reference profile for drift
+    monitoring; ``label`` names its label column, for the calibration and reference metrics.
+    """
     from importlib.metadata import version
 
     import mlflow
@@ -79,6 +85,7 @@ def register_onnx_model(
         for key, value in {**lineage.tags(), DIGEST_TAG: onnx_sha256}.items():
             client.set_model_version_tag(model_name, number, key, value)
         client.set_registered_model_alias(model_name, CHALLENGER, number)
+        log_reference_profile(scorer, example_frame, label, model_name, number)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
         mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
