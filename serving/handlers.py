@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from typing import TYPE_CHECKING
 
 from starlette.responses import Response
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from serving.runtime import LoadedModel
 
 log = logging.getLogger("serving")
+REQUEST_ID_HEADER = "x-request-id"
+"""The id a response carries and the request log keeps: the V2 body's ``id``, else this header, else a new one."""
 REASONS = {400: "bad_request", 401: "unauthorized", 404: "not_found", 413: "payload_too_large"}
 
 
@@ -92,15 +95,18 @@ class Handlers:
             log.exception("inference failed")
             metrics.answered(name, self.live_version, proto, 500)
             return self.error(500, f"inference failed: {type(exc).__name__}: {exc}", "internal")
+        # The id labels are joined by later (mlops feedback): the client's, else one made here.
+        log_id = request_id or request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
         if self.request_log is not None and len(x):
-            self.request_log.record(used, x, y)
+            self.request_log.record(used, x, y, log_id)
         body = (
             protocol.v2_response(name, used.version, y, request_id)
             if proto == "v2"
             else protocol.v1_response(y)
         )
         metrics.answered(name, used.version, proto, 200, time.perf_counter() - started)
-        return Response(body, media_type=JSON, headers={"x-model-version": used.version})
+        headers = {"x-model-version": used.version, REQUEST_ID_HEADER: log_id}
+        return Response(body, media_type=JSON, headers=headers)
 
     async def live(self, request: Request) -> Response:
         return json_response({"live": True})
