@@ -55,6 +55,8 @@ class NumericProfile(BaseModel):
     """Bin edges; the reference's distinct values when ``discrete``, else its quantiles (min and max included)."""
     counts: tuple[int, ...]
     """Reference rows per bin; ``len(edges) + 1`` entries (the last, above the maximum, is 0)."""
+    sums: tuple[float, ...]
+    """Sum of the reference values in each bin: with the counts, the exact integral of the CDF over a bin."""
     discrete: bool
     """True when the edges are every distinct reference value: distances are then exact."""
     rows: int
@@ -138,11 +140,14 @@ def numeric_profile(name: str, values: np.ndarray, max_bins: int = MAX_BINS) -> 
     distinct = np.unique(finite)
     discrete = len(distinct) <= max_bins
     edges = distinct if discrete else np.unique(np.quantile(finite, np.linspace(0, 1, max_bins + 1)))
-    counts = np.bincount(np.searchsorted(edges, finite, side="left"), minlength=len(edges) + 1)
+    index = np.searchsorted(edges, finite, side="left")
+    counts = np.bincount(index, minlength=len(edges) + 1)
+    sums = np.bincount(index, weights=finite, minlength=len(edges) + 1)
     return NumericProfile(
         name=name,
         edges=tuple(float(e) for e in edges),
         counts=tuple(int(c) for c in counts),
+        sums=tuple(float(v) for v in sums),
         discrete=bool(discrete),
         rows=int(len(finite)),
         missing=missing,
