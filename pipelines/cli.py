@@ -10,6 +10,8 @@ from pathlib import Path
 
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 from pipelines.commands import compile as compile_cmd
+from pipelines.commands import feedback as feedback_cmd
+from pipelines.commands import monitor as monitor_cmd
 from pipelines.commands import quantize as quantize_cmd
 from pipelines.commands import run as run_cmd
 from pipelines.commands import serve as serve_cmd
@@ -19,6 +21,7 @@ from pipelines.commands import ui as ui_cmd
 from pipelines.commands import upload as upload_cmd
 
 COMMANDS = (run_cmd, compile_cmd, tune_cmd, ui_cmd, serve_cmd, quantize_cmd, upload_cmd, submit_cmd)
+COMMANDS += (monitor_cmd, feedback_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

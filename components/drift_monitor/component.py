@@ -1,9 +1,7 @@
 """KFP wrapper for :mod:`components.drift_monitor.monitor`."""
 
-from typing import NamedTuple
-
 from kfp import dsl
-from kfp.dsl import HTML, Artifact, Output
+from kfp.dsl import HTML, Artifact, Output, OutputPath
 
 from mlops.images import PLATFORM_IMAGE
 
@@ -18,9 +16,14 @@ def check_drift(
     tracking: dict,
     report_json: Output[Artifact],
     report_html: Output[HTML],
-) -> NamedTuple("DriftOutputs", [("decision", str), ("reasons", str), ("run_id", str)]):  # type: ignore[valid-type]
-    """Checks a request-log window against the version's reference profile; decision retrain or none."""
-    from collections import namedtuple
+    reasons: OutputPath(str),  # type: ignore[valid-type]
+    run_id: OutputPath(str),  # type: ignore[valid-type]
+) -> str:
+    """Checks a request-log window against the version's reference profile; returns retrain or none.
+
+    The decision is the single return value: kfp.local 2.17 cannot resolve a ``dsl.If`` on a
+    named output.
+    """
     from pathlib import Path
 
     from components.drift_monitor.config import DriftSettings, WindowSettings
@@ -37,9 +40,10 @@ def check_drift(
         window_settings, drift_settings, context.tracking_uri, window_settings.request_log_uri
     )
     reports = write_reports(check, drift_settings, Path(report_json.path), Path(report_html.path))
-    run_id = log_check(check, context, reports)
-    record_check(check.result, run_id, audit_workspace)
+    mlflow_run_id = log_check(check, context, reports)
+    record_check(check.result, mlflow_run_id, audit_workspace)
     result = check.result
     print(f"{result.decision}: {'; '.join(result.reasons)}")
-    DriftOutputs = namedtuple("DriftOutputs", ["decision", "reasons", "run_id"])
-    return DriftOutputs(result.decision, "; ".join(result.reasons), run_id)
+    Path(reasons).write_text("; ".join(result.reasons))
+    Path(run_id).write_text(mlflow_run_id)
+    return result.decision

@@ -11,6 +11,7 @@ every decision, fired or held back, goes to the audit trail.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ def cooldown_left(last: str | None, now: datetime, hours: float) -> timedelta | 
 
 def command(settings: RetrainSettings, model_name: str, tracking_uri: str, trigger: str) -> list[str]:
     """The ``mlops`` command line that starts the retraining."""
-    sets = {"model_name": model_name, "trigger": trigger, **settings.retrain_overrides}
+    sets = {"model_name": model_name, "trigger": trigger}
     if settings.retrain_target == "local":
         if not settings.workspace:
             raise TriggerError("retrain_target local needs the workspace setting (mlops monitor fills it in)")
@@ -57,12 +58,16 @@ def command(settings: RetrainSettings, model_name: str, tracking_uri: str, trigg
         head = ["submit", "--pipeline", settings.kfp_pipeline, "--experiment", settings.kfp_experiment]
         if settings.kfp_host:
             head += ["--host", settings.kfp_host]
+    sets.update({k: v for k, v in settings.retrain_overrides.items() if k not in ("model_name", "trigger")})
     return [sys.executable, "-m", "pipelines.cli", *head, *(f"--set={k}={v}" for k, v in sets.items())]
 
 
 def run_command(argv: list[str]) -> str:
     print("retraining:", " ".join(argv[2:]), flush=True)
-    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    # A KFP task runs with _KFP_RUNTIME=true, which makes kfp.dsl import only what an executor
+    # needs; the mlops command line compiles and runs pipelines, so it must not inherit it.
+    env = {key: value for key, value in os.environ.items() if key != "_KFP_RUNTIME"}
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     print(result.stdout[-4000:], flush=True)
     if result.returncode != 0:
         raise TriggerError(

@@ -37,7 +37,8 @@ def monitoring_pipeline(parameters: Parameters) -> Any:
         audit_workspace=parameters["workspace"],
         tracking=tracking,
     )
-    with dsl.If(check.outputs["decision"] == "retrain", name="drifted"):
+    # The condition uses the single return value: kfp.local cannot resolve named outputs here.
+    with dsl.If(check.outputs["Output"] == "retrain", name="drifted"):
         trigger_retraining(
             model_name=parameters["model_name"],
             check_run_id=check.outputs["run_id"],
@@ -46,4 +47,4 @@ def monitoring_pipeline(parameters: Parameters) -> Any:
             **parameters.unpacked(RetrainSettings),
             tracking=tracking,
         )
-    return check.outputs["decision"]
+    return check.outputs["Output"]
