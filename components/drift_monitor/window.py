@@ -31,17 +31,16 @@ class WindowError(ValueError):
 
 @dataclass
 class NumericCounts:
-    """A window's values of one numeric column over the reference's bins, plus exact tails."""
+    """A window's values of one numeric column over the reference's bins: counts and sums per bin.
+
+    The first and last bins' sums also give the exact tails of the Wasserstein integral
+    outside the reference range (:attr:`below`, :attr:`above`).
+    """
 
     profile: NumericProfile
     counts: np.ndarray = field(init=False)
-    below: float = 0.0
-    """Sum of (e0 - x) over values below the reference minimum: the exact tail of the Wasserstein integral."""
-    above: float = 0.0
     rows: int = 0
     missing: int = 0
-    total: float = 0.0
-    total_sq: float = 0.0
 
     def __post_init__(self) -> None:
         self._edges = np.asarray(self.profile.edges)
@@ -49,21 +48,24 @@ class NumericCounts:
         self.sums = np.zeros(len(self._edges) + 1)
 
     def add(self, values: np.ndarray) -> None:
-        finite = values[np.isfinite(values)]
-        self.missing += len(values) - len(finite)
+        missing = np.isnan(values)
+        n_missing = int(np.count_nonzero(missing))
+        finite = values[~missing] if n_missing else values
+        self.missing += n_missing
         self.rows += len(finite)
         index = np.searchsorted(self._edges, finite, side="left")
         self.counts += np.bincount(index, minlength=len(self.counts))
         self.sums += np.bincount(index, weights=finite, minlength=len(self.counts))
-        low, high = self._edges[0], self._edges[-1]
-        self.below += float(np.sum(low - finite[finite < low]))
-        self.above += float(np.sum(finite[finite > high] - high))
-        self.total += float(finite.sum())
-        self.total_sq += float(np.dot(finite, finite))
 
     @property
-    def mean(self) -> float:
-        return self.total / self.rows if self.rows else float("nan")
+    def below(self) -> float:
+        """Sum of (e0 - x) over values below the reference minimum (bin 0 holds x <= e0; x == e0 adds 0)."""
+        return float(self._edges[0] * self.counts[0] - self.sums[0])
+
+    @property
+    def above(self) -> float:
+        """Sum of (x - e_k) over values above the reference maximum (the top bin)."""
+        return float(self.sums[-1] - self._edges[-1] * self.counts[-1])
 
 
 @dataclass
