@@ -34,6 +34,20 @@ FILE_ROWS = 100_000
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM). Not ru_maxrss: Linux carries that across exec, so a spawned
+    child would report its parent's peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def fake_scores(frame: Any) -> np.ndarray:
     """A fixed logistic score of a few features (the benchmark times drift maths, not a model)."""
     z = -0.01 * (frame["credit_score"].fillna(680) - 680) + 2 * (frame["debt_to_income"].fillna(0.3) - 0.3)
@@ -75,7 +89,7 @@ def check_ours(directory: str) -> dict[str, Any]:
     from components.drift_monitor.window import empty_summary
     from mlops.profile import ReferenceProfile
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_s()
     profile = ReferenceProfile.from_json((Path(directory) / "profile.json").read_text())
     summary = empty_summary(profile, T0, T0 + timedelta(days=1), "1")
     calibrate = profile.calibration.apply if profile.calibration else (lambda s: s)
@@ -84,11 +98,12 @@ def check_ours(directory: str) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     return {
         "seconds": seconds,
+        "cpu_s": cpu_s() - cpu,
         "import_s": started - begun,
         "rows": summary.rows,
         "scores": {f.name: f.score for f in result.features},
         "drifted": result.drifted_features,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 
@@ -105,7 +120,7 @@ def check_evidently(directory: str, rows: int) -> dict[str, Any]:
     numeric = [c for c in reference.columns if reference[c].dtype.kind == "f"]
     categorical = [c for c in reference.columns if c not in numeric]
     definition = DataDefinition(numerical_columns=numeric, categorical_columns=categorical)
-    loaded = time.perf_counter()
+    loaded, cpu = time.perf_counter(), cpu_s()
     snapshot = Report([DataDriftPreset()]).run(
         current_data=Dataset.from_pandas(current, data_definition=definition),
         reference_data=Dataset.from_pandas(reference, data_definition=definition),
@@ -115,8 +130,9 @@ def check_evidently(directory: str, rows: int) -> dict[str, Any]:
     return {
         "rows": rows,
         "seconds": done - loaded,
+        "cpu_s": cpu_s() - cpu,
         "import_s": imported - started,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 
@@ -159,6 +175,7 @@ def main() -> None:
     parser.add_argument("--evidently-budget-s", type=float, default=600)
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args()
+    print(f"load average at start: {' '.join(f'{v:.1f}' for v in __import__('os').getloadavg())}")
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)

@@ -26,8 +26,15 @@ pytestmark = pytest.mark.slow
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 RETRAIN_SMALL = json.dumps(
     {
-        "sample_rows": "1500", "sample_drift": "1", "epochs": "2", "hidden_units": "[16]", "batch_size": "256",
-        "bootstrap_resamples": "0", "n_examples": "0", "n_references": "10", "permutation_repeats": "1",
+        "sample_rows": "1500",
+        "sample_drift": "1",
+        "epochs": "2",
+        "hidden_units": "[16]",
+        "batch_size": "256",
+        "bootstrap_resamples": "0",
+        "n_examples": "0",
+        "n_references": "10",
+        "permutation_repeats": "1",
     }
 )
 
