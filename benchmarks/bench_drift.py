@@ -139,7 +139,7 @@ def check_evidently(directory: str, rows: int) -> dict[str, Any]:
 def in_child(function: Any, *args: Any, timeout: float = 1800) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
-        return pool.apply_async(function, args).get(timeout=timeout)  # type: ignore[no-any-return]
+        return dict(pool.apply_async(function, args).get(timeout=timeout))
 
 
 def accuracy(
@@ -186,7 +186,8 @@ def main() -> None:
         )
         ours = in_child(check_ours, str(directory))
         print(
-            f"ours: {ours['rows']} rows in {ours['seconds']:.2f} s (+{ours['import_s']:.1f} s import), peak RSS {ours['peak_rss_mb']:.0f} MB"
+            f"ours: {ours['rows']} rows in {ours['seconds']:.2f} s wall, {ours['cpu_s']:.2f} s CPU "
+            f"(+{ours['import_s']:.1f} s import), peak RSS {ours['peak_rss_mb']:.0f} MB"
         )
         evidently = []
         for rows in args.evidently_rows:

@@ -20,8 +20,18 @@ from pipelines.commands import tune as tune_cmd
 from pipelines.commands import ui as ui_cmd
 from pipelines.commands import upload as upload_cmd
 
-COMMANDS = (run_cmd, compile_cmd, tune_cmd, ui_cmd, serve_cmd, quantize_cmd, upload_cmd, submit_cmd)
-COMMANDS += (monitor_cmd, feedback_cmd)
+COMMANDS = (
+    run_cmd,
+    compile_cmd,
+    tune_cmd,
+    ui_cmd,
+    serve_cmd,
+    quantize_cmd,
+    upload_cmd,
+    submit_cmd,
+    monitor_cmd,
+    feedback_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
