@@ -87,6 +87,7 @@ def test_compare_runs_notebook_tabulates_and_plots_both_versions(tmp_path: Path)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a training run, a server, three monitoring runs and a retraining
 def test_drift_notebook_serves_monitors_and_retrains_on_the_drifted_window(tmp_path: Path) -> None:
     notebook, seconds = execute("03_drift.ipynb", tmp_path)
 

@@ -88,6 +88,7 @@ def test_an_empty_window_fails_the_check_and_triggers_nothing(model: Monitored) 
     assert "retrain.triggered" not in [e.action for e in audit.read_events(model.workspace.root)]
 
 
+@pytest.mark.timeout(1800)  # serve + two monitoring runs + a training run: ~9 min on a loaded 2-core VM
 def test_drifted_traffic_to_the_served_champion_triggers_a_retraining_once(model: Monitored) -> None:
     store = DemoStore(model.workspace, model.onnx_dir, model.onnx_dir, traffic(10, seed=0))
     drifted = traffic(600, seed=52, drift=1.0).drop(columns=["default", "sex"])
