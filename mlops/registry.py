@@ -51,6 +51,10 @@ REASON_TAG = f"{TAG_PREFIX}reason"
 PROMOTED_AT_TAG = f"{TAG_PREFIX}promoted_at"
 REPLACED_BY_TAG = f"{TAG_PREFIX}replaced_by"
 HAS_CHAMPION_TAG = f"{TAG_PREFIX}has_champion"
+PROFILE_TAG = f"{TAG_PREFIX}reference_profile"
+"""Version tag: URI of the version's reference profile (``mlops.profile``), written at registration."""
+LAST_RETRAIN_TAG = f"{TAG_PREFIX}last_retrain_trigger"
+"""Registered-model tag: UTC time of the last retraining the monitor triggered (the cooldown reads it)."""
 MAX_TAG_CHARS = 4000
 """Longest tag value written; longer reasons are clipped (the reports keep the full text)."""
 
@@ -81,6 +85,8 @@ class Lineage:
     """Version of the mlops package that trained the model."""
     train_run_id: str
     """MLflow run id of the training task."""
+    trigger: str = ""
+    """Why the run was started: empty for a manual run, else the monitoring decision that triggered it."""
 
     def tags(self) -> dict[str, str]:
         return {f"{TAG_PREFIX}{k}": v for k, v in asdict(self).items()}
@@ -152,3 +158,5 @@ class RegistrationSettings(BaseModel):
     """Registered model name in the MLflow model registry."""
     git_commit: str = Field(default="")
     """Commit of the pipeline code, recorded on the model version."""
+    trigger: str = Field(default="")
+    """Why this run was started, recorded on the model version: empty for a manual run, else set by the monitor."""

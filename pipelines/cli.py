@@ -13,8 +13,10 @@ from pipelines.commands import audit as audit_cmd
 from pipelines.commands import cluster as cluster_cmd
 from pipelines.commands import compile as compile_cmd
 from pipelines.commands import data as data_cmd
+from pipelines.commands import feedback as feedback_cmd
 from pipelines.commands import keys as keys_cmd
 from pipelines.commands import lineage as lineage_cmd
+from pipelines.commands import monitor as monitor_cmd
 from pipelines.commands import quantize as quantize_cmd
 from pipelines.commands import run as run_cmd
 from pipelines.commands import runs as runs_cmd
@@ -39,6 +41,8 @@ COMMANDS = (
     keys_cmd,
     lineage_cmd,
     cluster_cmd,
+    monitor_cmd,
+    feedback_cmd,
 )
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from mlops.workspace import Workspace
     from pipelines.local_run import LocalRun
 
-PIPELINE_NAMES = ("training", "tuning")
+PIPELINE_NAMES = ("training", "tuning", "monitoring")
 PIPELINES_DIR = Path(__file__).resolve().parent
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -180,7 +181,8 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             _, bounds = handlers.inputs(backend.holder.current)
             values, raw = parse_infer(request, len(bounds.names))
             x = bounds.admit(values, f"input {INPUT_NAME!r}")
-            y, used = await handlers.score(backend, version, x)
+            # The request log keeps the client's id (what mlops feedback joins labels by), else a new one.
+            y, used = await handlers.score(backend, version, x, request.id or uuid.uuid4().hex)
         except ProtocolError as exc:
             metrics.answered(name, handlers.live_version, PROTOCOL, exc.status)
             return await self._fail(context, exc.status, exc.message)

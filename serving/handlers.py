@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from serving.runtime import LoadedModel
 
 log = logging.getLogger("serving")
+REQUEST_ID_HEADER = "x-request-id"
+"""The id a response carries and the request log keeps: the V2 body's ``id``, else this header, else a new one."""
 REASONS = {
     400: "bad_request",
     401: "unauthorized",
@@ -72,7 +75,7 @@ class Handlers:
         return found
 
     async def score(
-        self, backend: ModelBackend, version: str | None, x: np.ndarray
+        self, backend: ModelBackend, version: str | None, x: np.ndarray, request_id: str = ""
     ) -> tuple[np.ndarray, LoadedModel]:
         """Probabilities for an admitted matrix (batched), checked finite, and logged; every protocol ends here."""
         y, used = await backend.predict(x, version)
@@ -84,7 +87,7 @@ class Handlers:
                 "anything it was trained on; check the row's units and scale",
             )
         if self.request_log is not None and len(x):
-            self.request_log.record(used, x, y)
+            self.request_log.record(used, x, y, request_id)
         return y, used
 
     @staticmethod
@@ -114,10 +117,13 @@ class Handlers:
             payload = protocol.decode_json(header)
             if proto == "v2":
                 parsed = protocol.parse_v2_infer(payload, bounds, binary)
-                x = parsed.x
+                x, client_id = parsed.x, parsed.request_id
             else:
-                x = protocol.parse_v1_predict(payload, bounds, encoder)
-            y, used = await self.score(backend, version, x)
+                x, client_id = protocol.parse_v1_predict(payload, bounds, encoder), None
+            # The id labels are joined by later (mlops feedback): the client's, else one made here.
+            header_id = request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
+            log_id = str(client_id) if client_id is not None else header_id
+            y, used = await self.score(backend, version, x, log_id)
         except ProtocolError as exc:
             metrics.answered(name, self.live_version, proto, exc.status)
             return self.error(exc.status, exc.message)
@@ -131,7 +137,7 @@ class Handlers:
             log.exception("inference failed")
             metrics.answered(name, self.live_version, proto, 500)
             return self.error(500, f"inference failed: {type(exc).__name__}: {exc}", "internal")
-        headers = {"x-model-version": used.version}
+        headers = {"x-model-version": used.version, REQUEST_ID_HEADER: log_id}
         if proto == "v1":
             content = protocol.v1_response(y)
         else:

@@ -3,7 +3,9 @@
 Rows are logged the way the training data looks, not the way the wire carried
 them: one column per feature name (numerics as numbers, categoricals decoded back
 to their strings, ``null`` for missing or unseen values), then ``prediction``,
-``model_version`` and ``timestamp``. The drift monitor can therefore compare a log
+``model_version``, ``timestamp``, ``request_id`` (the client's id, else one the server
+made and returned in ``x-request-id``) and ``request_row`` (the row's index inside its
+request), by which ``mlops feedback`` joins labels that arrive later. The drift monitor can therefore compare a log
 file with the training table column by column.
 
 On the event loop a sampled request costs a random draw and a copy of its rows into
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from serving.runtime import LoadedModel
 
 log = logging.getLogger("serving.request_log")
-RESERVED = ("prediction", "model_version", "timestamp")
+RESERVED = ("prediction", "model_version", "timestamp", "request_id", "request_row")
 BLOCK_ROWS = 4096
 
 
@@ -51,16 +53,20 @@ class Block:
         self.x = np.empty((capacity, spec.n_features), dtype=np.float32)
         self.y = np.empty(capacity, dtype=np.float32)
         self.at_us = np.empty(capacity, dtype=np.int64)
+        self.ids = np.empty(capacity, dtype=object)
+        self.row_in_request = np.empty(capacity, dtype=np.int32)
         self.rows = 0
 
     def room(self) -> int:
         return len(self.y) - self.rows
 
-    def add(self, x: np.ndarray, y: np.ndarray, at_us: int) -> None:
+    def add(self, x: np.ndarray, y: np.ndarray, at_us: int, request_id: str = "") -> None:
         end = self.rows + len(x)
         self.x[self.rows : end] = x
         self.y[self.rows : end] = y
         self.at_us[self.rows : end] = at_us
+        self.ids[self.rows : end] = request_id
+        self.row_in_request[self.rows : end] = np.arange(len(x), dtype=np.int32)
         self.rows = end
 
 
@@ -86,6 +92,8 @@ def to_table(block: Block) -> pa.Table:
     columns["prediction"] = pa.array(block.y[:n].astype(np.float64))
     columns["model_version"] = pa.array(np.full(n, block.version, dtype=object), type=pa.string())
     columns["timestamp"] = pa.array(block.at_us[:n], type=pa.timestamp("us", tz="UTC"))
+    columns["request_id"] = pa.array(block.ids[:n], type=pa.string())
+    columns["request_row"] = pa.array(block.row_in_request[:n])
     return pa.table(columns)
 
 
@@ -115,7 +123,7 @@ class RequestLogger:
         self._task: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
 
-    def record(self, model: LoadedModel, x: np.ndarray, y: np.ndarray) -> bool:
+    def record(self, model: LoadedModel, x: np.ndarray, y: np.ndarray, request_id: str = "") -> bool:
         """Keep this request's rows with probability ``sample_rate``; True if kept."""
         if self.sample_rate < 1 and self._random.random() >= self.sample_rate:
             return False
@@ -123,7 +131,7 @@ class RequestLogger:
         if block is None or block.version != model.version or block.room() < len(x):
             block = Block(model.version, model.spec, max(BLOCK_ROWS, len(x)))
             self._blocks.append(block)
-        block.add(x, y, int(time.time() * 1_000_000))
+        block.add(x, y, int(time.time() * 1_000_000), request_id)
         self._rows += len(x)
         if self._rows >= self.max_rows:
             task = asyncio.get_running_loop().create_task(self._flush_async())

@@ -18,6 +18,7 @@ def register_model(
     train_run_id: str,
     git_commit: str,
     tracking: dict,
+    trigger: str = "",
 ) -> NamedTuple("RegisterOutputs", [("version", str), ("onnx_sha256", str)]):  # type: ignore[valid-type]
     """Registers the ONNX model as a new version with lineage tags and alias ``challenger``."""
     from collections import namedtuple
@@ -41,8 +42,10 @@ def register_model(
             suite_version=suite_version,
             package_version=package_version(),
             train_run_id=train_run_id,
+            trigger=trigger,
         ),
         context=context,
+        label=test_data.metadata.get("schema", {}).get("label"),
     )
     onnx_model.metadata["model_uri"] = registered.model_uri
     RegisterOutputs = namedtuple("RegisterOutputs", ["version", "onnx_sha256"])

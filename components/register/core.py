@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from components.register.profile import log_reference_profile
 from mlops.registry import (
     DIGEST_TAG,
     MODEL_NAME_TAG,
@@ -40,11 +41,14 @@ def register_onnx_model(
     model_name: str,
     lineage: Lineage,
     context: TrackingContext,
+    label: str | None = None,
 ) -> RegisteredVersion:
     """Log the ONNX model with signature and input example and register it with its lineage.
 
     No alias yet: ``challenger`` moves only once every gate has decided (``combine_gates``), so a
-    run whose gate crashes leaves no challenger behind.
+    run whose gate crashes leaves no challenger behind. ``example_frame`` (the test split) is also
+    the version's reference profile for drift monitoring; ``label`` names its label column, for the
+    calibration and reference metrics.
     """
     from importlib.metadata import version
 
@@ -82,6 +86,7 @@ def register_onnx_model(
         client = mlflow.MlflowClient()
         for key, value in {**lineage.tags(), DIGEST_TAG: onnx_sha256}.items():
             client.set_model_version_tag(model_name, number, key, value)
+        log_reference_profile(scorer, example_frame, label, model_name, number)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
         _audit_registration(model_name, number, onnx_sha256, lineage)
         # Signed at registration: the challenger alias only moves after the gates (combine-gates),

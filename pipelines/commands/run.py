@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 from mlops.workspace import Workspace
 from pipelines.registry import PIPELINE_NAMES
 
+REQUEST_LOG_DIR = "request-logs"
+"""Where ``mlops serve`` logs requests in a workspace, and where a local monitoring run reads them."""
+
 if TYPE_CHECKING:
     from mlops.settings import Leaf
     from mlops.tracking import ResolvedTracking
@@ -107,6 +110,10 @@ def local_arguments(
     base.update(resolve_files(given, {leaf.name for leaf in settings if leaf.names_a_file}))
     if "git_commit" in known and not given.get("git_commit"):
         base["git_commit"] = git_commit(Path.cwd())
+    if "workspace" in known and not given.get("workspace"):
+        base["workspace"] = str(workspace.root)
+    if "request_log_uri" in known and not given.get("request_log_uri"):
+        base["request_log_uri"] = str(workspace.root / REQUEST_LOG_DIR)
     overrides = {k: v for k, v in given.items() if k not in base}
     arguments = {**unset, **merged_arguments(pipeline, base, overrides)}
     check_packable_text(arguments, settings)

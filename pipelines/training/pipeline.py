@@ -86,6 +86,7 @@ def training_pipeline(parameters: Parameters) -> Any:
         train_run_id=training.outputs["run_id"],
         git_commit=parameters["git_commit"],
         tracking=tracking,
+        trigger=parameters["trigger"],
     )
     version = registration.outputs["version"]
     # Every gate task and the promotion act on this version and log alike.

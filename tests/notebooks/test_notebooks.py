@@ -18,7 +18,7 @@ nbformat = pytest.importorskip(
 )
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-EXPECTED = ["01_compose_pipeline.ipynb", "02_compare_runs.ipynb"]
+EXPECTED = ["01_compose_pipeline.ipynb", "02_compare_runs.ipynb", "03_drift.ipynb"]
 
 
 def read(name: str) -> Any:
@@ -84,3 +84,16 @@ def test_compare_runs_notebook_tabulates_and_plots_both_versions(tmp_path: Path)
     assert ("champion: version" in text) != ("no version passed every gate" in text)
     assert "image/png" in mimes
     print(f"02_compare_runs ran in {seconds:.0f}s")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # a training run, a server, three monitoring runs and a retraining
+def test_drift_notebook_serves_monitors_and_retrains_on_the_drifted_window(tmp_path: Path) -> None:
+    notebook, seconds = execute("03_drift.ipynb", tmp_path)
+
+    text, mimes = outputs(notebook)
+    assert "{0.0: 'none', 0.5:" in text and "1.0: 'retrain'}" in text
+    assert "prediction drift" in text and "credit_score" in text  # the last window's reasons and table
+    assert "image/png" in mimes  # the trend plot
+    assert re.search(r"version 2: aliases \[.*'challenger'.*\], trigger drift-monitor run \w+", text)
+    print(f"03_drift ran in {seconds:.0f}s")

@@ -6,12 +6,13 @@ import pytest
 import yaml
 
 from mlops.settings import flat, iter_settings
+from pipelines.monitoring.pipeline import DEFAULTS as MONITORING_DEFAULTS
 from pipelines.registry import compiled_path, pipelines
 from pipelines.signature import packable
 from pipelines.training.pipeline import DEFAULTS as TRAINING_DEFAULTS
 from pipelines.tuning.pipeline import DEFAULTS as TUNING_DEFAULTS
 
-DEFAULTS = {"training": TRAINING_DEFAULTS, "tuning": TUNING_DEFAULTS}
+DEFAULTS = {"training": TRAINING_DEFAULTS, "tuning": TUNING_DEFAULTS, "monitoring": MONITORING_DEFAULTS}
 
 
 @pytest.mark.parametrize("name", sorted(pipelines()))
@@ -39,7 +40,11 @@ def test_defaults_differ_from_the_configs_own_only_where_the_pipeline_says_so(na
         if own is None:
             continue
         changed = {k for k, v in flat(instance).items() if own[k] != v}
-        allowed = {"training": {"experiment"}, "tuning": {"experiment", "tune_trials"}}[name]
+        allowed = {
+            "training": {"experiment"},
+            "tuning": {"experiment", "tune_trials"},
+            "monitoring": {"experiment"},
+        }[name]
         assert changed <= allowed, f"{name}: {type(instance).__name__} overrides {changed - allowed}"
 
 

@@ -43,10 +43,15 @@ def test_logged_rows_match_requests_and_predictions(store: DemoStore, tmp_path: 
     flags = ("--request-log-uri", str(logs), "--request-log-flush-s", "0.3", "--reload-interval-s", "0")
     started = pd.Timestamp.now(tz="UTC")
     with running_server(store, *flags) as server:
+        answered_ids = []
         for i in range(0, 40, 2):
             rows = named_rows(frame.iloc[i : i + 2])
-            response = httpx.post(f"{server.url}/v1/models/{MODEL}:predict", json={"instances": rows})
+            headers = {"x-request-id": "client-0"} if i == 0 else {}
+            response = httpx.post(
+                f"{server.url}/v1/models/{MODEL}:predict", json={"instances": rows}, headers=headers
+            )
             assert response.status_code == 200, response.text
+            answered_ids.append(response.headers["x-request-id"])
         deadline = time.monotonic() + 20
         while len(read_logs(logs / MODEL)) < 40:
             assert time.monotonic() < deadline, f"only {len(read_logs(logs / MODEL))} rows logged"
@@ -54,9 +59,20 @@ def test_logged_rows_match_requests_and_predictions(store: DemoStore, tmp_path: 
         assert not list((logs / MODEL).glob("*.tmp")), "half-written files must not be visible"
 
     logged = read_logs(logs / MODEL).sort_values("timestamp", kind="stable").reset_index(drop=True)
-    assert list(logged.columns) == [*spec.names, "prediction", "model_version", "timestamp"]
+    assert list(logged.columns) == [
+        *spec.names,
+        "prediction",
+        "model_version",
+        "timestamp",
+        "request_id",
+        "request_row",
+    ]
     assert (logged["model_version"] == "1").all()
     assert logged["timestamp"].min() >= started and logged["timestamp"].max() <= pd.Timestamp.now(tz="UTC")
+    # Each row carries its request's id (the client's, else the one the response returned) and its index in it.
+    assert answered_ids[0] == "client-0" and len(set(answered_ids)) == 20
+    assert sorted(set(logged["request_id"])) == sorted(answered_ids)
+    assert all(sorted(rows) == [0, 1] for rows in logged.groupby("request_id")["request_row"].apply(list))
     # Categoricals come back as the strings clients sent; missing values as nulls.
     pd.testing.assert_frame_equal(
         logged[list(spec.categorical)], frame[list(spec.categorical)].astype(object), check_dtype=False

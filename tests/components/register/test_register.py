@@ -103,3 +103,31 @@ def test_bad_inputs_register_nothing(
         register_onnx_model(tmp_path, frame, "credit", LINEAGE, tracking)
     tracking.apply()
     assert mlflow.MlflowClient().search_registered_models() == []
+
+
+def test_registration_stores_a_reference_profile(
+    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext
+) -> None:
+    from mlops.profile import load_version_profile
+
+    registered = register_onnx_model(onnx_dir, frame, "profiled", LINEAGE, tracking, label="default")
+    profile = load_version_profile(tracking.tracking_uri, "profiled", registered.version)
+
+    assert profile.rows == len(frame)
+    assert profile.feature_names == SAMPLE_SCHEMA.features
+    income = next(p for p in profile.numeric if p.name == "income")
+    assert income.missing == int(frame["income"].isna().sum())
+    assert sum(income.counts) == income.rows == int(frame["income"].notna().sum())
+    assert income.std == pytest.approx(float(frame["income"].dropna().std(ddof=0)))
+    purpose = next(p for p in profile.categorical if p.name == "loan_purpose")
+    assert (
+        dict(zip(purpose.categories, purpose.counts, strict=True))
+        == frame["loan_purpose"].value_counts().to_dict()
+    )
+    scores = OnnxScorer.load(onnx_dir / "model.onnx").predict_proba(frame)
+    assert profile.score.mean == pytest.approx(float(scores.mean()), rel=1e-5)
+    assert profile.calibration is not None and set(profile.metrics) == {
+        "accuracy",
+        "roc_auc",
+        "positive_rate",
+    }

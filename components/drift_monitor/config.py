@@ -1,0 +1,79 @@
+"""Settings of the drift check: which window, which tests, what counts as drift."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from mlops.settings import SETTINGS_CONFIG
+
+Method = Literal["wasserstein", "jensenshannon", "psi"]
+METHODS: tuple[str, ...] = ("wasserstein", "jensenshannon", "psi")
+
+
+class WindowSettings(BaseModel):
+    """Which requests a check reads: one model's request log between two instants."""
+
+    model_config = SETTINGS_CONFIG
+
+    model_name: str = Field(default="credit-default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Registered model whose traffic is checked (its request log folder has the same name)."""
+    model_version: str = Field(default="")
+    """Version whose requests and reference profile are compared. Empty: the version the champion alias names."""
+    since: str = Field(default="")
+    """Window start (ISO 8601, UTC if no zone; inclusive). Empty: 24 hours before the window end."""
+    until: str = Field(default="")
+    """Window end (ISO 8601, UTC if no zone; exclusive); also the step of the monitoring metrics. Empty: now."""
+    request_log_uri: str = Field(default="")
+    """Request log root (local path or s3:// URI) holding <model_name>/requests-*.parquet. Empty: <workspace>/request-logs."""
+    min_rows: int = Field(default=100, ge=1)
+    """Fewest logged rows a window must hold; fewer is an error that triggers nothing."""
+    report_rows: int = Field(default=5000, ge=0)
+    """Rows of the window (sampled) and of the reference (resampled from its profile) in the Evidently HTML
+    report; the JSON report's scores always cover the whole window. 0: no HTML report."""
+
+
+class DriftSettings(BaseModel):
+    """Drift tests and thresholds; the defaults are Evidently's for large samples."""
+
+    model_config = SETTINGS_CONFIG
+
+    numeric_method: Method = "wasserstein"
+    """Test for numeric features (Evidently's default for >1000 reference rows: normalised Wasserstein).
+    Numeric features with at most 5 distinct reference values use jensenshannon, as Evidently does."""
+    categorical_method: Method = "jensenshannon"
+    """Test for categorical features (Evidently's default for >1000 reference rows: Jensen-Shannon distance)."""
+    wasserstein_threshold: float = Field(default=0.1, gt=0)
+    """A feature drifts when its Wasserstein distance / reference std is at least this."""
+    jensenshannon_threshold: float = Field(default=0.1, gt=0, le=1)
+    """A feature drifts when its Jensen-Shannon distance (natural log) is at least this."""
+    psi_threshold: float = Field(default=0.1, gt=0)
+    """A feature drifts when its population stability index is at least this."""
+    drift_share: float = Field(default=0.5, gt=0, le=1)
+    """The window drifts (dataset drift) when at least this share of features drift."""
+    prediction_threshold: float = Field(default=0.1, gt=0)
+    """Prediction drift when the scores' Wasserstein distance / reference std is at least this."""
+    trigger_on_prediction_drift: bool = True
+    """Retrain on prediction drift alone too (not only on dataset drift)."""
+    feature_methods: dict[str, str] = Field(default_factory=dict)
+    """Per-feature test, overriding the defaults, e.g. {"income": "psi"}."""
+    feature_thresholds: dict[str, float] = Field(default_factory=dict)
+    """Per-feature threshold, overriding the method's, e.g. {"income": 0.2}."""
+
+    @model_validator(mode="after")
+    def _known_methods(self) -> DriftSettings:
+        bad = {k: v for k, v in self.feature_methods.items() if v not in METHODS}
+        if bad:
+            raise ValueError(f"feature_methods {bad}: each method must be one of {', '.join(METHODS)}")
+        negative = {k: v for k, v in self.feature_thresholds.items() if not v > 0}
+        if negative:
+            raise ValueError(f"feature_thresholds {negative}: thresholds must be > 0")
+        return self
+
+    def threshold(self, method: str) -> float:
+        return {
+            "wasserstein": self.wasserstein_threshold,
+            "jensenshannon": self.jensenshannon_threshold,
+            "psi": self.psi_threshold,
+        }[method]

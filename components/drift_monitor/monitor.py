@@ -1,0 +1,150 @@
+"""One drift check end to end: resolve the version, load its profile, stream the window, judge, log.
+
+Errors (no champion, no profile, an empty window, a log of another schema) raise
+:class:`WindowError` / :class:`mlops.profile.ProfileError` before anything is logged or
+triggered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from components.drift_monitor.config import DriftSettings, WindowSettings
+from components.drift_monitor.core import DriftResult, judge, window_bounds
+from components.drift_monitor.logs import summarise
+from components.drift_monitor.sample import Reservoir
+from components.drift_monitor.window import WindowError, empty_summary
+from mlops.profile import ReferenceProfile, load_version_profile
+from mlops.registry import CHAMPION
+from mlops.tracking import TrackingContext, task_run
+
+JSON_REPORT = "drift_report.json"
+HTML_REPORT = "drift_report.html"
+
+
+@dataclass
+class Check:
+    result: DriftResult
+    profile: ReferenceProfile
+    sample: Reservoir
+
+
+def resolve_version(tracking_uri: str, model_name: str, version: str) -> str:
+    import mlflow
+
+    if version:
+        return version
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri or None, registry_uri=tracking_uri or None)
+    try:
+        return str(client.get_model_version_by_alias(model_name, CHAMPION).version)
+    except mlflow.exceptions.MlflowException as exc:
+        raise WindowError(
+            f"model {model_name!r} has no {CHAMPION!r} version to monitor; name one with model_version"
+        ) from exc
+
+
+def check_window(
+    window: WindowSettings,
+    drift: DriftSettings,
+    tracking_uri: str,
+    log_root: str,
+    now: datetime | None = None,
+) -> Check:
+    start, end = window_bounds(window, now)
+    version = resolve_version(tracking_uri, window.model_name, window.model_version)
+    profile = load_version_profile(tracking_uri, window.model_name, version)
+    calibrate = profile.calibration.apply if profile.calibration else (lambda s: s)
+    summary = empty_summary(profile, start, end, version)
+    sample = Reservoir(window.report_rows)
+    columns = [*profile.feature_names, "prediction"]
+
+    summarise(
+        log_root, window.model_name, summary, profile, calibrate, on_table=lambda t: sample.add(t, columns)
+    )
+    if summary.rows < window.min_rows:
+        others = f"; rows of other versions: {summary.other_versions}" if summary.other_versions else ""
+        raise WindowError(
+            f"the window {start.isoformat()} .. {end.isoformat()} holds {summary.rows} logged row(s) of "
+            f"{window.model_name} v{version} under {log_root} (min_rows {window.min_rows}){others}; widen "
+            "--since/--until, check the request log location, or lower min_rows. Nothing was triggered"
+        )
+    return Check(judge(window.model_name, profile, summary, drift), profile, sample)
+
+
+def metrics_of(result: DriftResult) -> dict[str, float]:
+    values = {
+        "rows": float(result.rows),
+        "share_drifted": result.share_drifted,
+        "dataset_drift": float(result.dataset_drift),
+        "prediction_drift_score": result.prediction_score,
+        "retrain": float(result.decision == "retrain"),
+        **{f"drift_{f.name}": f.score for f in result.features},
+        **{f"estimated_{k}": v for k, v in result.estimated.items()},
+        **{f"reference_{k}": v for k, v in result.reference_metrics.items()},
+        **{f"realised_{k}": v for k, v in result.realised.items()},
+    }
+    return {k: v for k, v in values.items() if v == v}  # NaN (a column absent from the window) is not logged
+
+
+def log_check(check: Check, context: TrackingContext, reports: dict[str, Path]) -> str:
+    """One run in the monitoring experiment; every metric at step = the window's end (epoch seconds)."""
+    import mlflow
+
+    result = check.result
+    end = datetime.fromisoformat(result.end)
+    with task_run(context, "drift_monitor") as run:
+        mlflow.log_params(
+            {
+                "model_name": result.model_name,
+                "model_version": result.version,
+                "since": result.start,
+                "until": result.end,
+            }
+        )
+        mlflow.set_tags(
+            {
+                "mlops.monitor.decision": result.decision,
+                "mlops.monitor.reason": "; ".join(result.reasons)[:4000],
+            }
+        )
+        stamp = int(end.timestamp() * 1000)
+        metrics = [
+            mlflow.entities.Metric(key, value, stamp, int(end.timestamp()))
+            for key, value in metrics_of(result).items()
+        ]
+        mlflow.MlflowClient().log_batch(run.info.run_id, metrics=metrics)
+        for name, path in reports.items():
+            mlflow.log_text(path.read_text(), name)
+        return str(run.info.run_id)
+
+
+def write_reports(check: Check, drift: DriftSettings, json_path: Path, html_path: Path) -> dict[str, Path]:
+    """The JSON report (every score), and the HTML report when the window sample is not empty."""
+    from components.drift_monitor.report import write_html, write_json
+
+    written = {JSON_REPORT: write_json(check.result, json_path)}
+    if check.sample.frame is not None and len(check.sample.frame):
+        written[HTML_REPORT] = write_html(check.profile, check.sample.frame, drift, html_path)
+    return written
+
+
+def record_check(result: DriftResult, run_id: str, workspace_root: str) -> None:
+    """The check's decision and reasons on the audit trail (``drift.checked``)."""
+    from mlops import audit
+
+    audit.record(
+        "drift.checked",
+        f"{result.model_name}/{result.version}",
+        {
+            "decision": result.decision,
+            "reasons": result.reasons,
+            "drifted_features": result.drifted_features,
+            "since": result.start,
+            "until": result.end,
+            "rows": result.rows,
+        },
+        links={"mlflow_run_id": run_id, "model_version": result.version},
+        workspace_root=workspace_root or None,
+    )

@@ -1,0 +1,27 @@
+"""KFP wrapper for :mod:`components.retrain_trigger.core`."""
+
+from kfp import dsl
+
+from mlops.images import PLATFORM_IMAGE
+
+
+@dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
+def trigger_retraining(
+    model_name: str,
+    check_run_id: str,
+    reasons: str,
+    retrain: dict,
+    retrain_overrides: dict,
+    tracking: dict,
+) -> str:
+    """Starts a retraining (local run or KFP run) unless within the cooldown; returns triggered or cooldown."""
+    from components.retrain_trigger.config import RetrainSettings
+    from components.retrain_trigger.core import maybe_trigger
+    from mlops.settings import from_flat
+    from mlops.tracking import TrackingContext
+
+    settings = from_flat(RetrainSettings, {**retrain, "retrain_overrides": retrain_overrides})
+    context = TrackingContext.from_dict(tracking)
+    outcome = maybe_trigger(settings, model_name, context.tracking_uri, check_run_id, reasons)
+    print(f"{outcome.status}: {outcome.reason}")
+    return outcome.status

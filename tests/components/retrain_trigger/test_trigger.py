@@ -1,0 +1,85 @@
+"""The retraining trigger: command lines, cooldown and audit records against a real MLflow registry."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import mlflow
+import pytest
+
+from components.retrain_trigger.config import RetrainSettings
+from components.retrain_trigger.core import (
+    COOLDOWN,
+    TRIGGERED,
+    TriggerError,
+    command,
+    maybe_trigger,
+    run_command,
+)
+from mlops import audit
+from mlops.registry import LAST_RETRAIN_TAG
+
+NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> str:
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    mlflow.MlflowClient(uri, registry_uri=uri).create_registered_model("credit-default")
+    return uri
+
+
+def test_local_and_kfp_command_lines() -> None:
+    local = RetrainSettings(workspace="/ws", retrain_overrides={"epochs": "2"})
+    assert command(local, "credit-default", "sqlite:////ws/mlflow.db", "drift-monitor run abc")[1:] == [
+        "-m", "pipelines.cli", "--workspace", "/ws", "run", "training",
+        "--set=model_name=credit-default", "--set=trigger=drift-monitor run abc",
+        "--set=tracking_uri=sqlite:////ws/mlflow.db", "--set=epochs=2",
+    ]  # fmt: skip
+    kfp = RetrainSettings(retrain_target="kfp", kfp_host="http://kfp:8888", kfp_experiment="re")
+    assert command(kfp, "m", "http://mlflow:5000", "t")[3:] == [
+        "submit", "--pipeline", "training", "--experiment", "re", "--host", "http://kfp:8888",
+        "--set=model_name=m", "--set=trigger=t",
+    ]  # fmt: skip
+    with pytest.raises(TriggerError, match="needs the workspace setting"):
+        command(RetrainSettings(), "m", "", "t")
+
+
+def test_cooldown_holds_back_a_second_trigger_unless_forced(registry: str, tmp_path: Path) -> None:
+    started: list[list[str]] = []
+    settings = RetrainSettings(workspace=str(tmp_path), cooldown_hours=6)
+
+    def trigger(now: datetime, **extra: object) -> str:
+        chosen = settings.model_copy(update=extra)
+        return maybe_trigger(
+            chosen, "credit-default", registry, "run-1", "drift", now, run=started.append
+        ).status
+
+    assert trigger(NOW) == TRIGGERED
+    assert trigger(NOW + timedelta(hours=5, minutes=59)) == COOLDOWN
+    assert trigger(NOW + timedelta(hours=1), force=True) == TRIGGERED
+    assert trigger(NOW + timedelta(hours=7, minutes=1)) == TRIGGERED
+    assert len(started) == 3 and "--set=trigger=drift-monitor run run-1" in started[0]
+    actions = [event.action for event in audit.read_events(tmp_path)]
+    assert actions == ["retrain.triggered", "retrain.suppressed", "retrain.triggered", "retrain.triggered"]
+    suppressed = audit.read_events(tmp_path)[1]
+    assert "cooldown" in suppressed.details["why"] and suppressed.links == {"mlflow_run_id": "run-1"}
+    tags = mlflow.MlflowClient(registry, registry_uri=registry).get_registered_model("credit-default").tags
+    assert tags[LAST_RETRAIN_TAG] == (NOW + timedelta(hours=7, minutes=1)).isoformat()
+
+
+def test_a_failed_retraining_is_recorded_and_does_not_start_the_cooldown(
+    registry: str, tmp_path: Path
+) -> None:
+    settings = RetrainSettings(workspace=str(tmp_path))
+
+    def failing(argv: list[str]) -> str:
+        return run_command([sys.executable, "-c", "import sys; sys.exit('no data')"])
+
+    with pytest.raises(TriggerError, match=r"failed \(exit 1\): no data"):
+        maybe_trigger(settings, "credit-default", registry, "run-2", "drift", NOW, run=failing)
+    assert [e.action for e in audit.read_events(tmp_path)] == ["retrain.triggered", "retrain.failed"]
+    client = mlflow.MlflowClient(registry, registry_uri=registry)
+    assert LAST_RETRAIN_TAG not in client.get_registered_model("credit-default").tags
