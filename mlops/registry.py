@@ -46,6 +46,10 @@ REASON_TAG = f"{TAG_PREFIX}reason"
 PROMOTED_AT_TAG = f"{TAG_PREFIX}promoted_at"
 REPLACED_BY_TAG = f"{TAG_PREFIX}replaced_by"
 HAS_CHAMPION_TAG = f"{TAG_PREFIX}has_champion"
+ROLLOUT_GATE = "canary"
+"""Gate name of a rollout's verdict: ``mlops.gate.canary.decision`` / ``.reason`` on the challenger."""
+ROLLED_BACK_AT_TAG = f"{TAG_PREFIX}rolled_back_at"
+"""Version tag: when a rollout took this version out of traffic (the reason is the canary gate's)."""
 MAX_TAG_CHARS = 4000
 """Longest tag value written; longer reasons are clipped (the reports keep the full text)."""
 

@@ -22,6 +22,10 @@ class TrafficSplitUnsupported(DeploymentError):
     """The target serves one version at a time and was asked to split traffic between two."""
 
 
+class ShadowUnsupported(DeploymentError):
+    """The target cannot mirror requests to a version whose answers are discarded."""
+
+
 @dataclass(frozen=True)
 class TrafficShare:
     """One version answering requests, and the percentage of requests it answers."""
@@ -39,11 +43,17 @@ class DeploymentStatus:
     """The version the target was told to serve (the registry alias); None when the alias is unset."""
     serving: tuple[TrafficShare, ...]
     """Versions that answer requests right now, as reported by the serving side itself."""
+    shadow: str | None = None
+    """A version scoring a copy of every request without answering any (None: no shadow)."""
 
     @property
     def converged(self) -> bool:
-        """True when the desired version answers all requests."""
-        return self.desired_version is not None and self.serving == (TrafficShare(self.desired_version, 100),)
+        """True when the desired version answers all requests and nothing else runs beside it."""
+        return (
+            self.desired_version is not None
+            and self.serving == (TrafficShare(self.desired_version, 100),)
+            and self.shadow is None
+        )
 
     def percent(self, version: str) -> int:
         """The share of requests ``version`` answers (0 when it does not serve)."""
@@ -77,4 +87,23 @@ class DeploymentTarget(Protocol):
 
     def rollback(self) -> DeploymentStatus:
         """Serve again the version that served before the current one; return once it does."""
+        ...
+
+
+class TrafficTarget(DeploymentTarget, Protocol):
+    """A target a rollout can drive step by step: split traffic, mirror it, and report per-version metrics."""
+
+    def describe(self) -> str:
+        """Where it serves, in one line for the audit trail (``local http://…``, ``kserve ns/name``)."""
+        ...
+
+    def shadow(self, version: str, decision_threshold: float) -> DeploymentStatus:
+        """Let ``version`` score a copy of every request while the stable version answers all of them.
+
+        Raises :class:`ShadowUnsupported` where the serving side cannot mirror.
+        """
+        ...
+
+    def metrics_text(self) -> str:
+        """The serving side's Prometheus metrics (text format); raises :class:`DeploymentError` if unreachable."""
         ...
