@@ -11,6 +11,7 @@ from pathlib import Path
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 from pipelines.commands import compile as compile_cmd
 from pipelines.commands import quantize as quantize_cmd
+from pipelines.commands import rollout as rollout_cmd
 from pipelines.commands import run as run_cmd
 from pipelines.commands import serve as serve_cmd
 from pipelines.commands import submit as submit_cmd
@@ -18,7 +19,7 @@ from pipelines.commands import tune as tune_cmd
 from pipelines.commands import ui as ui_cmd
 from pipelines.commands import upload as upload_cmd
 
-COMMANDS = (run_cmd, compile_cmd, tune_cmd, ui_cmd, serve_cmd, quantize_cmd, upload_cmd, submit_cmd)
+COMMANDS = (run_cmd, compile_cmd, tune_cmd, ui_cmd, serve_cmd, quantize_cmd, upload_cmd, submit_cmd, rollout_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,9 @@ evidence it does not have. Checks:
   and within ``max_p99_latency_ratio`` of the champion's (differences under
   ``min_latency_increase_ms`` are histogram resolution and never fail);
 - ``score_shift``: the Kolmogorov–Smirnov distance between the two score distributions
-  stays within ``max_score_shift``;
+  stays within ``max_score_shift`` — or within the test's critical value at
+  ``score_shift_alpha`` for the two sample sizes, when that is larger (a 5 % step gives the
+  challenger few rows, and their histogram is noisy);
 - ``disagreement`` (shadow stage): the share of rows on which the two predicted classes
   differ stays within ``max_disagreement``.
 
@@ -122,8 +124,16 @@ def score_shift(config: RolloutConfig, champion: VersionWindow, challenger: Vers
         return Decision(
             "score_shift", PROMOTE, "not compared: the champion scored no rows in this interval", figures
         )
-    verdict = PROMOTE if distance <= config.max_score_shift else REJECT
-    text = f"score distribution KS distance {distance:.3f}, limit max_score_shift {config.max_score_shift:g}"
+    n, m = challenger.score_buckets[-1][1], champion.score_buckets[-1][1]
+    critical = math.sqrt(-math.log(config.score_shift_alpha / 2) / 2) * math.sqrt((n + m) / (n * m))
+    figures["score_ks_critical"] = critical
+    limit = max(config.max_score_shift, critical)
+    verdict = PROMOTE if distance <= limit else REJECT
+    text = (
+        f"score distribution KS distance {distance:.3f} over {n:.0f} vs {m:.0f} rows, limit {limit:.3f} "
+        f"(max_score_shift {config.max_score_shift:g}, critical value {critical:.3f} at alpha "
+        f"{config.score_shift_alpha:g})"
+    )
     return Decision("score_shift", verdict, text, figures)
 
 

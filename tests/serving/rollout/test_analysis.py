@@ -84,10 +84,20 @@ def test_latency_without_champion_traffic_uses_the_absolute_limit_only() -> None
 
 @pytest.mark.parametrize(("low", "verdict"), [(0.3, "promote"), (0.29, "reject")])
 def test_score_shift_edge(low: float, verdict: str) -> None:
-    # champion: half its scores below 0.5; challenger: `low` of them → KS distance 0.5 - low
-    decision = score_shift(CONFIG, window("1", 100, low_scores=0.5), window("2", 100, low_scores=low))
+    # champion: half its scores below 0.5; challenger: `low` of them → KS distance 0.5 - low.
+    # 10 000 rows each: the critical value (~0.023) is far below max_score_shift.
+    decision = score_shift(CONFIG, window("1", 10_000, low_scores=0.5), window("2", 10_000, low_scores=low))
     assert decision.decision == verdict
     assert decision.metrics["score_ks"] == pytest.approx(0.5 - low)
+    assert "limit 0.200" in decision.reason
+
+
+@pytest.mark.parametrize(("low", "verdict"), [(0.14, "promote"), (0.13, "reject")])
+def test_score_shift_on_few_rows_is_held_to_the_critical_value(low: float, verdict: str) -> None:
+    # 20 challenger rows vs 1000: critical value sqrt(ln(200)/2)·sqrt(1020/20000) ≈ 0.368 at alpha 0.01
+    decision = score_shift(CONFIG, window("1", 1000, low_scores=0.5), window("2", 20, low_scores=low))
+    assert decision.metrics["score_ks_critical"] == pytest.approx(0.3678, abs=1e-3)
+    assert decision.decision == verdict, decision.reason
 
 
 @pytest.mark.parametrize(("disagree", "verdict"), [(5, "promote"), (6, "reject")])
