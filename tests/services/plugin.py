@@ -83,7 +83,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start(name: str, script: str, env: dict[str, str], timeout_s: float = 180) -> str:
+def _start(
+    name: str,
+    script: str,
+    env: dict[str, str],
+    timeout_s: float = 180,
+    setup: str = "bash infra/testing/install.sh",
+) -> str:
     """Run a start script; its last stdout line is the service's address. Fails the test loudly."""
     if not (SCRIPTS / script).is_file():
         pytest.fail(f"{SCRIPTS / script} is missing: the test services need the repository's infra/testing/")
@@ -103,7 +109,7 @@ def _start(name: str, script: str, env: dict[str, str], timeout_s: float = 180) 
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-12:])
         pytest.fail(
             f"cannot start {name} with infra/testing/{script} (exit {result.returncode}):\n{tail}\n"
-            f"Install the packages once with `bash infra/testing/install.sh` (CI's .ci/run does)."
+            f"Set up once with `{setup}` (CI's .ci/run does)."
         )
     TIMINGS[name] = time.monotonic() - started
     return result.stdout.strip().splitlines()[-1]

@@ -1,0 +1,81 @@
+"""A real Kubernetes API server (etcd + kube-apiserver + controller manager), started once per session.
+
+Registered from ``tests/conftest.py``. A test asks for ``kube_apiserver`` and gets a running API
+server on a free 127.0.0.1 port with RBAC on; such tests carry the marker ``kubernetes``
+automatically. The binaries come from ``infra/testing/build_k8s.sh`` (built once per machine
+into ``~/.cache``; ``.ci/run`` runs it). There is no kubelet or scheduler: the controllers that
+cannot run here (KServe, Kubeflow Trainer, Kueue) are played by the tests, which set the
+``status`` of the objects they watch. When the server cannot start the test fails with the
+reason and the build command; it never skips.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.services.plugin import _free_port, _start, _stop
+
+MARKER = "kubernetes"
+FIXTURES = {"kube_apiserver"}
+
+
+@dataclass(frozen=True)
+class KubeCluster:
+    kubeconfig: Path
+    """Admin kubeconfig (token auth, ``system:masters``)."""
+    state: Path
+    """Where etcd's data and the servers' logs live (``apiserver.log``, ``kcm.log``)."""
+
+    def api_client(self) -> Any:
+        """A ``kubernetes.client.ApiClient`` for the admin user."""
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def kubectl(
+        self, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``kubectl`` against this server (the machine's kubectl; 1.32 talks to the 1.20 server)."""
+        result = subprocess.run(
+            ["kubectl", f"--kubeconfig={self.kubeconfig}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}"
+            )
+        return result
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(MARKER)
+
+
+@pytest.fixture(scope="session")
+def kube_apiserver() -> Iterator[KubeCluster]:
+    """etcd + kube-apiserver v1.20 + kube-controller-manager on free ports, RBAC on."""
+    state = Path(tempfile.mkdtemp(prefix="mlops-test-k8s-"))
+    port, etcd_port = _free_port(), _free_port()
+    env = {"DIR": str(state), "PORT": str(port), "ETCD_PORT": str(etcd_port)}
+    try:
+        kubeconfig = _start(
+            "kube-apiserver", "start_k8s.sh", env, timeout_s=120, setup="bash infra/testing/build_k8s.sh"
+        )
+        yield KubeCluster(Path(kubeconfig), state)
+    finally:
+        _stop("stop_k8s.sh", env)
+        shutil.rmtree(state, ignore_errors=True)
