@@ -11,7 +11,12 @@ a target only makes the serving side follow it and reports whether it does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from mlops.registry import PROMOTED_AT_TAG, REPLACED_BY_TAG
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 
 class DeploymentError(RuntimeError):
@@ -107,3 +112,22 @@ class TrafficTarget(DeploymentTarget, Protocol):
     def metrics_text(self) -> str:
         """The serving side's Prometheus metrics (text format); raises :class:`DeploymentError` if unreachable."""
         ...
+
+
+def replaced_by(client: MlflowClient, model_name: str, version: str) -> str:
+    """The version ``version`` most recently replaced: the last one promoted among those tagged replaced_by it.
+
+    The registry's ``mlops.replaced_by`` tags are the history a target's rollback walks back.
+    """
+    candidates = [
+        v
+        for v in client.search_model_versions(f"name='{model_name}'")
+        if v.tags.get(REPLACED_BY_TAG) == str(version)
+    ]
+    if not candidates:
+        raise DeploymentError(
+            f"cannot roll back {model_name} version {version}: no version records "
+            f"{REPLACED_BY_TAG}={version}, so it replaced nothing"
+        )
+    latest = max(candidates, key=lambda v: (v.tags.get(PROMOTED_AT_TAG, ""), int(v.version)))
+    return str(latest.version)

@@ -25,8 +25,8 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING
 
-from mlops.registry import CHAMPION, PROMOTED_AT_TAG, REPLACED_BY_TAG, move_alias
-from serving.targets.base import DeploymentError, DeploymentStatus, TrafficShare
+from mlops.registry import CHAMPION, move_alias
+from serving.targets.base import DeploymentError, DeploymentStatus, TrafficShare, replaced_by
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -86,10 +86,10 @@ class LocalServerTarget:
                 f"({exc.message})"
             ) from exc
         move_alias(self.client, name, self.alias, version, previous=self._alias_version())
-        status = self._wait_until_serving(version)
-        if status.shadow is not None or len(status.serving) > 1:
-            status = self._plan({"challenger": None})  # the promoted challenger now answers as champion
-        return status
+        plan = self._wait_until_serving(version)
+        if plan.get("challenger"):
+            return self._plan({"challenger": None})  # the promoted challenger now answers as champion
+        return self._status(plan)
 
     def set_traffic(self, version: str, percent: int) -> DeploymentStatus:
         """Send ``percent`` % to challenger ``version`` (0 removes it); 100 % for the champion removes any challenger."""
@@ -117,13 +117,16 @@ class LocalServerTarget:
 
     def rollback(self) -> DeploymentStatus:
         """Remove a live challenger (canary at 0 %); with none, serve the version the champion replaced."""
-        status = self.current()
-        if status.shadow is not None or len(status.serving) > 1:
+        try:
+            live_challenger = self._call("GET", self._rollout_url).get("challenger")
+        except DeploymentError:
+            live_challenger = None  # unreachable: the registry says whether there is anything to go back to
+        if live_challenger:
             return self._plan({"challenger": None})
         current = self._alias_version()
         if current is None:
             raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
-        return self.deploy(self._replaced_by(current))
+        return self.deploy(replaced_by(self.client, self.model_name, current))
 
     def metrics_text(self) -> str:
         url = f"{self.server_url}/metrics"
@@ -164,21 +167,6 @@ class LocalServerTarget:
         except OSError as exc:  # URLError, refused connection, timeout
             raise DeploymentError(f"the server at {self.server_url} is unreachable: {exc}") from exc
 
-    def _replaced_by(self, version: str) -> str:
-        """The version ``version`` most recently replaced: the last one promoted among those tagged replaced_by it."""
-        candidates = [
-            v
-            for v in self.client.search_model_versions(f"name='{self.model_name}'")
-            if v.tags.get(REPLACED_BY_TAG) == str(version)
-        ]
-        if not candidates:
-            raise DeploymentError(
-                f"cannot roll back {self.model_name} version {version}: no version records "
-                f"{REPLACED_BY_TAG}={version}, so it replaced nothing"
-            )
-        latest = max(candidates, key=lambda v: (v.tags.get(PROMOTED_AT_TAG, ""), int(v.version)))
-        return str(latest.version)
-
     def _alias_version(self) -> str | None:
         from mlflow.exceptions import MlflowException
 
@@ -187,13 +175,13 @@ class LocalServerTarget:
         except MlflowException:
             return None
 
-    def _wait_until_serving(self, version: str) -> DeploymentStatus:
+    def _wait_until_serving(self, version: str) -> dict[str, object]:
         """Wait until the server's champion (the model following the alias) is ``version``."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             plan = self._call("GET", self._rollout_url)
             if str(plan["champion"]) == version:
-                return self._status(plan)
+                return plan
             if time.monotonic() > deadline:
                 raise DeploymentError(
                     f"{self.model_name} version {version} is models:/{self.model_name}@{self.alias}, but the "

@@ -112,6 +112,10 @@ def test_a_healthy_challenger_is_promoted_through_every_stage(store: DemoStore, 
         assert set(replay.versions) == {champion, challenger}  # both answered during the canary
         status = rollout.target.current()
         assert status.converged and status.desired_version == challenger  # the server's champion moved too
+        plan = httpx.get(f"{server.url}/v2/models/{name}/rollout", timeout=10).json()
+        assert (
+            plan["champion"] == challenger and plan["challenger"] is None
+        )  # one model again, no canary left
         infer = httpx.post(
             f"{server.url}/v2/models/{name}/infer", json=v2_body(encoded(store, 2)), timeout=10
         )
