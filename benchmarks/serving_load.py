@@ -53,7 +53,7 @@ def _ms(text: str) -> float:
 
 
 def parse_wrk(output: str, concurrency: int) -> LoadResult:
-    percentiles = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", output, re.MULTILINE))
+    percentiles = dict(re.findall(r"^\s+(50|99)%\s+(\S+)\s*$", output, re.MULTILINE))
     total = re.search(r"(\d+) requests in", output)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", output)
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
