@@ -9,7 +9,7 @@ InferenceService reports ``Ready`` for the generation it patched (with a timeout
 reads what serves from ``status.components.predictor.traffic``. Which revision is which
 model version is kept in two annotations (:data:`STABLE_ANNOTATION`, :data:`CANARY_ANNOTATION`).
 
-What KServe honours: ``canaryTrafficPercent`` works in the Serverless (Knative) deployment
+What KServe honours: its docs state the canary rollout is supported only in the Serverless (Knative) deployment
 mode; in RawDeployment mode (plain Deployments, no Knative) KServe does not split traffic
 between revisions, so a canary there needs a second InferenceService and a mesh route — this
 target refuses nothing, but the split only happens on Serverless. There is no request
