@@ -19,7 +19,17 @@ from pipelines.commands import tune as tune_cmd
 from pipelines.commands import ui as ui_cmd
 from pipelines.commands import upload as upload_cmd
 
-COMMANDS = (run_cmd, compile_cmd, tune_cmd, ui_cmd, serve_cmd, quantize_cmd, upload_cmd, submit_cmd, rollout_cmd)
+COMMANDS = (
+    run_cmd,
+    compile_cmd,
+    tune_cmd,
+    ui_cmd,
+    serve_cmd,
+    quantize_cmd,
+    upload_cmd,
+    submit_cmd,
+    rollout_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -147,6 +147,6 @@ def disagreement(config: RolloutConfig, challenger: VersionWindow) -> Decision:
     verdict = PROMOTE if share <= config.max_disagreement else REJECT
     text = (
         f"predicted class differs from the champion's on {share:.3f} of {challenger.compared} rows "
-        f"(threshold {config.decision_threshold:g}), limit max_disagreement {config.max_disagreement:g}"
+        f"(threshold {config.agreement_threshold:g}), limit max_disagreement {config.max_disagreement:g}"
     )
     return Decision("disagreement", verdict, text, figures)

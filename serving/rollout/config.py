@@ -46,7 +46,7 @@ class RolloutConfig(BaseModel):
     """A p99 increase smaller than this never fails the ratio check (histogram resolution, scheduler noise)."""
     max_disagreement: float = Field(default=0.05, ge=0.0, le=1.0)
     """Shadow stage: the largest share of rows on which the two models predict different classes."""
-    decision_threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
+    agreement_threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
     """Score at or above which a row counts as the positive class when comparing predictions."""
     max_score_shift: float = Field(default=0.2, ge=0.0, le=1.0)
     """Largest Kolmogorov-Smirnov distance between the two models' score distributions in an interval."""

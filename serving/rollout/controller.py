@@ -142,7 +142,7 @@ class RolloutController:
         """Apply the state's stage on the target and start a fresh analysis window."""
         stage = state.stage_name
         if stage == SHADOW:
-            status = self.target.shadow(state.challenger, state.config.decision_threshold)
+            status = self.target.shadow(state.challenger, state.config.agreement_threshold)
         else:
             status = self.target.set_traffic(state.challenger, int(stage))
         self._baseline = Snapshot.parse(self.target.metrics_text(), state.model_name)

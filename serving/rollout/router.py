@@ -62,7 +62,7 @@ class TrafficPlan(BaseModel):
     challenger: str | None = Field(default=None, description="Challenger version; None removes it.")
     percent: int = Field(default=0, ge=0, le=100, description="Share of requests the challenger answers.")
     shadow: bool = Field(default=False, description="Score a copy of every request; the champion answers.")
-    decision_threshold: float = Field(
+    agreement_threshold: float = Field(
         default=0.5, gt=0.0, lt=1.0, description="Score from which a row is the positive class (agreement)."
     )
 
@@ -261,7 +261,7 @@ class RolloutRouter:
             else:
                 backend = await self._start_backend(plan.challenger, champion)
             canary = _Canary(backend, self._champion, self.name, self.metrics)
-            mirror = _Mirror(backend, self._champion, self.name, self.metrics, plan.decision_threshold)
+            mirror = _Mirror(backend, self._champion, self.name, self.metrics, plan.agreement_threshold)
             self._live = _Live(plan, backend, canary, mirror)
             if previous is not None and previous.backend is not backend:
                 await previous.backend.stop()

@@ -102,7 +102,7 @@ class TrafficTarget(DeploymentTarget, Protocol):
         """Where it serves, in one line for the audit trail (``local http://…``, ``kserve ns/name``)."""
         ...
 
-    def shadow(self, version: str, decision_threshold: float) -> DeploymentStatus:
+    def shadow(self, version: str, agreement_threshold: float) -> DeploymentStatus:
         """Let ``version`` score a copy of every request while the stable version answers all of them.
 
         Raises :class:`ShadowUnsupported` where the serving side cannot mirror.

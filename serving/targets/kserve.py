@@ -147,7 +147,7 @@ class KServeTarget:
         self._patch({CANARY_ANNOTATION: version}, spec)
         return self._wait(lambda status: status.percent(version) == percent)
 
-    def shadow(self, version: str, decision_threshold: float = 0.5) -> DeploymentStatus:
+    def shadow(self, version: str, agreement_threshold: float = 0.5) -> DeploymentStatus:
         raise ShadowUnsupported(
             f"{self.describe()}: an InferenceService cannot mirror requests to a version whose answers are "
             "discarded; run the rollout with shadow off (--no-shadow) here, or shadow on the local target"

@@ -109,8 +109,8 @@ class LocalServerTarget:
             )
         return self._plan({"challenger": version, "percent": percent})
 
-    def shadow(self, version: str, decision_threshold: float = 0.5) -> DeploymentStatus:
-        return self._plan({"challenger": version, "shadow": True, "decision_threshold": decision_threshold})
+    def shadow(self, version: str, agreement_threshold: float = 0.5) -> DeploymentStatus:
+        return self._plan({"challenger": version, "shadow": True, "agreement_threshold": agreement_threshold})
 
     def current(self) -> DeploymentStatus:
         return self._status(self._call("GET", self._rollout_url))
