@@ -48,6 +48,8 @@ REPLACED_BY_TAG = f"{TAG_PREFIX}replaced_by"
 HAS_CHAMPION_TAG = f"{TAG_PREFIX}has_champion"
 ROLLOUT_GATE = "canary"
 """Gate name of a rollout's verdict: ``mlops.gate.canary.decision`` / ``.reason`` on the challenger."""
+ROLLOUT_STAGE_TAG = f"{TAG_PREFIX}rollout.stage"
+"""Version tag: where its rollout is (``shadow``, a canary percentage, ``promoted``, ``rolled_back``)."""
 ROLLED_BACK_AT_TAG = f"{TAG_PREFIX}rolled_back_at"
 """Version tag: when a rollout took this version out of traffic (the reason is the canary gate's)."""
 MAX_TAG_CHARS = 4000

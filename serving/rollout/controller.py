@@ -146,6 +146,7 @@ class RolloutController:
         else:
             status = self.target.set_traffic(state.challenger, int(stage))
         self._baseline = Snapshot.parse(self.target.metrics_text(), state.model_name)
+        self.registry.stage(state.challenger, stage)
         self._record(STEP, state, {"stage": stage, **_traffic(status)})
         return self._save(state)
 

@@ -10,7 +10,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from mlops.gates import PROMOTE, REJECT
-from mlops.registry import CHALLENGER, CHAMPION, ROLLED_BACK_AT_TAG, ROLLOUT_GATE, clip, gate_tag
+from mlops.registry import (
+    CHALLENGER,
+    CHAMPION,
+    ROLLED_BACK_AT_TAG,
+    ROLLOUT_GATE,
+    ROLLOUT_STAGE_TAG,
+    clip,
+    gate_tag,
+)
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -60,11 +68,17 @@ class RolloutRegistry:
         self.client.get_model_version(self.model_name, chosen)  # raises naming a missing version
         return champion, chosen
 
+    def stage(self, version: str, stage: str) -> None:
+        """Record on the version where its rollout is now (the audit trail keeps every step)."""
+        self.client.set_model_version_tag(self.model_name, version, ROLLOUT_STAGE_TAG, stage)
+
     def promoted(self, version: str, reason: str) -> None:
+        self.stage(version, "promoted")
         self._verdict(version, PROMOTE, reason)
         self._drop_challenger_alias(version)
 
     def rolled_back(self, version: str, reason: str) -> None:
+        self.stage(version, "rolled_back")
         self._verdict(version, REJECT, reason)
         self.client.set_model_version_tag(
             self.model_name, version, ROLLED_BACK_AT_TAG, datetime.now(UTC).isoformat()

@@ -20,7 +20,7 @@ import mlflow
 import pytest
 
 from mlops import audit
-from mlops.registry import CHALLENGER, CHAMPION, ROLLED_BACK_AT_TAG, gate_tag
+from mlops.registry import CHALLENGER, CHAMPION, ROLLED_BACK_AT_TAG, ROLLOUT_STAGE_TAG, gate_tag
 from serving.rollout.config import RolloutConfig
 from serving.rollout.controller import RolloutController
 from serving.rollout.history import history
@@ -124,7 +124,7 @@ def test_a_healthy_challenger_is_promoted_through_every_stage(store: DemoStore, 
     with pytest.raises(mlflow.exceptions.MlflowException):
         client.get_model_version_by_alias(name, CHALLENGER)
     tags = client.get_model_version(name, challenger).tags
-    assert tags[gate_tag("canary", "decision")] == "promote"
+    assert tags[gate_tag("canary", "decision")] == "promote" and tags[ROLLOUT_STAGE_TAG] == "promoted"
     assert "passed every stage" in tags[gate_tag("canary", "reason")]
 
     served = [row for row in history(name, store.workspace.root)]
@@ -160,7 +160,7 @@ def test_a_broken_challenger_is_rolled_back_and_no_client_request_fails(
     assert set(seen) == {champion}
     assert status.serving[0].version == champion and status.converged and status.shadow is None
     tags = client.get_model_version(name, challenger).tags
-    assert tags[gate_tag("canary", "decision")] == "reject"
+    assert tags[gate_tag("canary", "decision")] == "reject" and tags[ROLLOUT_STAGE_TAG] == "rolled_back"
     assert "error_rate" in tags[gate_tag("canary", "reason")] and ROLLED_BACK_AT_TAG in tags
     assert str(client.get_model_version_by_alias(name, CHAMPION).version) == champion
     with pytest.raises(mlflow.exceptions.MlflowException):
@@ -186,6 +186,8 @@ def test_too_little_traffic_waits_and_never_promotes(store: DemoStore, tmp_path:
             assert "fewer than min_requests 10; waiting for more traffic" in state.reason
         assert state.waiting == 3 and state.passed == 0 and state.failures == 0
         assert rollout.target.current().percent(challenger) == 100  # still a canary, not promoted
+        client = mlflow.MlflowClient(store.workspace.tracking_uri)
+        assert client.get_model_version(name, challenger).tags[ROLLOUT_STAGE_TAG] == "100"
     assert (
         str(
             mlflow.MlflowClient(store.workspace.tracking_uri)
