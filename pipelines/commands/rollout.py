@@ -94,6 +94,15 @@ def rollout_config(args: argparse.Namespace) -> Any:
 
 
 def rollout_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from serving.targets.base import DeploymentError
+
+    try:
+        return _act(args, workspace)
+    except DeploymentError as exc:  # an unreachable server, a refused plan: one line, exit code 2
+        raise ValueError(str(exc)) from exc
+
+
+def _act(args: argparse.Namespace, workspace: Workspace) -> int:
     if args.rollout_action == "history":
         return _history(args, workspace)
     from serving.rollout.state import StateStore
