@@ -12,10 +12,11 @@ evidence it does not have. Checks:
   ``min_latency_increase_ms`` are histogram resolution and never fail);
 - ``score_shift``: the Kolmogorov–Smirnov distance between the two score distributions
   stays within ``max_score_shift`` — or within the test's critical value at
-  ``score_shift_alpha`` for the two sample sizes, when that is larger (a 5 % step gives the
+  ``significance`` for the two sample sizes, when that is larger (a 5 % step gives the
   challenger few rows, and their histogram is noisy);
 - ``disagreement`` (shadow stage): the share of rows on which the two predicted classes
-  differ stays within ``max_disagreement``.
+  differ stays within ``max_disagreement`` — judged on its Wilson lower confidence bound at
+  ``significance``, so 2 disagreements in 12 rows are not evidence against the challenger.
 
 A check without a champion figure to compare with (the 100 % step sends the champion
 nothing) compares against the absolute limits only and says so in its reason.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Literal
 
 from mlops.gates import PROMOTE, REJECT, Decision, combine
@@ -125,14 +127,14 @@ def score_shift(config: RolloutConfig, champion: VersionWindow, challenger: Vers
             "score_shift", PROMOTE, "not compared: the champion scored no rows in this interval", figures
         )
     n, m = challenger.score_buckets[-1][1], champion.score_buckets[-1][1]
-    critical = math.sqrt(-math.log(config.score_shift_alpha / 2) / 2) * math.sqrt((n + m) / (n * m))
+    critical = math.sqrt(-math.log(config.significance / 2) / 2) * math.sqrt((n + m) / (n * m))
     figures["score_ks_critical"] = critical
     limit = max(config.max_score_shift, critical)
     verdict = PROMOTE if distance <= limit else REJECT
     text = (
         f"score distribution KS distance {distance:.3f} over {n:.0f} vs {m:.0f} rows, limit {limit:.3f} "
         f"(max_score_shift {config.max_score_shift:g}, critical value {critical:.3f} at alpha "
-        f"{config.score_shift_alpha:g})"
+        f"{config.significance:g})"
     )
     return Decision("score_shift", verdict, text, figures)
 
@@ -144,9 +146,21 @@ def disagreement(config: RolloutConfig, challenger: VersionWindow) -> Decision:
         return Decision(
             "disagreement", REJECT, "no shadow row could be compared with the champion's", figures
         )
-    verdict = PROMOTE if share <= config.max_disagreement else REJECT
+    lower = wilson_lower_bound(challenger.disagree, challenger.compared, config.significance)
+    figures["disagreement_lower_bound"] = lower
+    verdict = PROMOTE if lower <= config.max_disagreement else REJECT
     text = (
         f"predicted class differs from the champion's on {share:.3f} of {challenger.compared} rows "
-        f"(threshold {config.agreement_threshold:g}), limit max_disagreement {config.max_disagreement:g}"
+        f"(threshold {config.agreement_threshold:g}; at least {lower:.3f} at significance {config.significance:g}), "
+        f"limit max_disagreement {config.max_disagreement:g}"
     )
     return Decision("disagreement", verdict, text, figures)
+
+
+def wilson_lower_bound(successes: int, trials: int, significance: float) -> float:
+    """One-sided lower confidence bound of a proportion (Wilson score interval)."""
+    z = NormalDist().inv_cdf(1 - significance)
+    p, n = successes / trials, trials
+    centre = p + z * z / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - margin) / (1 + z * z / n))

@@ -50,9 +50,9 @@ class RolloutConfig(BaseModel):
     """Score at or above which a row counts as the positive class when comparing predictions."""
     max_score_shift: float = Field(default=0.2, ge=0.0, le=1.0)
     """Largest Kolmogorov-Smirnov distance between the two models' score distributions in an interval."""
-    score_shift_alpha: float = Field(default=0.01, gt=0.0, lt=1.0)
-    """Significance level of the score-shift test: a distance within the KS critical value for the two
-    sample sizes is sampling noise (a 5 % step sees few challenger rows) and never fails."""
+    significance: float = Field(default=0.01, gt=0.0, lt=0.5)
+    """Significance level of the score-shift and disagreement tests: a difference the interval's sample
+    cannot tell from noise (a 5 % step sees few challenger rows) never fails a check."""
 
     @field_validator("canary_steps")
     @classmethod

@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from serving.rollout.analysis import analyse, disagreement, error_rate, latency, score_shift
+from serving.rollout.analysis import (
+    analyse,
+    disagreement,
+    error_rate,
+    latency,
+    score_shift,
+    wilson_lower_bound,
+)
 from serving.rollout.config import RolloutConfig
 from serving.rollout.window import VersionWindow
 
@@ -100,10 +107,29 @@ def test_score_shift_on_few_rows_is_held_to_the_critical_value(low: float, verdi
     assert decision.decision == verdict, decision.reason
 
 
-@pytest.mark.parametrize(("disagree", "verdict"), [(5, "promote"), (6, "reject")])
+@pytest.mark.parametrize(
+    ("disagree", "rows", "verdict"),
+    [
+        (1600, 10_000, "reject"),  # 16 % of 10 000 rows: lower bound ≈ 0.152 > 0.15
+        (1580, 10_000, "promote"),  # 15.8 %: lower bound ≈ 0.1497, within the limit
+        (2, 12, "promote"),  # 16.7 % of 12 rows: noise, not evidence
+        (30, 100, "reject"),  # 30 % of 100: lower bound ≈ 0.20
+    ],
+)
+def test_disagreement_is_judged_on_its_lower_confidence_bound(disagree: int, rows: int, verdict: str) -> None:
+    config = CONFIG.model_copy(update={"max_disagreement": 0.15})
+    decision = disagreement(config, window("2", rows, agree=rows - disagree, disagree=disagree))
+    assert decision.decision == verdict, decision.reason
+
+
+@pytest.mark.parametrize(("disagree", "verdict"), [(550, "promote"), (551, "reject")])
 def test_disagreement_edge(disagree: int, verdict: str) -> None:
-    decision = disagreement(CONFIG, window("2", 100, agree=100 - disagree, disagree=disagree))
-    assert decision.decision == verdict
+    # 10 000 rows at significance 0.01: the lower bound crosses max_disagreement 0.05 between 550 and 551
+    decision = disagreement(CONFIG, window("2", 10_000, agree=10_000 - disagree, disagree=disagree))
+    assert decision.decision == verdict, decision.reason
+    assert decision.metrics["disagreement_lower_bound"] == pytest.approx(
+        wilson_lower_bound(disagree, 10_000, 0.01)
+    )
 
 
 def test_shadow_judges_disagreement_and_canary_steps_do_not() -> None:
