@@ -9,10 +9,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
+from pipelines.commands import audit as audit_cmd
+from pipelines.commands import cluster as cluster_cmd
 from pipelines.commands import compile as compile_cmd
+from pipelines.commands import data as data_cmd
+from pipelines.commands import keys as keys_cmd
+from pipelines.commands import lineage as lineage_cmd
 from pipelines.commands import quantize as quantize_cmd
 from pipelines.commands import rollout as rollout_cmd
 from pipelines.commands import run as run_cmd
+from pipelines.commands import runs as runs_cmd
 from pipelines.commands import serve as serve_cmd
 from pipelines.commands import submit as submit_cmd
 from pipelines.commands import tune as tune_cmd
@@ -28,6 +34,12 @@ COMMANDS = (
     quantize_cmd,
     upload_cmd,
     submit_cmd,
+    data_cmd,
+    runs_cmd,
+    audit_cmd,
+    keys_cmd,
+    lineage_cmd,
+    cluster_cmd,
     rollout_cmd,
 )
 

@@ -151,7 +151,10 @@ def run_worker(rank: int, world_size: int, job: WorkerJob) -> WorkerResult | Non
     """Train as rank ``rank`` of ``world_size``; rank 0 returns (or saves) the result."""
     config, runtime = job.config, job.runtime
     distributed = world_size > 1
-    device = torch.device(f"cuda:{rank}" if runtime.device_type == "cuda" else "cpu")
+    # The GPU index is the rank on this node: torchrun (cluster jobs) says so in LOCAL_RANK.
+    device = torch.device(
+        f"cuda:{os.environ.get('LOCAL_RANK', rank)}" if runtime.device_type == "cuda" else "cpu"
+    )
     if distributed and runtime.device_type == "cpu":
         torch.set_num_threads(threads_per_rank(world_size))
     state = _RankState(rank, world_size, job, device)
@@ -162,7 +165,9 @@ def run_worker(rank: int, world_size: int, job: WorkerJob) -> WorkerResult | Non
     step_model: nn.Module = state.model
     if distributed:
         step_model = nn.parallel.DistributedDataParallel(
-            state.model, device_ids=[rank] if device.type == "cuda" else None, forward_sync_buffers=False
+            state.model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            forward_sync_buffers=False,
         )
     x_train = torch.from_numpy(job.data.x_train).to(device)
     y_train = torch.from_numpy(job.data.y_train).to(device)

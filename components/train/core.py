@@ -57,12 +57,16 @@ def resolve_checkpoint_dir(checkpoint_dir: str, model_dir: Path) -> Path:
 
 
 def launcher_for(settings: TrainTaskSettings, nproc: int) -> Launcher:
-    """The launcher the task's settings name; the only one today runs the ranks in this task."""
+    """The launcher the task's settings name: ranks in this task, or a job on the Kubernetes cluster."""
     from training.launcher import local_launcher
 
     if settings.launcher == "local":
         return local_launcher(nproc)
-    raise ValueError(f"launcher {settings.launcher!r} is not available; use 'local'")
+    from training.kubernetes_config import check_policy
+    from training.kubernetes_launcher import KubernetesLauncher
+
+    check_policy(settings.cluster, nproc)  # refuse a bad plan before the training data is even read
+    return KubernetesLauncher(settings.cluster, settings.launcher)
 
 
 def run_training(
@@ -81,13 +85,15 @@ def run_training(
     """
     import mlflow
 
-    from training.tracking import MlflowLogger
+    from training.tracking import MlflowLogger, ProgressLogger
     from training.trainer import train
 
     frame, digest = load_table(dataset_path)
     with task_run(tracking_context, TASK_NAME) as run:
         mlflow.set_tags({DATASET_DIGEST_TAG: digest, DATASET_URI_TAG: dataset_path})
-        logger = MlflowLogger(run_id=run.info.run_id, tracking_uri=mlflow.get_tracking_uri())
+        logger = ProgressLogger(
+            MlflowLogger(run_id=run.info.run_id, tracking_uri=mlflow.get_tracking_uri()), config.epochs
+        )
         result = train(
             frame, schema, config, model_dir, checkpoint_dir=checkpoint_dir, logger=logger, launcher=launcher
         )

@@ -76,6 +76,12 @@ def training_pipeline(parameters: Parameters) -> Any:
         train_task=parameters.of(TrainTaskSettings),
         tracking=tracking,
     )
+    # The task's own pod: the ranks run in it with launcher=local; it only submits and waits otherwise.
+    training.set_cpu_request(parameters["task_cpu_request"]).set_memory_request(
+        parameters["task_memory_request"]
+    )
+    training.set_accelerator_type(parameters["task_accelerator_type"])
+    training.set_accelerator_limit(parameters["task_accelerator_limit"])
     model, test_data = training.outputs["model"], training.outputs["test_data"]
     evaluation = evaluate_model(model=model, test_data=test_data, model_name=model_name, tracking=tracking)
     export = export_onnx_model(model=model, test_data=test_data, export=parameters.of(ExportSettings))
@@ -103,7 +109,6 @@ def training_pipeline(parameters: Parameters) -> Any:
         model=model,
         test_data=test_data,
         validation=parameters.of(ValidationConfig),
-        **parameters.unpacked(ValidationConfig),
         **on_version,
     )
     verdict = combine_gates(

@@ -103,7 +103,7 @@ class KServeTarget:
             return self._storage_uri(version)
         return str(self.client.get_model_version_download_uri(self.model_name, version))
 
-    def deploy(self, version: str) -> DeploymentStatus:
+    def deploy(self, version: str, reason: str = "deployed") -> DeploymentStatus:
         """Roll ``version`` out to 100 % (no canary; the service is created if absent), then move the alias."""
         previous = self._alias_version()
         uri = self.storage_uri(version)  # also proves the version exists before anything moves
@@ -120,7 +120,15 @@ class KServeTarget:
         status = self._wait(lambda status: status.percent(version) == 100)
         # The alias moves once the service answers with the version: a refused patch or a revision
         # that never gets Ready leaves the registry as it was.
-        move_alias(self.client, self.model_name, self.alias, version, previous=previous)
+        move_alias(
+            self.client,
+            self.model_name,
+            self.alias,
+            version,
+            previous=previous,
+            reason=reason,
+            links={"deployment": f"kserve/{self.namespace}/{self.name}"},
+        )
         return DeploymentStatus(self.model_name, version, status.serving)
 
     def set_traffic(self, version: str, percent: int) -> DeploymentStatus:
@@ -168,7 +176,9 @@ class KServeTarget:
         current = self._alias_version()
         if current is None:
             raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
-        return self.deploy(replaced_by(self.client, self.model_name, current))
+        return self.deploy(
+            replaced_by(self.client, self.model_name, current), reason=f"rollback from version {current}"
+        )
 
     def metrics_text(self) -> str:
         if not self.metrics_url:

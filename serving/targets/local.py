@@ -74,7 +74,7 @@ class LocalServerTarget:
     def describe(self) -> str:
         return f"local {self.server_url}"
 
-    def deploy(self, version: str) -> DeploymentStatus:
+    def deploy(self, version: str, reason: str = "deployed") -> DeploymentStatus:
         from mlflow.exceptions import MlflowException
 
         name = self.model_name
@@ -85,7 +85,15 @@ class LocalServerTarget:
                 f"cannot deploy {name} version {version!r}: not in the registry at {self.tracking_uri} "
                 f"({exc.message})"
             ) from exc
-        move_alias(self.client, name, self.alias, version, previous=self._alias_version())
+        move_alias(
+            self.client,
+            name,
+            self.alias,
+            version,
+            previous=self._alias_version(),
+            reason=reason,
+            links={"deployment": f"local/{name}"},
+        )
         plan = self._wait_until_serving(version)
         if plan.get("challenger"):
             return self._plan({"challenger": None})  # the promoted challenger now answers as champion
@@ -126,7 +134,9 @@ class LocalServerTarget:
         current = self._alias_version()
         if current is None:
             raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
-        return self.deploy(replaced_by(self.client, self.model_name, current))
+        return self.deploy(
+            replaced_by(self.client, self.model_name, current), reason=f"rollback from version {current}"
+        )
 
     def metrics_text(self) -> str:
         url = f"{self.server_url}/metrics"

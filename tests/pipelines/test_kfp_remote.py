@@ -475,3 +475,42 @@ def test_kube_config_credentials_reach_kfp_through_the_api_server_proxy(
 def test_inconsistent_connection_settings_are_named(settings: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         KfpConnection(**settings)
+
+
+def test_submit_sets_the_kubernetes_launcher_and_the_job_shape(
+    fake: FakeKfp, package: Path, tmp_path: Path
+) -> None:
+    from components.train.config import TrainTaskSettings
+    from components.train.core import launcher_for
+    from mlops.settings import from_flat
+    from training.kubernetes_launcher import KubernetesLauncher
+
+    assert upload(fake, package, tmp_path, "--version-name", "v1") == 0
+    sets = {
+        "launcher": "trainjob",
+        "nproc": "4",
+        "workers": "2",
+        "gpus_per_worker": "2",
+        "gpu_type": "NVIDIA-H100-80GB-HBM3",
+        "region": "eu-west-1",
+        "allowed_regions": "eu-west-1,eu-central-1",
+        "k8s_namespace": "team-risk",
+        "staging_uri": "s3://mlops/train-jobs",
+        "task_cpu_request": "500m",
+    }
+    assert (
+        submit(fake, tmp_path, *[arg for key, value in sets.items() for arg in ("--set", f"{key}={value}")])
+        == 0
+    )
+    (run,) = fake.calls("POST", "/runs")
+    parameters = run.json()["runtime_config"]["parameters"]
+    assert (
+        parameters["workers"] == 2
+        and parameters["gpus_per_worker"] == 2
+        and parameters["launcher"] == "trainjob"
+    )
+    # What the train task then rebuilds from those values (KFP hands them over as text in its dict).
+    task = from_flat(TrainTaskSettings, {k: str(v) for k, v in parameters.items() if k != "nproc"})
+    launcher = launcher_for(task, nproc=parameters["nproc"])
+    assert isinstance(launcher, KubernetesLauncher) and launcher.kind == "trainjob"
+    assert task.cluster.workers * task.cluster.gpus_per_worker == 4

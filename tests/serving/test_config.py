@@ -109,13 +109,14 @@ def test_standalone_entry_point_reports_errors_with_exit_code_2(
 def test_kserve_manifest_runs_mlops_serve_with_valid_flags(tmp_path: Path) -> None:
     import yaml
 
-    from mlops.images import PLATFORM_IMAGE
     from serving.http import OPEN_PATHS
 
-    manifest = yaml.safe_load((REPO / "infra" / "kserve" / "inferenceservice.yaml").read_text())
+    manifest = yaml.safe_load(
+        (REPO / "infra" / "k8s" / "base" / "team" / "inferenceservice.yaml").read_text()
+    )
     assert manifest["apiVersion"] == "serving.kserve.io/v1beta1" and manifest["kind"] == "InferenceService"
     (container,) = manifest["spec"]["predictor"]["containers"]
-    assert container["image"] == PLATFORM_IMAGE
+    assert container["image"] == "mlops-platform", "the kustomize image name the overlays pin"
     assert container["command"][0] == "mlops" and container["args"][0] == "serve"
     token = tmp_path / "token"
     token.write_text("t0ken")

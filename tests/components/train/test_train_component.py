@@ -163,5 +163,14 @@ def test_the_task_settings_pick_the_launcher_that_runs_the_ranks() -> None:
 
     assert isinstance(launcher_for(TrainTaskSettings(), nproc=1), InProcessLauncher)
     assert isinstance(launcher_for(TrainTaskSettings(launcher="local"), nproc=2), LocalProcessesLauncher)
-    with pytest.raises(ValidationError, match=r"launcher\n  Input should be 'local'"):
-        TrainTaskSettings(launcher="trainjob")  # type: ignore[arg-type]
+    from training.kubernetes_config import KubernetesJobSettings
+    from training.kubernetes_launcher import KubernetesLauncher
+
+    cluster = KubernetesJobSettings(k8s_namespace="team-dev", staging_uri="s3://mlops/jobs", workers=2)
+    for kind in ("trainjob", "pytorchjob"):
+        launcher = launcher_for(TrainTaskSettings(launcher=kind, cluster=cluster), nproc=2)
+        assert isinstance(launcher, KubernetesLauncher) and launcher.kind == kind
+    with pytest.raises(
+        ValidationError, match=r"launcher\n  Input should be 'local', 'trainjob' or 'pytorchjob'"
+    ):
+        TrainTaskSettings(launcher="mpijob")  # type: ignore[arg-type]

@@ -1,0 +1,163 @@
+"""Stand-in for the Kubeflow Trainer / Training Operator controller (neither can run here).
+
+The API server is real; the controller is played by this thread, and says so. Once the
+launcher has created its job it does what the controller (with Kueue and the kubelet)
+would be seen doing through the API: the job waits suspended (queued), then its pods
+appear Pending, then Running; then, by ``outcome``:
+
+- ``succeed``: the pod command in the created object runs for real on this machine
+  (:func:`tests.support.k8s_pods.run_pod_command`: the job's whole world on one node),
+  then pods and job are marked succeeded — or failed, if the command failed;
+- ``fail``: pods Failed and the job's Failed condition with a reason;
+- ``hang``: the job stays running (the launcher's time limit must end it).
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kubernetes import client
+
+from tests.support.k8s_pods import run_pod_command
+from training.kubernetes_jobs import JOB_LABEL, PYTORCHJOB_API, TRAINJOB_API
+
+Outcome = Literal["succeed", "fail", "hang"]
+FAILURE_REASON = "BackoffLimitExceeded"
+STAGE_SECONDS = 1.0
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition(kind: str, reason: str, message: str = "") -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": _now(),
+    }
+
+
+@dataclass
+class JobController:
+    """Plays the controller for the first job of ``kind`` created in ``namespace``."""
+
+    api_client: Any
+    namespace: str
+    kind: Literal["trainjob", "pytorchjob"]
+    outcome: Outcome
+    seen: dict[str, Any] = field(default_factory=dict)
+    error: BaseException | None = None
+    pod_output: str = ""
+
+    def __post_init__(self) -> None:
+        self.custom = client.CustomObjectsApi(self.api_client)
+        self.core = client.CoreV1Api(self.api_client)
+        self.api = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
+        self.thread = threading.Thread(target=self._guarded, daemon=True)
+
+    def __enter__(self) -> JobController:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.thread.join(timeout=300)
+        if self.error is not None:
+            raise self.error
+
+    def _guarded(self) -> None:
+        try:
+            self._play()
+        except client.ApiException as exc:
+            if exc.status != 404:  # the launcher deleting the job ends the play
+                self.error = exc
+        except BaseException as exc:
+            self.error = exc
+
+    def _status(self, name: str, conditions: list[dict[str, Any]]) -> None:
+        group, version, plural, _ = self.api
+        body = {"status": {"conditions": conditions}}
+        self.custom.patch_namespaced_custom_object_status(group, version, self.namespace, plural, name, body)
+
+    def _wait_for_job(self) -> dict[str, Any]:
+        group, version, plural, _ = self.api
+        for _ in range(600):
+            items = self.custom.list_namespaced_custom_object(group, version, self.namespace, plural)["items"]
+            if items:
+                return dict(items[0])
+            time.sleep(0.1)
+        raise TimeoutError(f"no {self.api[3]} was created in {self.namespace}")
+
+    def _pods(self, job: dict[str, Any], phase: str, names: list[str] | None = None) -> list[str]:
+        name = job["metadata"]["name"]
+        count = (
+            job["spec"]["trainer"]["numNodes"]
+            if self.kind == "trainjob"
+            else sum(r["replicas"] for r in job["spec"]["pytorchReplicaSpecs"].values())
+        )
+        if names is None:
+            names = []
+            for index in range(count):
+                pod = client.V1Pod(
+                    metadata=client.V1ObjectMeta(name=f"{name}-node-{index}", labels={JOB_LABEL: name}),
+                    spec=client.V1PodSpec(containers=[client.V1Container(name="node", image="stand-in")]),
+                )
+                names.append(self.core.create_namespaced_pod(self.namespace, pod).metadata.name)
+        for pod_name in names:
+            self.core.patch_namespaced_pod_status(pod_name, self.namespace, {"status": {"phase": phase}})
+        return names
+
+    def _command(self, job: dict[str, Any]) -> tuple[list[str], int, dict[str, str]]:
+        if self.kind == "trainjob":
+            trainer = job["spec"]["trainer"]
+            command, env = trainer["command"], trainer["env"]
+            world = trainer["numNodes"] * trainer["numProcPerNode"]
+        else:
+            replicas = job["spec"]["pytorchReplicaSpecs"]
+            (container,) = replicas["Master"]["template"]["spec"]["containers"]
+            command, env = container["command"], container["env"]
+            world = sum(r["replicas"] for r in replicas.values()) * int(job["spec"]["nprocPerNode"])
+        plain = {e["name"]: e["value"] for e in env if "value" in e}
+        plain["MLOPS_METRICS_PORT"] = "0"  # several test jobs on one machine: no fixed port
+        return command, world, plain
+
+    def _play(self) -> None:
+        job = self._wait_for_job()
+        self.seen = job
+        name = job["metadata"]["name"]
+        self._status(name, [condition("Suspended", "Suspended", "waiting for Kueue admission")])
+        time.sleep(STAGE_SECONDS)  # each stage lasts several of the launcher's polls
+        queued_done = "Resumed" if self.kind == "trainjob" else "Running"
+        self._status(name, [{**condition("Suspended", queued_done), "status": "False"}])
+        pods = self._pods(job, "Pending")
+        time.sleep(STAGE_SECONDS)
+        self._pods(job, "Running", pods)
+        if self.outcome == "hang":
+            return
+        if self.outcome == "succeed":
+            command, world, env = self._command(job)
+            done = run_pod_command(command, world, env)
+            self.pod_output = done.stdout + done.stderr
+            succeeded = done.returncode == 0
+        else:
+            succeeded = False
+        done_kind = "Complete" if self.kind == "trainjob" else "Succeeded"
+        self._pods(job, "Succeeded" if succeeded else "Failed", pods)
+        if succeeded:
+            self._status(name, [condition(done_kind, "JobsCompleted", "all pods succeeded")])
+        else:
+            self._status(name, [condition("Failed", FAILURE_REASON, "rank 0 exited with code 1")])
+
+
+def install_crds(cluster: Any) -> None:
+    """The minimal CRDs of infra/k8s/crds, applied and established."""
+    from pipelines import manifests
+
+    cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifests.render("crds"))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")

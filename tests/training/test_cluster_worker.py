@@ -1,0 +1,96 @@
+"""The pods' entry point trains exactly like the local launchers, under a real torchrun."""
+
+from __future__ import annotations
+
+import pickle
+import urllib.request
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mlops import storage
+from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from tests.support.k8s_pods import free_port, run_pod_command
+from training.cluster_worker import PrometheusLogger, main
+from training.config import ModelConfig, TrainConfig
+from training.kubernetes_jobs import worker_command
+from training.launcher import JOB_FILE, RESULT_FILE, LocalProcessesLauncher, load_result
+from training.loop import WorkerJob, WorkerResult
+from training.tracking import NullLogger
+from training.trainer import train
+
+CONFIG = TrainConfig(
+    epochs=2,
+    batch_size=128,
+    learning_rate=5e-3,
+    model=ModelConfig(hidden_units=(16,), dropout=0.0),
+    precision="fp32",
+    device="cpu",
+    patience=0,
+    nproc=2,
+)
+
+
+@dataclass
+class TorchrunPodLauncher:
+    """Stages the job as the Kubernetes launcher does, then runs the pod command on this machine."""
+
+    staging: Path
+    metrics_port: int = 0
+
+    def run(self, job: WorkerJob) -> WorkerResult:
+        storage.write_bytes(str(self.staging / JOB_FILE), pickle.dumps(replace(job, result_path=None)))
+        env = {"MLOPS_METRICS_PORT": str(self.metrics_port), "MLOPS_JOB_NAME": "train-test"}
+        done = run_pod_command(worker_command(str(self.staging)), job.config.nproc, env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return load_result(self.staging / RESULT_FILE)
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return generate(SampleDataConfig(sample_rows=1200, sample_seed=4))
+
+
+def test_torchrun_ranks_train_like_the_local_launcher(frame: pd.DataFrame, tmp_path: Path) -> None:
+    pods = train(
+        frame,
+        SAMPLE_SCHEMA,
+        CONFIG,
+        tmp_path / "pods",
+        launcher=TorchrunPodLauncher(tmp_path / "stage", free_port()),
+    )
+    local = train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "local", launcher=LocalProcessesLauncher())
+    assert pods.epochs_run == local.epochs_run == 2
+    assert pods.best_val_auc == pytest.approx(local.best_val_auc, abs=1e-6)
+    assert [h.val_loss for h in pods.history] == pytest.approx([h.val_loss for h in local.history], abs=1e-6)
+    assert (tmp_path / "stage" / RESULT_FILE).is_file()
+
+
+def test_a_job_planned_for_other_ranks_fails_clearly(frame: pd.DataFrame, tmp_path: Path) -> None:
+    class OneRankPod(TorchrunPodLauncher):
+        def run(self, job: WorkerJob) -> WorkerResult:
+            storage.write_bytes(str(self.staging / JOB_FILE), pickle.dumps(job))
+            done = run_pod_command(worker_command(str(self.staging)), 1)
+            assert done.returncode != 0
+            assert "planned for nproc=2 ranks but torchrun started 1" in done.stderr
+            raise RuntimeError("failed as expected")
+
+    with pytest.raises(RuntimeError, match="failed as expected"):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "m", launcher=OneRankPod(tmp_path / "stage"))
+
+
+def test_entry_point_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage: torchrun -m training.cluster_worker STAGING_URI" in capsys.readouterr().err
+
+
+def test_rank0_serves_training_gauges_for_prometheus() -> None:
+    port = free_port()
+    logger = PrometheusLogger.serve(NullLogger(), port, "train-x")
+    logger.log_metrics({"samples_per_second": 1234.5, "val_auc": 0.75, "other": 1.0}, step=3)
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    assert 'mlops_training_samples_per_second{job_name="train-x"} 1234.5' in body
+    assert 'mlops_training_epoch{job_name="train-x"} 3.0' in body
+    assert 'mlops_training_val_auc{job_name="train-x"} 0.75' in body

@@ -1,0 +1,106 @@
+"""The TrainJob and PyTorchJob the launchers create: shape, placement, queue, and schema-valid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipelines.manifests import validate
+from training.kubernetes_config import KubernetesJobSettings, plan
+from training.kubernetes_jobs import pytorchjob, trainjob
+
+SETTINGS = KubernetesJobSettings(
+    k8s_namespace="team-risk",
+    staging_uri="s3://mlops/jobs/train-1",
+    workers=3,
+    gpus_per_worker=2,
+    gpu_resource="nvidia.com/mig-1g.10gb",
+    gpu_type="NVIDIA-A100-SXM4-80GB",
+    region="eu-west-1",
+    allowed_regions="eu-west-1",
+    priority_class="mlops-production-training",
+    time_limit_hours=0.5,
+)
+PLAN = plan(SETTINGS, nproc=6)
+
+
+def pod_patch(body: dict[str, Any]) -> dict[str, Any]:
+    (patch,) = body["spec"]["runtimePatches"]
+    (job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert job["name"] == "node"
+    template: dict[str, Any] = job["template"]["spec"]["template"]
+    return template
+
+
+@pytest.mark.parametrize("build", [trainjob, pytorchjob])
+def test_jobs_validate_against_their_crd_schemas(build: Any) -> None:
+    body = build(PLAN, "train-abc", "ghcr.io/mlops-platform/mlops:0.1.0")
+    assert list(validate([body], "launcher")) == []
+    labels = body["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "training"
+    assert labels["kueue.x-k8s.io/priority-class"] == "mlops-production-training"
+    assert body["metadata"]["namespace"] == "team-risk"
+
+
+def test_trainjob_shape_resources_and_placement() -> None:
+    body = trainjob(PLAN, "train-abc", "img:1")
+    spec = body["spec"]
+    assert spec["runtimeRef"] == {
+        "name": "torch-distributed",
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+    }
+    assert spec["activeDeadlineSeconds"] == 1800
+    trainer = spec["trainer"]
+    assert (trainer["numNodes"], trainer["numProcPerNode"], trainer["image"]) == (3, 2, "img:1")
+    assert trainer["command"] == ["torchrun", "-m", "training.cluster_worker", "s3://mlops/jobs/train-1"]
+    assert trainer["resourcesPerNode"]["limits"]["nvidia.com/mig-1g.10gb"] == "2"
+    assert trainer["resourcesPerNode"]["requests"] == {
+        "cpu": "2",
+        "memory": "8Gi",
+        "nvidia.com/mig-1g.10gb": "2",
+    }
+    pod = pod_patch(body)
+    assert pod["metadata"]["labels"] == {
+        "mlops.platform/job": "train-abc",
+        "mlops.platform/workload": "training",
+    }
+    assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    assert pod["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    (term,) = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term["matchExpressions"] == [
+        {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west-1"]}
+    ]
+    secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in trainer["env"] if "valueFrom" in e}
+    assert secrets["AWS_SECRET_ACCESS_KEY"]["name"] == "mlops-tracking"
+    assert not any("value" in e and "SECRET" in e["name"] for e in trainer["env"])
+
+
+def test_pytorchjob_has_one_master_and_the_other_workers() -> None:
+    body = pytorchjob(PLAN, "train-abc", "img:1")
+    spec = body["spec"]
+    assert spec["nprocPerNode"] == "2"
+    assert spec["runPolicy"]["activeDeadlineSeconds"] == 1800 and spec["runPolicy"]["backoffLimit"] == 0
+    replicas = spec["pytorchReplicaSpecs"]
+    assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"]) == (1, 2)
+    pod = replicas["Worker"]["template"]
+    (container,) = pod["spec"]["containers"]
+    assert container["resources"]["limits"]["nvidia.com/mig-1g.10gb"] == "2"
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9090}]
+    assert pod["spec"]["priorityClassName"] == "mlops-production-training"
+    assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    assert pod["metadata"]["labels"]["mlops.platform/job"] == "train-abc"
+
+
+def test_single_cpu_worker_has_no_gpu_and_no_worker_replicas() -> None:
+    cpu = plan(KubernetesJobSettings(k8s_namespace="team-dev", staging_uri="/shared/jobs"), nproc=1)
+    body = pytorchjob(cpu, "train-cpu", "img:1")
+    assert set(body["spec"]["pytorchReplicaSpecs"]) == {"Master"}
+    pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert "tolerations" not in pod and "affinity" not in pod and "nodeSelector" not in pod
+    assert pod["containers"][0]["resources"]["requests"] == {"cpu": "2", "memory": "8Gi"}

@@ -1,0 +1,220 @@
+"""Each Kubernetes launcher end to end against a real kube-apiserver, the test playing the controller.
+
+The launcher creates its TrainJob / PyTorchJob through the ``kubernetes`` client; the
+stand-in controller (tests/support/k8s_controller.py) makes it queue, start, and then
+succeed by really running the pod command (torchrun + training.cluster_worker), fail
+with a reason, or hang past the time limit. Refusals (region, budget) leave nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from kubernetes import client
+
+from components.train.config import TrainTaskSettings
+from components.train.core import launcher_for
+from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from tests.services.kubernetes import KubeCluster
+from tests.support.k8s_controller import FAILURE_REASON, JobController, install_crds
+from training.config import ModelConfig, TrainConfig
+from training.kubernetes_config import ClusterPolicyError, KubernetesJobSettings
+from training.kubernetes_jobs import PYTORCHJOB_API, TRAINJOB_API
+from training.kubernetes_launcher import KubernetesLauncher, TrainingJobFailed, TrainingJobTimeout
+from training.trainer import train
+
+CONFIG = TrainConfig(
+    epochs=2,
+    batch_size=128,
+    learning_rate=5e-3,
+    model=ModelConfig(hidden_units=(16,), dropout=0.0),
+    precision="fp32",
+    device="cpu",
+    patience=0,
+    nproc=2,
+)
+KINDS = ["trainjob", "pytorchjob"]
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def cluster(kube_apiserver: KubeCluster) -> KubeCluster:
+    install_crds(kube_apiserver)
+    return kube_apiserver
+
+
+@pytest.fixture
+def namespace(cluster: KubeCluster) -> str:
+    name = f"team-launch-{next(_names)}"
+    cluster.kubectl("create", "namespace", name)
+    return name
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return generate(SampleDataConfig(sample_rows=1200, sample_seed=4))
+
+
+def settings(namespace: str, staging: Path, **overrides: Any) -> KubernetesJobSettings:
+    base: dict[str, Any] = {
+        "k8s_namespace": namespace,
+        "staging_uri": str(staging),
+        "workers": 2,
+        "region": "eu-west-1",
+        "allowed_regions": "eu-west-1,eu-central-1",
+        "poll_interval_s": 0.2,
+    }
+    return KubernetesJobSettings(**{**base, **overrides})
+
+
+def jobs(cluster: KubeCluster, namespace: str, kind: str) -> list[dict[str, Any]]:
+    group, version, plural, _ = TRAINJOB_API if kind == "trainjob" else PYTORCHJOB_API
+    api = client.CustomObjectsApi(cluster.api_client())
+    items: list[dict[str, Any]] = api.list_namespaced_custom_object(group, version, namespace, plural)[
+        "items"
+    ]
+    return [j for j in items if not j["metadata"].get("deletionTimestamp")]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_job_queues_runs_the_pod_code_and_returns_rank0s_result(
+    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path, kind: Any
+) -> None:
+    reports: list[str] = []
+    launcher = KubernetesLauncher(
+        settings(namespace, tmp_path / "stage"), kind, cluster.api_client(), reports.append
+    )
+    with JobController(cluster.api_client(), namespace, kind, "succeed") as controller:
+        result = train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+    assert result.epochs_run == 2 and 0.5 < result.best_val_auc <= 1.0, controller.pod_output[-2000:]
+    assert (tmp_path / "model").is_dir()
+    states = [r.split(": ", 1)[1].split(" ")[0] for r in reports if ": " in r and "created" not in r]
+    phases = [phase for phase, _ in itertools.groupby(states)]
+    assert phases == ["queued", "pending", "running", "succeeded"], reports
+    assert "queued (suspended, waiting for Kueue admission)" in " ".join(reports)
+    assert "2 worker(s) x CPU, queue training, region eu-west-1" in reports[0]
+    labels = controller.seen["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "training"
+    assert jobs(cluster, namespace, kind) == [], "the finished job is deleted"
+    assert reports[-1].endswith("deleted")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_failure_surfaces_the_reason_and_the_pods(
+    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path, kind: Any
+) -> None:
+    launcher = KubernetesLauncher(
+        settings(namespace, tmp_path / "stage"), kind, cluster.api_client(), lambda _: None
+    )
+    with (
+        JobController(cluster.api_client(), namespace, kind, "fail"),
+        pytest.raises(
+            TrainingJobFailed, match=rf"failed: {FAILURE_REASON}: rank 0 exited with code 1"
+        ) as info,
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+    message = str(info.value)
+    assert "-node-0 (Failed) ---" in message and "-node-1 (Failed) ---" in message
+    assert "(empty log: the container wrote nothing, or never started on a node)" in message, (
+        "no kubelet here"
+    )
+    assert jobs(cluster, namespace, kind) == []
+    assert not (tmp_path / "model").exists(), "a failed job leaves no model"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_job_running_past_its_time_limit_is_stopped_and_deleted(
+    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path, kind: Any
+) -> None:
+    limited = settings(namespace, tmp_path / "stage", time_limit_hours=1 / 3600)
+    launcher = KubernetesLauncher(limited, kind, cluster.api_client(), lambda _: None)
+    with (
+        JobController(cluster.api_client(), namespace, kind, "hang") as controller,
+        pytest.raises(TrainingJobTimeout, match=r"still running after time_limit_hours=0.000277"),
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+    spec = controller.seen["spec"]
+    deadline = (
+        spec["activeDeadlineSeconds"] if kind == "trainjob" else spec["runPolicy"]["activeDeadlineSeconds"]
+    )
+    assert deadline == 1, "the cluster enforces the same limit"
+    assert jobs(cluster, namespace, kind) == []
+
+
+def test_a_job_never_admitted_times_out_in_the_queue(
+    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    waiting = settings(namespace, tmp_path / "stage", queue_timeout_hours=1 / 3600, keep_job=True)
+    launcher = KubernetesLauncher(waiting, "trainjob", cluster.api_client(), lambda _: None)
+    with pytest.raises(
+        TrainingJobTimeout, match=r"did not start within queue_timeout_hours=.*check the queue 'training'"
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+    assert len(jobs(cluster, namespace, "trainjob")) == 1, "keep_job leaves it for inspection"
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            {"region": "us-east-1"},
+            r"region 'us-east-1' is outside allowed_regions \(eu-west-1, eu-central-1\)",
+        ),
+        (
+            {"workers": 1, "gpus_per_worker": 2, "time_limit_hours": 40, "gpu_hours_budget": 64},
+            r"estimated 80 GPU-hours .* exceeds gpu_hours_budget=64 by 16 GPU-hours",
+        ),
+    ],
+    ids=["region", "budget"],
+)
+@pytest.mark.parametrize("kind", KINDS)
+def test_refusals_happen_before_any_object_exists(
+    cluster: KubeCluster,
+    namespace: str,
+    frame: pd.DataFrame,
+    tmp_path: Path,
+    kind: Any,
+    overrides: dict[str, Any],
+    message: str,
+) -> None:
+    refused = settings(namespace, tmp_path / "stage", **overrides)
+    launcher = KubernetesLauncher(refused, kind, cluster.api_client(), lambda _: None)
+    with pytest.raises(ClusterPolicyError, match=message):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+    task = TrainTaskSettings(launcher=kind, cluster=refused)
+    with pytest.raises(ClusterPolicyError, match=message):
+        launcher_for(task, CONFIG.nproc)  # the task refuses before reading its data
+    assert jobs(cluster, namespace, kind) == []
+    assert not (tmp_path / "stage").exists(), "nothing staged either"
+    pods = client.CoreV1Api(cluster.api_client()).list_namespaced_pod(namespace).items
+    assert pods == []
+
+
+def test_a_service_account_without_rights_gets_a_clear_refusal(
+    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    unprivileged = cluster.api_client()
+    unprivileged.set_default_header("Impersonate-User", f"system:serviceaccount:{namespace}:default")
+    launcher = KubernetesLauncher(
+        settings(namespace, tmp_path / "stage"), "trainjob", unprivileged, lambda _: None
+    )
+    with pytest.raises(
+        TrainingJobFailed,
+        match=rf"cannot create the TrainJob: the train task's ServiceAccount may not create "
+        rf"trainjobs.trainer.kubeflow.org in '{namespace}': run it as mlops-pipeline-runner .* \(403 Forbidden\)",
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+
+
+def test_a_missing_namespace_is_named(cluster: KubeCluster, frame: pd.DataFrame, tmp_path: Path) -> None:
+    launcher = KubernetesLauncher(
+        settings("team-nowhere", tmp_path / "stage"), "pytorchjob", cluster.api_client(), print
+    )
+    with pytest.raises(
+        TrainingJobFailed, match=r"namespace 'team-nowhere' does not exist, or .* \(404 Not Found\)"
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)

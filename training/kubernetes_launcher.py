@@ -1,0 +1,224 @@
+"""Kubernetes launchers: the training ranks run as a Kubeflow TrainJob or a PyTorchJob.
+
+:class:`KubernetesLauncher` is a :class:`training.launcher.Launcher`. For one job it:
+
+1. checks the plan (:func:`training.kubernetes_config.plan`: data residency, GPU-hour
+   budget, ranks = ``nproc``) — a refusal leaves nothing behind, not even a staged file;
+2. stages the pickled :class:`~training.loop.WorkerJob` under ``staging_uri/<job>/``
+   through the one storage layer (``mlops.storage``);
+3. creates the job through the ``kubernetes`` client (never kubectl);
+4. waits, reporting each change of state: ``queued`` (suspended by Kueue, or no pods
+   yet), ``pending`` (pods not all running), ``running``; the TrainJob API itself only
+   says Suspended/Complete/Failed, so the pods (label ``mlops.platform/job``) tell the rest;
+5. on failure raises :class:`TrainingJobFailed` with the controller's reason and the
+   tail of the failed pods' logs; after ``queue_timeout_hours`` without starting, or
+   ``time_limit_hours`` of running, raises :class:`TrainingJobTimeout`;
+6. deletes the job (and so its pods) unless ``keep_job``, then reads rank 0's result.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from mlops import storage
+from mlops.images import PLATFORM_IMAGE
+from training.kubernetes_config import JobPlan, KubernetesJobSettings, plan
+from training.kubernetes_jobs import JOB_LABEL, PYTORCHJOB_API, TRAINJOB_API, pytorchjob, trainjob
+from training.launcher import JOB_FILE, RESULT_FILE, load_result
+from training.loop import WorkerJob, WorkerResult
+
+JobKind = Literal["trainjob", "pytorchjob"]
+LOG_TAIL_LINES = 40
+
+
+class TrainingJobFailed(RuntimeError):
+    """The cluster reported the job failed; the message has its reason and the failed pods' logs."""
+
+
+class TrainingJobTimeout(TimeoutError):
+    """The job did not start within queue_timeout_hours, or ran past time_limit_hours."""
+
+
+@dataclass(frozen=True)
+class JobState:
+    """What one status check saw."""
+
+    phase: str
+    """queued, pending, running, succeeded or failed."""
+    detail: str = ""
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind and cond.get("status") == "True":
+            return dict(cond)
+    return None
+
+
+def job_state(kind: JobKind, obj: dict[str, Any], pods: list[Any]) -> JobState:
+    """The job's state from its conditions, refined by its pods' phases."""
+    done, failed = ("Complete", "Failed") if kind == "trainjob" else ("Succeeded", "Failed")
+    if cond := _condition(obj, failed):
+        return JobState("failed", f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": "))
+    if _condition(obj, done):
+        return JobState("succeeded")
+    suspended = _condition(obj, "Suspended") or (obj.get("spec") or {}).get("suspend") is True
+    if suspended or not pods:
+        return JobState("queued", "suspended, waiting for Kueue admission" if suspended else "no pods yet")
+    phases = [p.status.phase or "Pending" for p in pods]
+    if all(phase in ("Running", "Succeeded") for phase in phases):
+        return JobState("running", f"{len(pods)} pod(s) running")
+    return JobState("pending", f"{phases.count('Running')}/{len(pods)} pod(s) running")
+
+
+class KubernetesLauncher:
+    """Runs a :class:`WorkerJob` as a TrainJob (``kind="trainjob"``) or a PyTorchJob on a cluster."""
+
+    def __init__(
+        self,
+        settings: KubernetesJobSettings,
+        kind: JobKind,
+        api_client: Any = None,
+        report: Callable[[str], None] = print,
+    ) -> None:
+        self.settings, self.kind, self.report = settings, kind, report
+        self._api_client = api_client
+
+    def _apis(self) -> tuple[Any, Any]:
+        from kubernetes import client, config
+
+        if self._api_client is None:
+            try:
+                config.load_incluster_config()
+            except config.ConfigException:
+                config.load_kube_config()
+            self._api_client = client.ApiClient()
+        return client.CustomObjectsApi(self._api_client), client.CoreV1Api(self._api_client)
+
+    def run(self, job: WorkerJob) -> WorkerResult:
+        checked = plan(self.settings, job.config.nproc)  # refuses before anything exists
+        name = f"train-{uuid.uuid4().hex[:12]}"
+        staging = f"{checked.settings.staging_uri}/{name}"
+        storage.write_bytes(f"{staging}/{JOB_FILE}", pickle.dumps(replace(job, result_path=None)))
+        custom, core = self._apis()
+        group, version, plural, _ = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
+        build = trainjob if self.kind == "trainjob" else pytorchjob
+        body = build(
+            replace(checked, settings=checked.settings.model_copy(update={"staging_uri": staging})),
+            name,
+            self.image,
+        )
+        self._create(custom, checked.namespace, body)
+        self.report(f"{body['kind']} {checked.namespace}/{name} created: {self._shape(checked)}")
+        try:
+            self._wait(custom, core, checked, name)
+        finally:
+            if not self.settings.keep_job:
+                custom.delete_namespaced_custom_object(
+                    group, version, checked.namespace, plural, name, propagation_policy="Background"
+                )
+                self.report(f"{body['kind']} {checked.namespace}/{name} deleted")
+        return self._result(staging)
+
+    def _create(self, custom: Any, namespace: str, body: dict[str, Any]) -> None:
+        """Create the job; a refusal says what the API server said and what usually fixes it."""
+        from kubernetes.client import ApiException
+
+        group, version, plural, kind = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
+        try:
+            custom.create_namespaced_custom_object(group, version, namespace, plural, body)
+        except ApiException as exc:
+            hints = {
+                403: f"the train task's ServiceAccount may not create {plural}.{group} in {namespace!r}: run it "
+                "as mlops-pipeline-runner (infra/k8s/base/team/rbac.yaml)",
+                404: f"namespace {namespace!r} does not exist, or the cluster does not serve {plural}.{group}/"
+                f"{version} (install {'Kubeflow Trainer v2' if self.kind == 'trainjob' else 'the Training Operator'})",
+            }
+            reason = hints.get(exc.status, "the API server refused the object")
+            raise TrainingJobFailed(
+                f"cannot create the {kind}: {reason} ({exc.status} {exc.reason})"
+            ) from None
+
+    @property
+    def image(self) -> str:
+        return self.settings.training_image or PLATFORM_IMAGE
+
+    def _shape(self, checked: JobPlan) -> str:
+        s = checked.settings
+        gpus = f"{s.gpus_per_worker} x {s.gpu_resource}" + (f" ({s.gpu_type})" if s.gpu_type else "")
+        where = f", region {s.region}" if s.region else ""
+        return f"{s.workers} worker(s) x {gpus if s.gpus_per_worker else 'CPU'}, queue {s.kueue_queue}{where}"
+
+    def _wait(self, custom: Any, core: Any, checked: JobPlan, name: str) -> None:
+        group, version, plural, kind = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
+        s = checked.settings
+        created = time.monotonic()
+        started: float | None = None
+        last: JobState | None = None
+        while True:
+            obj = custom.get_namespaced_custom_object(group, version, checked.namespace, plural, name)
+            pods = core.list_namespaced_pod(checked.namespace, label_selector=f"{JOB_LABEL}={name}").items
+            state = job_state(self.kind, obj, pods)
+            if state != last:
+                self.report(f"{kind} {name}: {state.phase}" + (f" ({state.detail})" if state.detail else ""))
+                last = state
+            if state.phase == "succeeded":
+                return
+            if state.phase == "failed":
+                raise TrainingJobFailed(
+                    f"{kind} {checked.namespace}/{name} failed: {state.detail or 'no reason given'}\n"
+                    + self._logs(core, checked.namespace, pods)
+                )
+            now = time.monotonic()
+            if state.phase == "running" and started is None:
+                started = now
+            grace = 2 * s.poll_interval_s
+            if started is None and now - created > s.queue_timeout_hours * 3600:
+                raise TrainingJobTimeout(
+                    f"{kind} {checked.namespace}/{name} did not start within queue_timeout_hours="
+                    f"{s.queue_timeout_hours:g} (last state: {state.phase} {state.detail}); check the queue "
+                    f"{s.kueue_queue!r} (kubectl get workloads -n {checked.namespace})"
+                )
+            if started is not None and now - started > s.time_limit_hours * 3600 + grace:
+                raise TrainingJobTimeout(
+                    f"{kind} {checked.namespace}/{name} still {state.phase} after time_limit_hours="
+                    f"{s.time_limit_hours:g}; raise time_limit_hours or train less\n"
+                    + self._logs(core, checked.namespace, pods)
+                )
+            time.sleep(s.poll_interval_s)
+
+    def _logs(self, core: Any, namespace: str, pods: list[Any]) -> str:
+        """The last lines of each failed pod's log (of every pod when none is marked failed)."""
+        failed = [p for p in pods if p.status.phase == "Failed"] or pods
+        if not failed:
+            return "no pods were created: nothing to show"
+        parts = []
+        for pod in failed:
+            pod_name = pod.metadata.name
+            try:
+                text = core.read_namespaced_pod_log(pod_name, namespace, tail_lines=LOG_TAIL_LINES)
+            except Exception as exc:  # a pod without a node has no log; say so rather than hide the failure
+                text = f"(log unavailable: {getattr(exc, 'reason', None) or exc})"
+            text = text.rstrip() or "(empty log: the container wrote nothing, or never started on a node)"
+            parts.append(f"--- {pod_name} ({pod.status.phase}) ---\n{text}")
+        return "\n".join(parts)
+
+    def _result(self, staging: str) -> WorkerResult:
+        uri = f"{staging}/{RESULT_FILE}"
+        with tempfile.TemporaryDirectory(prefix="mlops-k8s-") as scratch:
+            path = Path(scratch) / RESULT_FILE
+            try:
+                path.write_bytes(storage.read_bytes(uri))
+            except storage.ObjectNotFound:
+                raise TrainingJobFailed(
+                    f"the job reported success but rank 0 left no result at {uri}; the pods' image may run "
+                    "other code than this task's"
+                ) from None
+            return load_result(path)
