@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import mlflow
@@ -22,9 +21,9 @@ from mlops.registry import CHAMPION
 from serving.targets.base import DeploymentError, ShadowUnsupported, TrafficShare
 from serving.targets.kserve import CANARY_ANNOTATION, GROUP, PLURAL, STABLE_ANNOTATION, VERSION, KServeTarget
 from tests.services.kubernetes import KubeCluster
+from tests.support.k8s_controller import install_crds
 from tests.support.serving import DemoStore, register
 
-CRD = Path(__file__).parents[3] / "infra" / "k8s" / "crds" / "serving.kserve.io_inferenceservices.yaml"
 NAMESPACE = "rollout-tests"
 
 
@@ -91,8 +90,7 @@ class PlayedController(threading.Thread):
 
 @pytest.fixture(scope="module")
 def cluster(kube_apiserver: KubeCluster) -> KubeCluster:
-    kube_apiserver.kubectl("create", "-f", str(CRD), check=False)
-    kube_apiserver.kubectl("wait", "--for=condition=Established", "crd/inferenceservices.serving.kserve.io")
+    install_crds(kube_apiserver)  # infra/k8s/crds, InferenceService included
     kube_apiserver.kubectl("create", "namespace", NAMESPACE, check=False)
     return kube_apiserver
 
