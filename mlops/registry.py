@@ -55,6 +55,12 @@ PROFILE_TAG = f"{TAG_PREFIX}reference_profile"
 """Version tag: URI of the version's reference profile (``mlops.profile``), written at registration."""
 LAST_RETRAIN_TAG = f"{TAG_PREFIX}last_retrain_trigger"
 """Registered-model tag: UTC time of the last retraining the monitor triggered (the cooldown reads it)."""
+ROLLOUT_GATE = "canary"
+"""Gate name of a rollout's verdict: ``mlops.gate.canary.decision`` / ``.reason`` on the challenger."""
+ROLLOUT_STAGE_TAG = f"{TAG_PREFIX}rollout.stage"
+"""Version tag: where its rollout is (``shadow``, a canary percentage, ``promoted``, ``rolled_back``)."""
+ROLLED_BACK_AT_TAG = f"{TAG_PREFIX}rolled_back_at"
+"""Version tag: when a rollout took this version out of traffic (the reason is the canary gate's)."""
 MAX_TAG_CHARS = 4000
 """Longest tag value written; longer reasons are clipped (the reports keep the full text)."""
 

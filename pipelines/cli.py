@@ -18,6 +18,7 @@ from pipelines.commands import keys as keys_cmd
 from pipelines.commands import lineage as lineage_cmd
 from pipelines.commands import monitor as monitor_cmd
 from pipelines.commands import quantize as quantize_cmd
+from pipelines.commands import rollout as rollout_cmd
 from pipelines.commands import run as run_cmd
 from pipelines.commands import runs as runs_cmd
 from pipelines.commands import serve as serve_cmd
@@ -43,6 +44,7 @@ COMMANDS = (
     cluster_cmd,
     monitor_cmd,
     feedback_cmd,
+    rollout_cmd,
 )
 
 

@@ -24,8 +24,10 @@ from serving.handlers import Handlers
 from serving.http import BearerAuth
 from serving.lifecycle import ServerLifecycle
 from serving.metrics import ServingMetrics
-from serving.model_router import AliasRouter, ModelRouter
+from serving.model_router import ModelRouter
 from serving.reload import ModelHolder
+from serving.rollout.admin import admin_routes
+from serving.rollout.router import RolloutRouter
 from serving.routes import route_table
 from serving.runtime import LoadedModel
 
@@ -35,14 +37,16 @@ def create_app(
     model: LoadedModel,
     resolve: Callable[[], str] | None = None,
     load: Callable[[str], LoadedModel] | None = None,
-    make_router: Callable[[ServerConfig, ModelBackend], ModelRouter] = AliasRouter,
+    make_router: Callable[[ServerConfig, ModelBackend], ModelRouter] | None = None,
 ) -> Starlette:
     """The ASGI app serving ``model``.
 
     ``resolve`` (the version the alias points at now) and ``load`` (fetch, verify and
     open a version) enable hot reload every ``config.reload_interval_s`` seconds.
     ``make_router`` builds the :class:`~serving.model_router.ModelRouter` from the backend serving
-    ``model``; a rollout passes its own (canary, shadow) here.
+    ``model``; by default a :class:`~serving.rollout.router.RolloutRouter`, which answers like
+    :class:`~serving.model_router.AliasRouter` until a challenger is set through its admin route
+    (``PUT /v2/models/<name>/rollout``, :mod:`serving.rollout.admin`).
     """
     metrics = ServingMetrics()
     metrics.served(model.name, model.version, model.sha256, model.precision)
@@ -53,10 +57,13 @@ def create_app(
         config.inference_in_thread,
         on_batch=lambda used, rows: metrics.batch(used.name, used.version, rows),
     )
-    handlers = Handlers(config, make_router(config, backend), metrics)
+    router = (
+        RolloutRouter(config, backend, metrics, load) if make_router is None else make_router(config, backend)
+    )
+    handlers = Handlers(config, router, metrics)
     lifecycle = ServerLifecycle(config, handlers, metrics, resolve, load)
     app = Starlette(
-        routes=route_table(handlers),
+        routes=route_table(handlers) + (admin_routes(router) if isinstance(router, RolloutRouter) else []),
         lifespan=lifecycle.lifespan,
         exception_handlers={404: handlers.no_route, 405: handlers.no_route},
     )

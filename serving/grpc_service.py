@@ -35,8 +35,8 @@ from serving.proto import grpc_predict_v2_pb2_grpc as pb_grpc
 from serving.tensors import DTYPES, from_binary
 
 if TYPE_CHECKING:
-    from serving.backend import ModelBackend
     from serving.handlers import Handlers
+    from serving.model_router import Scorer
 
 log = logging.getLogger("serving")
 STATUS = {
@@ -123,7 +123,7 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
 
     async def _select(
         self, name: str, version: str, context: grpc.aio.ServicerContext
-    ) -> tuple[ModelBackend, str | None]:
+    ) -> tuple[Scorer, str | None]:
         try:
             return self.handlers.router.select(route(name, version, context))
         except ProtocolError as exc:

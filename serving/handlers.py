@@ -28,10 +28,9 @@ from serving.tensors import BINARY_EXTENSION, HEADER_LENGTH, FeatureBounds, spli
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from serving.backend import ModelBackend
     from serving.config import ServerConfig
     from serving.metrics import ServingMetrics
-    from serving.model_router import ModelRouter
+    from serving.model_router import ModelRouter, Scorer
     from serving.request_log import RequestLogger
     from serving.runtime import LoadedModel
 
@@ -75,7 +74,7 @@ class Handlers:
         return found
 
     async def score(
-        self, backend: ModelBackend, version: str | None, x: np.ndarray, request_id: str = ""
+        self, backend: Scorer, version: str | None, x: np.ndarray, request_id: str = ""
     ) -> tuple[np.ndarray, LoadedModel]:
         """Probabilities for an admitted matrix (batched), checked finite, and logged; every protocol ends here."""
         y, used = await backend.predict(x, version)

@@ -14,6 +14,10 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 # Sub-millisecond buckets: a small model answers in ~0.1 ms; the top buckets catch queueing under load.
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
+SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 20))
+"""Twenty equal-width bins of the predicted probability: enough for a score-distribution shift test."""
+ROLES = ("champion", "challenger", "shadow")
+"""Which part a version plays in a rollout: answers by default, answers a canary share, scores a copy."""
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
@@ -60,6 +64,32 @@ class ServingMetrics:
             ["model", "outcome"],
             registry=self.registry,
         )
+        self.scored_requests = Counter(
+            "mlops_serving_scored_requests",
+            "Requests each model version scored, by role (champion, challenger, shadow) and outcome (ok, error).",
+            ["model", "version", "role", "outcome"],
+            registry=self.registry,
+        )
+        self.scoring_latency = Histogram(
+            "mlops_serving_scoring_latency_seconds",
+            "Time one version took to score a request (queueing for its batch included), by role.",
+            ["model", "version", "role"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.scores = Histogram(
+            "mlops_serving_scores",
+            "Predicted probabilities per version and role: the score distribution a rollout compares.",
+            ["model", "version", "role"],
+            buckets=SCORE_BUCKETS,
+            registry=self.registry,
+        )
+        self.shadow_rows = Counter(
+            "mlops_serving_shadow_rows",
+            "Rows scored by a shadow version, by whether its predicted class agreed with the champion's.",
+            ["model", "version", "agreement"],
+            registry=self.registry,
+        )
 
         self._children: dict[tuple[str, ...], Any] = {}
 
@@ -79,6 +109,24 @@ class ServingMetrics:
         self._child(self.requests, model, version, protocol, str(code)).inc()
         if seconds is not None:
             self._child(self.latency, model, version, protocol).observe(seconds)
+
+    def scored(self, model: str, version: str, role: str, seconds: float, scores: Any | None) -> None:
+        """One request scored by ``version`` in ``role``; ``scores`` None means it failed."""
+        if scores is None:
+            self._child(self.scored_requests, model, version, role, "error").inc()
+            return
+        self._child(self.scored_requests, model, version, role, "ok").inc()
+        self._child(self.scoring_latency, model, version, role).observe(seconds)
+        histogram = self._child(self.scores, model, version, role)
+        for value in scores.tolist():
+            histogram.observe(value)
+
+    def compared(self, model: str, version: str, agree: int, disagree: int) -> None:
+        """Rows a shadow version scored, split by agreement with the champion's predicted class."""
+        if agree:
+            self._child(self.shadow_rows, model, version, "agree").inc(agree)
+        if disagree:
+            self._child(self.shadow_rows, model, version, "disagree").inc(disagree)
 
     def batch(self, model: str, version: str, rows: int) -> None:
         self._child(self.batch_size, model, version).observe(rows)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from serving.protocol import ProtocolError
 
 if TYPE_CHECKING:
@@ -21,6 +23,19 @@ if TYPE_CHECKING:
 
     from serving.backend import ModelBackend
     from serving.config import ServerConfig
+    from serving.reload import ModelHolder
+    from serving.runtime import LoadedModel
+
+
+class Scorer(Protocol):
+    """What a handler needs from the backend chosen for a request (a :class:`ModelBackend` is one)."""
+
+    @property
+    def holder(self) -> ModelHolder:
+        """The model whose input contract the request is parsed against."""
+        ...
+
+    async def predict(self, x: np.ndarray, version: str | None) -> tuple[np.ndarray, LoadedModel]: ...
 
 
 class ModelRouter(Protocol):
@@ -36,7 +51,7 @@ class ModelRouter(Protocol):
         """The backend whose model answers when no request names one (metadata, error labels)."""
         ...
 
-    def select(self, request: Request) -> tuple[ModelBackend, str | None]:
+    def select(self, request: Request) -> tuple[Scorer, str | None]:
         """The backend for ``request`` and the version its path pins (None: whatever is served).
 
         Raises :class:`~serving.protocol.ProtocolError` (404) when the path names a model or

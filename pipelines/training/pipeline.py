@@ -1,5 +1,8 @@
 """The training pipeline: prepare → validate → train → evaluate → export → register → gate → promote.
 
+With ``canary`` on, a version that passed the gates is rolled out (shadow, canary steps) on a
+running server instead of being promoted at once (``components/canary``).
+
 Every parameter comes from a stage's typed config (``DEFAULTS``: the values are the
 pipeline's defaults), with its description, because operators start runs from the
 KFP UI form. The same compiled YAML runs under ``kfp.local`` and on a cluster; only
@@ -12,6 +15,8 @@ from typing import Any
 
 from kfp import dsl
 
+from components.canary.component import canary_rollout
+from components.canary.config import CanarySettings
 from components.data_validation.config import DataValidationSettings
 from components.evaluate.component import evaluate_model
 from components.export_onnx.component import export_onnx_model
@@ -32,6 +37,7 @@ from mlops.tracking import TrackingSettings
 from pipelines.fragments import validated_dataset
 from pipelines.signature import Parameters, settings_pipeline
 from pipelines.tuning.pipeline import tuning_stage
+from serving.rollout.config import RolloutConfig
 from training.config import TrainConfig
 
 PIPELINE_NAME = "training"
@@ -46,6 +52,8 @@ DEFAULTS = (
     RegistrationSettings(),
     MetricsGatePolicy(),
     ValidationConfig(),
+    CanarySettings(),
+    RolloutConfig(),
     TrackingSettings(experiment=PIPELINE_NAME),
 )
 
@@ -113,5 +121,12 @@ def training_pipeline(parameters: Parameters) -> Any:
     )
     # The condition uses the single return value: kfp.local cannot resolve named outputs here.
     with dsl.If(verdict.outputs["Output"] == "promote", name="gates-passed"):
-        promote_to_champion(**on_version)
+        with dsl.If(parameters["canary"] == True, name="canary"):  # noqa: E712 - a KFP condition, not a test
+            canary_rollout(
+                canary_server_url=parameters["canary_server_url"],
+                rollout=parameters.of(RolloutConfig),
+                **on_version,
+            )
+        with dsl.Else(name="direct-promotion"):
+            promote_to_champion(**on_version)
     return version

@@ -11,7 +11,12 @@ a target only makes the serving side follow it and reports whether it does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from mlops.registry import PROMOTED_AT_TAG, REPLACED_BY_TAG
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 
 class DeploymentError(RuntimeError):
@@ -20,6 +25,10 @@ class DeploymentError(RuntimeError):
 
 class TrafficSplitUnsupported(DeploymentError):
     """The target serves one version at a time and was asked to split traffic between two."""
+
+
+class ShadowUnsupported(DeploymentError):
+    """The target cannot mirror requests to a version whose answers are discarded."""
 
 
 @dataclass(frozen=True)
@@ -39,11 +48,17 @@ class DeploymentStatus:
     """The version the target was told to serve (the registry alias); None when the alias is unset."""
     serving: tuple[TrafficShare, ...]
     """Versions that answer requests right now, as reported by the serving side itself."""
+    shadow: str | None = None
+    """A version scoring a copy of every request without answering any (None: no shadow)."""
 
     @property
     def converged(self) -> bool:
-        """True when the desired version answers all requests."""
-        return self.desired_version is not None and self.serving == (TrafficShare(self.desired_version, 100),)
+        """True when the desired version answers all requests and nothing else runs beside it."""
+        return (
+            self.desired_version is not None
+            and self.serving == (TrafficShare(self.desired_version, 100),)
+            and self.shadow is None
+        )
 
     def percent(self, version: str) -> int:
         """The share of requests ``version`` answers (0 when it does not serve)."""
@@ -78,3 +93,41 @@ class DeploymentTarget(Protocol):
     def rollback(self) -> DeploymentStatus:
         """Serve again the version that served before the current one; return once it does."""
         ...
+
+
+class TrafficTarget(DeploymentTarget, Protocol):
+    """A target a rollout can drive step by step: split traffic, mirror it, and report per-version metrics."""
+
+    def describe(self) -> str:
+        """Where it serves, in one line for the audit trail (``local http://…``, ``kserve ns/name``)."""
+        ...
+
+    def shadow(self, version: str, agreement_threshold: float) -> DeploymentStatus:
+        """Let ``version`` score a copy of every request while the stable version answers all of them.
+
+        Raises :class:`ShadowUnsupported` where the serving side cannot mirror.
+        """
+        ...
+
+    def metrics_text(self) -> str:
+        """The serving side's Prometheus metrics (text format); raises :class:`DeploymentError` if unreachable."""
+        ...
+
+
+def replaced_by(client: MlflowClient, model_name: str, version: str) -> str:
+    """The version ``version`` most recently replaced: the last one promoted among those tagged replaced_by it.
+
+    The registry's ``mlops.replaced_by`` tags are the history a target's rollback walks back.
+    """
+    candidates = [
+        v
+        for v in client.search_model_versions(f"name='{model_name}'")
+        if v.tags.get(REPLACED_BY_TAG) == str(version)
+    ]
+    if not candidates:
+        raise DeploymentError(
+            f"cannot roll back {model_name} version {version}: no version records "
+            f"{REPLACED_BY_TAG}={version}, so it replaced nothing"
+        )
+    latest = max(candidates, key=lambda v: (v.tags.get(PROMOTED_AT_TAG, ""), int(v.version)))
+    return str(latest.version)

@@ -9,9 +9,12 @@ answers requests, not what the registry says should. The registry's
 ``mlops.replaced_by`` tags are the history :meth:`LocalServerTarget.rollback` walks
 back, so no second record of "what served before" is kept here.
 
-One server answers with one version, so traffic cannot be split here; a canary on the
-local server would go through a :class:`~serving.model_router.ModelRouter` in the
-server, on a cluster through KServe (``serving/targets/kserve.py``, not written yet).
+Traffic is split inside the server: its :class:`~serving.rollout.router.RolloutRouter`
+hosts a challenger beside the champion, and :meth:`LocalServerTarget.set_traffic` /
+:meth:`LocalServerTarget.shadow` set the challenger's share through the admin route
+``PUT /v2/models/<name>/rollout`` (same bearer token), without a restart. A challenger
+at 100 % still leaves the champion alias where it is; :meth:`deploy` moves the alias,
+waits until the server's champion follows, then removes the challenger.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING
 
-from mlops.registry import CHAMPION, PROMOTED_AT_TAG, REPLACED_BY_TAG, move_alias
-from serving.targets.base import DeploymentError, DeploymentStatus, TrafficShare, TrafficSplitUnsupported
+from mlops.registry import CHAMPION, move_alias
+from serving.targets.base import DeploymentError, DeploymentStatus, TrafficShare, replaced_by
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -50,6 +53,8 @@ class LocalServerTarget:
         """How long :meth:`deploy` waits for the server to answer with the new version (its reload
         interval, 30 s by default, plus download and verification)."""
         self.poll_s = poll_s
+        self.request_timeout_s = 60.0
+        """How long one call to the server may take (loading a challenger downloads and verifies it)."""
         self._headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         self._client: MlflowClient | None = None
 
@@ -65,6 +70,9 @@ class LocalServerTarget:
 
             self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
         return self._client
+
+    def describe(self) -> str:
+        return f"local {self.server_url}"
 
     def deploy(self, version: str, reason: str = "deployed") -> DeploymentStatus:
         from mlflow.exceptions import MlflowException
@@ -86,46 +94,88 @@ class LocalServerTarget:
             reason=reason,
             links={"deployment": f"local/{name}"},
         )
-        return self._wait_until_serving(version)
+        plan = self._wait_until_serving(version)
+        if plan.get("challenger"):
+            return self._plan({"challenger": None})  # the promoted challenger now answers as champion
+        return self._status(plan)
 
     def set_traffic(self, version: str, percent: int) -> DeploymentStatus:
+        """Send ``percent`` % to challenger ``version`` (0 removes it); 100 % for the champion removes any challenger."""
         if not 0 <= percent <= 100:
             raise ValueError(f"percent must be within 0..100, got {percent}")
-        if percent == 100:
-            return self.deploy(version)
-        status = self.current()
-        if percent == 0 and status.percent(version) == 0:
-            return status
-        raise TrafficSplitUnsupported(
-            f"the local server answers every request with one version (now {status.serving[0].version}); "
-            f"it cannot send {percent} % to version {version}. Use deploy()/rollback(), or a target that "
-            "splits traffic (KServe)"
-        )
+        plan = self._call("GET", self._rollout_url)
+        if version == str(plan["champion"]):
+            if percent == 100:
+                return self._plan({"challenger": None})
+            raise DeploymentError(
+                f"version {version} is the champion here and answers what the challenger leaves; set the "
+                f"challenger's share instead, or deploy() another version"
+            )
+        if percent == 0:
+            return (
+                self._plan({"challenger": None}) if plan.get("challenger") == version else self._status(plan)
+            )
+        return self._plan({"challenger": version, "percent": percent})
+
+    def shadow(self, version: str, agreement_threshold: float = 0.5) -> DeploymentStatus:
+        return self._plan({"challenger": version, "shadow": True, "agreement_threshold": agreement_threshold})
 
     def current(self) -> DeploymentStatus:
-        served = self._served_version()
-        return DeploymentStatus(self.model_name, self._alias_version(), (TrafficShare(served, 100),))
+        return self._status(self._call("GET", self._rollout_url))
 
     def rollback(self) -> DeploymentStatus:
+        """Remove a live challenger (canary at 0 %); with none, serve the version the champion replaced."""
+        try:
+            live_challenger = self._call("GET", self._rollout_url).get("challenger")
+        except DeploymentError:
+            live_challenger = None  # unreachable: the registry says whether there is anything to go back to
+        if live_challenger:
+            return self._plan({"challenger": None})
         current = self._alias_version()
         if current is None:
             raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
-        return self.deploy(self._replaced_by(current), reason=f"rollback from version {current}")
+        return self.deploy(
+            replaced_by(self.client, self.model_name, current), reason=f"rollback from version {current}"
+        )
 
-    def _replaced_by(self, version: str) -> str:
-        """The version ``version`` most recently replaced: the last one promoted among those tagged replaced_by it."""
-        candidates = [
-            v
-            for v in self.client.search_model_versions(f"name='{self.model_name}'")
-            if v.tags.get(REPLACED_BY_TAG) == str(version)
-        ]
-        if not candidates:
+    def metrics_text(self) -> str:
+        url = f"{self.server_url}/metrics"
+        return self._send(urllib.request.Request(url, headers=self._headers), url).decode()
+
+    @property
+    def _rollout_url(self) -> str:
+        return f"{self.server_url}/v2/models/{self.model_name}/rollout"
+
+    def _plan(self, plan: dict[str, object]) -> DeploymentStatus:
+        return self._status(self._call("PUT", self._rollout_url, plan))
+
+    def _status(self, plan: dict[str, object]) -> DeploymentStatus:
+        champion, challenger = str(plan["champion"]), plan.get("challenger")
+        percent = int(str(plan.get("percent") or 0)) if challenger else 0
+        shares = [TrafficShare(champion, 100 - percent)] if percent < 100 else []
+        if percent:
+            shares.append(TrafficShare(str(challenger), percent))
+        shadow = str(challenger) if challenger and plan.get("shadow") else None
+        return DeploymentStatus(self.model_name, self._alias_version(), tuple(shares), shadow)
+
+    def _call(self, method: str, url: str, body: dict[str, object] | None = None) -> dict[str, object]:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {**self._headers, **({"Content-Type": "application/json"} if data else {})}
+        request = urllib.request.Request(url, data=data, headers=headers, method=method)
+        answer: dict[str, object] = json.loads(self._send(request, url))
+        return answer
+
+    def _send(self, request: urllib.request.Request, url: str) -> bytes:
+        try:
+            with urllib.request.urlopen(request, timeout=self.request_timeout_s) as answer:
+                body: bytes = answer.read()
+                return body
+        except urllib.error.HTTPError as exc:
             raise DeploymentError(
-                f"cannot roll back {self.model_name} version {version}: no version records "
-                f"{REPLACED_BY_TAG}={version}, so it replaced nothing"
-            )
-        latest = max(candidates, key=lambda v: (v.tags.get(PROMOTED_AT_TAG, ""), int(v.version)))
-        return str(latest.version)
+                f"{request.get_method()} {url} answered {exc.code}: {exc.read().decode(errors='replace')}"
+            ) from exc
+        except OSError as exc:  # URLError, refused connection, timeout
+            raise DeploymentError(f"the server at {self.server_url} is unreachable: {exc}") from exc
 
     def _alias_version(self) -> str | None:
         from mlflow.exceptions import MlflowException
@@ -135,32 +185,17 @@ class LocalServerTarget:
         except MlflowException:
             return None
 
-    def _served_version(self) -> str:
-        """The version the server says it answers with (``GET /v2/models/<name>``)."""
-        url = f"{self.server_url}/v2/models/{self.model_name}"
-        try:
-            with urllib.request.urlopen(
-                urllib.request.Request(url, headers=self._headers), timeout=10
-            ) as answer:
-                metadata = json.loads(answer.read())
-        except urllib.error.HTTPError as exc:
-            raise DeploymentError(
-                f"GET {url} answered {exc.code}: {exc.read().decode(errors='replace')}"
-            ) from exc
-        except OSError as exc:  # URLError, refused connection, timeout
-            raise DeploymentError(f"the server at {self.server_url} is unreachable: {exc}") from exc
-        return str(metadata["versions"][0])
-
-    def _wait_until_serving(self, version: str) -> DeploymentStatus:
+    def _wait_until_serving(self, version: str) -> dict[str, object]:
+        """Wait until the server's champion (the model following the alias) is ``version``."""
         deadline = time.monotonic() + self.timeout_s
         while True:
-            status = self.current()
-            if status.percent(version) == 100:
-                return status
+            plan = self._call("GET", self._rollout_url)
+            if str(plan["champion"]) == version:
+                return plan
             if time.monotonic() > deadline:
                 raise DeploymentError(
                     f"{self.model_name} version {version} is models:/{self.model_name}@{self.alias}, but the "
-                    f"server at {self.server_url} still answers with version {status.serving[0].version} after "
+                    f"server at {self.server_url} still answers with version {plan['champion']} after "
                     f"{self.timeout_s:.0f} s; its log says why (a version failing its digest check is refused), "
                     "and its --reload-interval-s sets how soon it looks"
                 )

@@ -57,9 +57,17 @@ class DemoStore:
 
 
 def train_onnx(
-    directory: Path, frame: pd.DataFrame, seed: int, hidden_units: tuple[int, ...] = (32, 16)
+    directory: Path,
+    frame: pd.DataFrame,
+    seed: int,
+    hidden_units: tuple[int, ...] = (32, 16),
+    poisoned: bool = False,
 ) -> Path:
-    """A briefly trained TabularNet exported to ``directory/model.onnx``."""
+    """A briefly trained TabularNet exported to ``directory/model.onnx``.
+
+    ``poisoned``: one weight tensor is NaN after training (as after a diverged run), so the
+    exported model loads and runs but every score it returns is NaN.
+    """
     import torch
 
     from mlops.features import FeatureSpec
@@ -77,6 +85,9 @@ def train_onnx(
         optimizer.zero_grad()
         torch.nn.functional.binary_cross_entropy_with_logits(model(x), y).backward()
         optimizer.step()
+    if poisoned:
+        with torch.no_grad():
+            model.mlp[0].weight.fill_(float("nan"))
     export_onnx(model, directory / "model.onnx")
     return directory
 

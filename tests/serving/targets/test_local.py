@@ -2,6 +2,7 @@
 
 Deploying moves the alias; the target returns only once the server itself answers
 with the new version, and rollback walks the registry's replaced_by history back.
+set_traffic runs a challenger beside the champion inside the same server.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from mlops.registry import PROMOTED_AT_TAG, REPLACED_BY_TAG
-from serving.targets.base import DeploymentError, DeploymentTarget, TrafficShare, TrafficSplitUnsupported
+from serving.targets.base import DeploymentError, DeploymentTarget, TrafficShare
 from serving.targets.local import LocalServerTarget
 from tests.support.serving import DemoStore, direct, encoded, register, running_server, v2_body
 
@@ -53,11 +54,16 @@ def test_deploy_set_traffic_and_rollback_move_what_the_server_answers_with(store
         assert version == "2"
         np.testing.assert_allclose(data, expected["2"], rtol=1e-6)
 
-        with pytest.raises(TrafficSplitUnsupported, match="cannot send 50 % to version 1"):
-            target.set_traffic("1", 50)
+        split = target.set_traffic("1", 50)  # version 1 back as a challenger beside champion 2
+        assert split.serving == (TrafficShare("2", 50), TrafficShare("1", 50)) and not split.converged
+        answered = {infer(server.url, name, x)[0] for _ in range(40)}
+        assert answered == {"1", "2"}
+        assert target.set_traffic("1", 0).serving == (TrafficShare("2", 100),)  # challenger removed
         assert target.set_traffic("1", 0).serving == (
             TrafficShare("2", 100),
         )  # already at 0 %: nothing to do
+        with pytest.raises(DeploymentError, match="version 2 is the champion here"):
+            target.set_traffic("2", 50)
         with pytest.raises(DeploymentError, match="version '7': not in the registry"):
             target.deploy("7")
         assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
@@ -69,8 +75,11 @@ def test_deploy_set_traffic_and_rollback_move_what_the_server_answers_with(store
         np.testing.assert_allclose(data, expected["1"], rtol=1e-6)
         assert client.get_model_version(name, "2").tags[REPLACED_BY_TAG] == "1"
 
-        assert target.set_traffic("2", 100).serving == (TrafficShare("2", 100),)
+        canary = target.set_traffic("2", 100)  # a canary at 100 %: answers all, the alias stays on 1
+        assert canary.serving == (TrafficShare("2", 100),) and canary.desired_version == "1"
+        assert not canary.converged
         assert infer(server.url, name, x)[0] == "2"
+        assert target.rollback().serving == (TrafficShare("1", 100),)  # rollback drops the canary first
 
 
 def test_deploy_fails_when_the_server_does_not_follow(store: DemoStore) -> None:

@@ -1,0 +1,32 @@
+"""KFP wrapper for :mod:`components.canary.core`."""
+
+from kfp import dsl
+from kfp.dsl import Artifact, Output
+
+from mlops.images import PLATFORM_IMAGE
+
+
+@dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
+def canary_rollout(
+    model_name: str,
+    version: str,
+    canary_server_url: str,
+    rollout: dict,
+    tracking: dict,
+    report: Output[Artifact],
+) -> str:
+    """Rolls the gated version out (shadow, canary steps) and returns ``promoted`` or ``rolled_back``."""
+    from pathlib import Path
+
+    from components.canary.core import run_rollout
+    from mlops.settings import from_flat
+    from mlops.tracking import TrackingContext
+    from serving.rollout.config import RolloutConfig
+
+    config = from_flat(RolloutConfig, rollout)
+    context = TrackingContext.from_dict(tracking)
+    state = run_rollout(
+        model_name, version, canary_server_url, config, context.tracking_uri, Path(report.path)
+    )
+    print(f"rollout of {model_name} version {version}: {state.phase} ({state.reason})")
+    return state.phase
