@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -38,6 +39,8 @@ PRIVATE_KEY_FILE = "signing.key"
 PUBLIC_KEY_FILE = "signing.pub"
 SIGNATURE_FILE = "model.sig"
 SIGNATURE_ARTIFACT_DIR = "signature"
+REGISTRY_DOWNLOAD_FILES = ("registered_model_meta",)
+"""Files MLflow writes into a ``models:/`` download that are not artifacts of the version."""
 
 
 class SignatureError(ValueError):
@@ -194,7 +197,12 @@ def sign_registered_version(
     private = SigningSettings.from_env().private_key(workspace)
     with tempfile.TemporaryDirectory(prefix="mlops-signature-") as tmp:
         bundle = Path(tmp) / SIGNATURE_FILE
-        sign_directory(local_dir, bundle, private)
+        # MLflow adds registered_model_meta to a models:/ download; it is not one of the version's
+        # artifacts (a loader downloading the version's source does not get it), so it is not signed.
+        signed = Path(tmp) / "model"
+        shutil.copytree(local_dir, signed, ignore=shutil.ignore_patterns(*REGISTRY_DOWNLOAD_FILES))
+        sign_directory(signed, bundle, private)
+        files = sorted(p.name for p in signed.iterdir())
         public = Path(tmp) / PUBLIC_KEY_FILE
         public.write_bytes(public_key_of(private))
         signer = key_id(public)
@@ -212,7 +220,7 @@ def sign_registered_version(
         {
             "signing_key_id": signer,
             "signature_uri": uri,
-            "files": sorted(p.name for p in local_dir.iterdir()),
+            "files": files,
         },
         pipeline_run_id=pipeline_run_id,
         model_version=subject,
