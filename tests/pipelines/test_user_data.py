@@ -84,9 +84,14 @@ def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> Non
     assert "challenger" in version.aliases  # the gates decided, so the version became the challenger
     # The served model names the label values: its probability is of ">50K".
     store = f"sqlite:///{workspace}/mlflow.db"
-    local = Path(
-        mlflow.artifacts.download_artifacts("models:/census/1", tracking_uri=store, registry_uri=store)
-    )
+    previous = (mlflow.get_tracking_uri(), mlflow.get_registry_uri())
+    mlflow.set_tracking_uri(store)  # models:/ URIs resolve against the global registry URI
+    mlflow.set_registry_uri(store)
+    try:
+        local = Path(mlflow.artifacts.download_artifacts("models:/census/1"))
+    finally:
+        mlflow.set_tracking_uri(previous[0])
+        mlflow.set_registry_uri(previous[1])
     spec = OnnxScorer.load(local / "model.onnx").spec
     assert (spec.label, spec.classes) == ("income", ("<=50K", ">50K"))
     served = json.loads(model_metadata("census", "1", spec, "fp32"))["parameters"]
