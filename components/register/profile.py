@@ -21,11 +21,21 @@ if TYPE_CHECKING:
 def log_reference_profile(
     scorer: OnnxScorer, frame: pd.DataFrame, label: str | None, model_name: str, version: str
 ) -> str:
-    """Profile ``frame`` (and the model's scores on it) into the active run; tag the version; return the URI."""
+    """Profile ``frame`` (and the model's scores on it) into the active run; tag the version; return the URI
+    (empty, with no tag, when the model scores no row finitely)."""
     import mlflow
+    import numpy as np
 
     labels = frame[label].to_numpy() if label and label in frame.columns else None
-    profile = build_profile(frame, scorer.spec, scorer.predict_encoded(scorer.spec.encode(frame)), labels)
+    scores = scorer.predict_encoded(scorer.spec.encode(frame))
+    if not np.isfinite(scores).any():
+        # A model that scores nothing has no score distribution to drift from; the gates reject it
+        # (its test AUC is undefined) and monitoring refuses the version for want of a profile.
+        print(
+            f"{model_name} version {version} scores no finite value on the reference rows: no reference profile"
+        )
+        return ""
+    profile = build_profile(frame, scorer.spec, scores, labels)
     mlflow.log_text(profile.to_json(), PROFILE_FILE)
     uri = f"{mlflow.get_artifact_uri()}/{PROFILE_FILE}"
     mlflow.MlflowClient().set_model_version_tag(model_name, version, PROFILE_TAG, uri)

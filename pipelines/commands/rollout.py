@@ -155,8 +155,8 @@ def _start(args: argparse.Namespace, workspace: Workspace, controller: Any) -> i
         from serving.rollout.replay import Replayer
 
         frame, _ = load_table(args.replay)
-        rows = frame.drop(columns=[c for c in ("default",) if c in frame.columns]).to_dict("records")
-        replay = Replayer(args.server_url, args.model_name, rows, _token(args))
+        # The replayer keeps only the model's features (label and other columns may stay in the file).
+        replay = Replayer(args.server_url, args.model_name, frame.to_dict("records"), _token(args))
     state = controller.start(config, args.challenger)
     print(
         f"rollout of {state.model_name} version {state.challenger} against champion {state.champion} on "

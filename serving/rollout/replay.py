@@ -3,7 +3,9 @@
 A :class:`Replayer` is the ``traffic`` callable of
 :meth:`~serving.rollout.controller.RolloutController.run`: for one bake interval it posts
 the rows, one V1 ``:predict`` request each with named features, in a loop, with the row's
-index as ``X-Request-Key`` (so a row lands on the same side every time at a given split).
+index as ``X-Request-Key``. A held-out sample carries more than the model reads (the label,
+protected attributes, ids) and V1 refuses unknown names, so before the first request the
+rows are cut to the ``feature_names`` the server's model metadata lists (so a row lands on the same side every time at a given split).
 It goes through the same server, router and metrics as live requests would.
 """
 
@@ -35,6 +37,7 @@ class Replayer:
     versions: Counter[str] = field(default_factory=Counter)
     """Which version answered, from each response's ``x-model-version`` header."""
     _next: int = 0
+    _features_only: bool = False
 
     def __post_init__(self) -> None:
         if not self.rows:
@@ -51,6 +54,11 @@ class Replayer:
             headers["Authorization"] = f"Bearer {self.auth_token}"
         connection: http.client.HTTPConnection | None = None
         try:
+            if not self._features_only:
+                connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+                self._keep_features(
+                    connection, f"{parts.path.rstrip('/')}/v2/models/{self.model_name}", headers
+                )
             while time.monotonic() < deadline:
                 if connection is None:
                     connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
@@ -74,6 +82,21 @@ class Replayer:
         finally:
             if connection is not None:
                 connection.close()
+
+    def _keep_features(
+        self, connection: http.client.HTTPConnection, path: str, headers: dict[str, str]
+    ) -> None:
+        """Cut every row to the model's features (from its V2 metadata); a missing feature stays missing."""
+        connection.request("GET", path, headers=headers)
+        answer = connection.getresponse()
+        body = answer.read()
+        if answer.status != 200:
+            raise ValueError(
+                f"cannot read {self.model_name}'s metadata from {self.url} (HTTP {answer.status}): {body[:200]!r}"
+            )
+        names = json.loads(body)["parameters"]["feature_names"]
+        self.rows = [{name: row[name] for name in names if name in row} for row in self.rows]
+        self._features_only = True
 
 
 def _json_value(value: Any) -> Any:

@@ -20,7 +20,7 @@ import mlflow
 import pytest
 
 from mlops import audit
-from mlops.registry import CHALLENGER, CHAMPION, ROLLED_BACK_AT_TAG, ROLLOUT_STAGE_TAG, gate_tag
+from mlops.registry import CHALLENGER, CHAMPION, PROFILE_TAG, ROLLED_BACK_AT_TAG, ROLLOUT_STAGE_TAG, gate_tag
 from serving.rollout.config import RolloutConfig
 from serving.rollout.controller import RolloutController
 from serving.rollout.history import history
@@ -162,6 +162,7 @@ def test_a_broken_challenger_is_rolled_back_and_no_client_request_fails(
     tags = client.get_model_version(name, challenger).tags
     assert tags[gate_tag("canary", "decision")] == "reject" and tags[ROLLOUT_STAGE_TAG] == "rolled_back"
     assert "error_rate" in tags[gate_tag("canary", "reason")] and ROLLED_BACK_AT_TAG in tags
+    assert PROFILE_TAG not in tags  # a model that scores nothing finitely gets no reference profile
     assert str(client.get_model_version_by_alias(name, CHAMPION).version) == champion
     with pytest.raises(mlflow.exceptions.MlflowException):
         client.get_model_version_by_alias(name, CHALLENGER)
