@@ -179,7 +179,7 @@ def test_upload_without_package_compiles_the_registered_pipeline(
 
 
 def test_unknown_pipeline_name_is_refused_before_connecting(fake: FakeKfp, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unknown pipeline 'trainig'; known: training"):
+    with pytest.raises(ValueError, match="unknown pipeline 'trainig'; known: monitoring, training, tuning"):
         mlops("upload", *auth(fake), "--pipeline", "trainig", "--version-name", "v1", workspace=tmp_path)
     assert fake.requests == []
 
