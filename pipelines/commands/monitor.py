@@ -50,4 +50,5 @@ def pipeline_argv(args: argparse.Namespace) -> list[str]:
 def monitor_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from pipelines.commands.run import run_command
 
-    return run_command(argparse.Namespace(pipeline="monitoring", arguments=pipeline_argv(args)), workspace)
+    run = argparse.Namespace(pipeline="monitoring", arguments=pipeline_argv(args), verbose=False, cache=False)
+    return run_command(run, workspace)

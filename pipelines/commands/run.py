@@ -164,7 +164,7 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from pipelines.summary import print_failure, print_start
 
     rest = list(args.arguments)  # the command's own flags may also follow the pipeline's name
-    verbose = take_flag(rest, "-v", "--verbose") or getattr(args, "verbose", False)
+    verbose = take_flag(rest, "-v", "--verbose") or args.verbose
     use_cache = take_flag(rest, "--cache") or args.cache
     given = parse_pipeline_arguments(args.pipeline, rest)
     arguments, tracking = local_arguments(args.pipeline, given, workspace)
