@@ -3,8 +3,11 @@ the audit trail's verification, and a planted secret searched for everywhere the
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import mlflow
@@ -31,6 +34,22 @@ SMALL = [  # 2 epochs that still clear both gates (measured: test AUC 0.80, beha
 ]
 
 
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """One ``mlops`` command in its own process, as a user runs it (no state left by earlier tests)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=1500,
+        check=False,
+    )
+    assert done.returncode == 0, (
+        f"mlops {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
+    return done
+
+
 def test_lineage_history_and_audit_after_two_promotions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -42,24 +61,19 @@ def test_lineage_history_and_audit_after_two_promotions(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", PLANTED)
     monkeypatch.setenv("MLOPS_DB_PASSWORD", PLANTED)
 
-    assert main(["--workspace", str(ws), "run", "training", *SMALL, "--set", "git_commit=aaa111"]) == 0
-    assert (
-        main(
-            [
-                "--workspace",
-                str(ws),
-                "run",
-                "training",
-                *SMALL,
-                "--set",
-                "git_commit=bbb222",
-                "--set",
-                "max_auc_regression=0.05",
-            ]
-        )
-        == 0
+    first = run_cli("--workspace", str(ws), "run", "training", *SMALL, "--set", "git_commit=aaa111")
+    second = run_cli(
+        "--workspace",
+        str(ws),
+        "run",
+        "training",
+        *SMALL,
+        "--set",
+        "git_commit=bbb222",
+        "--set",
+        "max_auc_regression=0.05",
     )
-    run_output = capfd.readouterr()
+    run_output = first.stdout + first.stderr + second.stdout + second.stderr
 
     client = mlflow.MlflowClient(f"sqlite:///{ws}/mlflow.db")
     champion = client.get_model_version_by_alias("credit-default", "champion")
@@ -99,7 +113,7 @@ def test_lineage_history_and_audit_after_two_promotions(
 
     # The planted secret is nowhere: console, every file in the workspace (reports, the audit trail,
     # pipeline-run logs, keys, the MLflow store), nor any MLflow param or tag.
-    assert PLANTED not in run_output.out + run_output.err
+    assert PLANTED not in run_output
     leaks = [p for p in ws.rglob("*") if p.is_file() and PLANTED.encode() in p.read_bytes()]
     assert leaks == []
     experiment = client.get_experiment_by_name("training")
