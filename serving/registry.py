@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,14 @@ class ModelArtifact:
     """All version tags (lineage, precision, gate decisions), for metadata endpoints."""
 
 
+def registry_client(tracking_uri: str) -> MlflowClient:
+    """An MLflow client whose registry is the tracking store. Callers build it on first use (a
+    ``cached_property``): opening a SQLite store runs MLflow's schema check (~1 s)."""
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+
+
 class ModelRegistry:
     """Reads one registered model's aliases and versions from an MLflow registry."""
 
@@ -64,16 +73,10 @@ class ModelRegistry:
         self.tracking_uri = tracking_uri
         self.model_name = model_name
         self.cache_dir = Path(cache_dir)
-        self._client: MlflowClient | None = None
 
-    @property
+    @cached_property
     def client(self) -> MlflowClient:
-        # Built on first use: opening a SQLite store runs MLflow's schema check (~1 s).
-        if self._client is None:
-            from mlflow import MlflowClient
-
-            self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
-        return self._client
+        return registry_client(self.tracking_uri)
 
     def version_for(self, alias: str) -> str:
         """The version ``alias`` points at now."""

@@ -7,6 +7,7 @@ The champion alias itself moves only through the target's ``deploy`` (which call
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mlops.gates import PROMOTE, REJECT
@@ -19,6 +20,7 @@ from mlops.registry import (
     clip,
     gate_tag,
 )
+from serving.registry import registry_client
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -30,15 +32,10 @@ class RolloutRegistry:
     def __init__(self, tracking_uri: str, model_name: str):
         self.tracking_uri = tracking_uri
         self.model_name = model_name
-        self._client: MlflowClient | None = None
 
-    @property
+    @cached_property
     def client(self) -> MlflowClient:
-        if self._client is None:
-            from mlflow import MlflowClient
-
-            self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
-        return self._client
+        return registry_client(self.tracking_uri)
 
     def alias(self, alias: str) -> str | None:
         from mlflow.exceptions import MlflowException

@@ -26,9 +26,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mlops.registry import CHAMPION, move_alias
+from serving.registry import registry_client
 from serving.targets.base import (
     DeploymentError,
     DeploymentStatus,
@@ -80,19 +82,14 @@ class KServeTarget:
         self.timeout_s = timeout_s
         """How long to wait for ``Ready`` after a patch (image pull, model download, scale-up)."""
         self.poll_s = poll_s
-        self._client: MlflowClient | None = None
 
     @property
     def model_name(self) -> str:
         return self._model_name
 
-    @property
+    @cached_property
     def client(self) -> MlflowClient:
-        if self._client is None:
-            from mlflow import MlflowClient
-
-            self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
-        return self._client
+        return registry_client(self.tracking_uri)
 
     def describe(self) -> str:
         return f"kserve {self.namespace}/{self.name}"

@@ -23,9 +23,11 @@ import json
 import time
 import urllib.error
 import urllib.request
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mlops.registry import CHAMPION, move_alias
+from serving.registry import registry_client
 from serving.targets.base import DeploymentError, DeploymentStatus, TrafficShare, replaced_by
 
 if TYPE_CHECKING:
@@ -56,20 +58,14 @@ class LocalServerTarget:
         self.request_timeout_s = 60.0
         """How long one call to the server may take (loading a challenger downloads and verifies it)."""
         self._headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
-        self._client: MlflowClient | None = None
 
     @property
     def model_name(self) -> str:
         return self._model_name
 
-    @property
+    @cached_property
     def client(self) -> MlflowClient:
-        # Built on first use: opening a SQLite store runs MLflow's schema check (~1 s).
-        if self._client is None:
-            from mlflow import MlflowClient
-
-            self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
-        return self._client
+        return registry_client(self.tracking_uri)
 
     def describe(self) -> str:
         return f"local {self.server_url}"
