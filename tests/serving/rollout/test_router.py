@@ -6,6 +6,7 @@ create_app's default router is the RolloutRouter; challengers are loaded through
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import httpx
@@ -76,22 +77,32 @@ def test_split_is_sticky_per_key_and_falls_back_to_the_whole_champion(store: Dem
     )
 
 
+def shadow_rows(metrics: str) -> dict[str, float]:
+    """``mlops_serving_shadow_rows_total`` by its ``agreement`` label."""
+    return {
+        line.split("}")[0].split('agreement="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("mlops_serving_shadow_rows_total{")
+    }
+
+
 def test_shadow_answers_with_the_champion_and_counts_the_challengers_agreement(store: DemoStore) -> None:
     x = encoded(store, 4, offset=20)
     with serving(app_for(store)) as url, httpx.Client(base_url=url, timeout=30) as client:
         client.put(ROLLOUT, json={"challenger": "2", "shadow": True}).raise_for_status()
         answers = [client.post(f"/v2/models/{MODEL}/infer", json=v2_body(x)) for _ in range(10)]
-        metrics = client.get("/metrics").text
+        # Shadow copies are scored after each answer, off the response path: give the last one time.
+        deadline = time.monotonic() + 10
+        while (
+            sum((rows := shadow_rows(client.get("/metrics").text)).values()) < 40
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
     assert {a.headers["x-model-version"] for a in answers} == {"1"}
     for answer in answers:
         np.testing.assert_allclose(answer.json()["outputs"][0]["data"], direct(store.onnx_a, x), rtol=1e-6)
     expected = (direct(store.onnx_a, x) >= 0.5) != (direct(store.onnx_b, x) >= 0.5)
-    rows = {
-        line.split("}")[0].split('agreement="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
-        for line in metrics.splitlines()
-        if line.startswith("mlops_serving_shadow_rows_total{")
-    }
-    assert sum(rows.values()) == 40  # every copy was scored (the last ones before /metrics answered)
+    assert sum(rows.values()) == 40  # every copy was scored, none dropped or counted twice
     assert rows.get("disagree", 0.0) == 10 * int(expected.sum())
 
 
