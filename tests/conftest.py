@@ -11,23 +11,28 @@ import pytest
 from mlops.sample_data import SampleDataConfig, write
 from mlops.tracking import TRACKING_URI_ENV, TrackingContext
 
+REGISTRY_URI_ENV = "MLFLOW_REGISTRY_URI"
+
 # Real PostgreSQL / Ceph RGW / mlflow server fixtures (started once per session, on first use).
 pytest_plugins = ["tests.services.plugin", "tests.services.kubernetes"]
 
 
 @pytest.fixture(autouse=True)
 def _no_inherited_tracking_uri() -> Iterator[None]:
-    """Every test starts without ``MLFLOW_TRACKING_URI`` and leaves none behind.
+    """Every test starts without ``MLFLOW_TRACKING_URI`` / ``MLFLOW_REGISTRY_URI`` and leaves none behind.
 
-    ``mlflow.set_tracking_uri`` also writes ``MLFLOW_TRACKING_URI`` into ``os.environ`` (for
-    subprocesses), and the platform's commands honour that variable, so one test's store
-    would otherwise become the next in-process command's tracking store.
+    ``mlflow.set_tracking_uri`` and ``mlflow.set_registry_uri`` also write those variables into
+    ``os.environ`` (for subprocesses), and MLflow honours them, so one test's store would otherwise
+    become the next test's: a client built with only a tracking URI reads the registry of whichever
+    test last called ``TrackingContext.apply`` (the governance test failed that way in the whole suite).
     """
-    before = os.environ.pop(TRACKING_URI_ENV, None)
+    names = (TRACKING_URI_ENV, REGISTRY_URI_ENV)
+    before = {name: os.environ.pop(name, None) for name in names}
     yield
-    os.environ.pop(TRACKING_URI_ENV, None)
-    if before is not None:
-        os.environ[TRACKING_URI_ENV] = before
+    for name in names:
+        os.environ.pop(name, None)
+        if before[name] is not None:
+            os.environ[name] = before[name]  # type: ignore[assignment]
 
 
 @pytest.fixture

@@ -54,7 +54,7 @@ def test_lineage_history_and_audit_after_two_promotions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     ws = tmp_path / "ws"
-    for name in ("MLOPS_AUDIT_URI", "MLOPS_SIGNING_KEY", "MLOPS_SIGNING_PUBLIC_KEY", "MLFLOW_TRACKING_URI"):
+    for name in ("MLOPS_AUDIT_URI", "MLOPS_SIGNING_KEY", "MLOPS_SIGNING_PUBLIC_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MLOPS_ACTOR", "ci-bot")
     # Secrets a real deployment would have in its environment: none may be written down anywhere.
@@ -75,7 +75,8 @@ def test_lineage_history_and_audit_after_two_promotions(
     )
     run_output = first.stdout + first.stderr + second.stdout + second.stderr
 
-    client = mlflow.MlflowClient(f"sqlite:///{ws}/mlflow.db")
+    store = f"sqlite:///{ws}/mlflow.db"
+    client = mlflow.MlflowClient(tracking_uri=store, registry_uri=store)
     champion = client.get_model_version_by_alias("credit-default", "champion")
     assert str(champion.version) == "2", champion.tags.get("mlops.reason")
     tags = champion.tags
