@@ -12,7 +12,7 @@ from mlops.sample_data import SampleDataConfig, write
 from mlops.tracking import TRACKING_URI_ENV, TrackingContext
 
 # Real PostgreSQL / Ceph RGW / mlflow server fixtures (started once per session, on first use).
-pytest_plugins = ["tests.services.plugin", "tests.services.kubernetes"]
+pytest_plugins = ["tests.services.plugin", "tests.services.kubernetes", "tests.services.node"]
 
 
 @pytest.fixture(autouse=True)

@@ -3,10 +3,11 @@
 # No auth between the daemons; S3 itself checks SigV4 against one user ($RGW_AK / $RGW_SK).
 # Ports: MON_PORT (6789), RGW_PORT (7480) and the messenger range MSGR_MIN..MSGR_MAX (6800..6899):
 # change them together to run beside another instance. State lives in $DIR (memstore: RAM only).
+# BIND (127.0.0.1): the S3 listener's address; 0.0.0.0 lets pods reach it at their bridge's gateway.
 # Ready in about 15 s. Needs infra/testing/install.sh (ceph-mon ceph-osd radosgw ceph-common).
 set -euo pipefail
 MON_PORT=${MON_PORT:-6789}; RGW_PORT=${RGW_PORT:-7480}; MSGR_MIN=${MSGR_MIN:-6800}; MSGR_MAX=${MSGR_MAX:-6899}
-RGW_AK=${RGW_AK:-testing}; RGW_SK=${RGW_SK:-testing}
+BIND=${BIND:-127.0.0.1}; RGW_AK=${RGW_AK:-testing}; RGW_SK=${RGW_SK:-testing}
 D=${DIR:-${TMPDIR:-/tmp}/mlops-test-rgw}
 # Daemons log to files, not to the terminal: on any failure show which step failed and the logs' tails.
 trap 'rc=$?; echo "start_rgw.sh: \"$BASH_COMMAND\" failed (exit $rc)" >&2; tail -n 5 "$D"/log/*.log >&2 2>/dev/null; exit $rc' ERR
@@ -49,7 +50,7 @@ osd_class_update_on_start = false
 osd_max_object_name_len = 256
 osd_max_object_namespace_len = 64
 [client.rgw.a]
-rgw_frontends = beast endpoint=127.0.0.1:$RGW_PORT
+rgw_frontends = beast endpoint=$BIND:$RGW_PORT
 rgw_data = $D/rgw
 CONF
 export CEPH_CONF=$D/ceph.conf

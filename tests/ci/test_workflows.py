@@ -103,7 +103,7 @@ def test_train_on_commit_builds_uploads_and_waits_with_secrets() -> None:
     spec = load(TRAIN)
     assert spec["on"]["push"] == {"branches": ["main"]}
     build = action(spec, "docker/build-push-action")["with"]
-    assert build["file"] == "infra/Dockerfile" and build["push"] is True
+    assert build["file"] == "infra/docker/Dockerfile" and build["push"] is True
     assert build["tags"] == "${{ steps.ref.outputs.image }}"
     login = action(spec, "docker/login-action")["with"]
     assert login["username"] == "${{ secrets.REGISTRY_USERNAME }}"

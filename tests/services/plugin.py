@@ -32,6 +32,8 @@ SERVICE_FIXTURES = {"rgw", "postgres", "mlflow_server"}
 ACCESS_KEY, SECRET_KEY = "mlops-test", "mlops-test-secret"
 BUCKET = "mlflow"
 TIMINGS: dict[str, float] = {}
+BIND = "0.0.0.0"
+"""S3 and MLflow listen beyond loopback: pods (tests/services/node.py) reach them at their bridge's gateway."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ def rgw() -> Iterator[S3Service]:
                 "MSGR_MAX": str(base + 99),
                 "RGW_AK": ACCESS_KEY,
                 "RGW_SK": SECRET_KEY,
+                "BIND": BIND,
             }
             try:
                 endpoint = _start("RGW", "start_rgw.sh", env)
@@ -206,6 +209,7 @@ def mlflow_server(rgw: S3Service, postgres: PostgresService) -> Iterator[MlflowS
         "BACKEND_URI": postgres.url,
         "ARTIFACTS_DESTINATION": f"s3://{rgw.bucket}/",
         "MLFLOW": str(Path(sys.executable).with_name("mlflow")),
+        "BIND": BIND,
     }
     try:
         uri = _start("mlflow server", "start_mlflow.sh", env)
