@@ -92,8 +92,7 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     validation = run_model_validation(
         model_path=out / "model",
         test_data_uri=str(out / "test.parquet"),
-        label=schema.label,
-        protected_attributes=list(schema.protected_attributes),
+        schema=schema,
         config=settings(ValidationConfig),
         model_name=params["model_name"],
         version=registered.version,

@@ -10,7 +10,7 @@ import hashlib
 import io
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -27,30 +27,86 @@ class DatasetError(ValueError):
     """A dataset cannot be used as declared; the message says what and how to fix it."""
 
 
+def read_missing(
+    frame: pd.DataFrame, markers: tuple[str, ...], numeric: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """A copy with every marker cell (whitespace stripped) as NaN; a ``numeric`` column that held a
+    marker (so was read as text) parsed as numbers when every other value is one."""
+    import pandas as pd
+
+    out = frame.copy()
+    wanted = {m.strip() for m in markers}
+    for col in out.columns:
+        series = out[col]
+        if not wanted or pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+            continue
+        is_marker = series.astype(str).str.strip().isin(wanted) & series.notna()
+        if not is_marker.any():
+            continue  # text where numbers are declared stays text: a type change the checks report
+        series = series.where(~is_marker)
+        if col in numeric:
+            parsed = pd.to_numeric(series, errors="coerce")
+            if (parsed.isna() == series.isna()).all():
+                series = parsed
+        out[col] = series
+    return out
+
+
+def label_text(value: Any) -> str:
+    """A label value as the schema writes it: whole numbers without a decimal point, text stripped."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return label_text(value.item())
+    text = str(value).strip()
+    if "." in text:  # "1.0" as text (a CSV read as strings, a hand-edited schema) is the number 1
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+        return str(int(number)) if number.is_integer() else text
+    return text
+
+
 class DatasetSchema(BaseModel):
     """Which columns of a table play which role."""
 
     model_config = SETTINGS_CONFIG
 
     label: str
-    """Binary label column (0/1)."""
+    """Binary label column; its two values are positive_label and negative_label."""
+    positive_label: str = "1"
+    """Label value of the positive class: encoded 1, the class whose probability the model returns."""
+    negative_label: str = "0"
+    """Label value of the negative class: encoded 0. Any other label value is an error."""
+    favourable_class: Literal["positive", "negative"] = "negative"
+    """The label class that benefits the person: positive (e.g. an approval) or negative (e.g. no default)."""
     numeric_features: tuple[str, ...]
     """Numeric feature columns; NaN allowed."""
     categorical_features: tuple[str, ...] = Field(default=())
     """String category columns."""
     protected_attributes: tuple[str, ...] = Field(default=())
     """Columns used only for fairness checks, never as model inputs."""
+    ignored_columns: tuple[str, ...] = Field(default=())
+    """Columns dropped before validation and training: identifiers, free text, leaks."""
+    missing_values: tuple[str, ...] = Field(default=())
+    """Cell values read as missing in every column, e.g. '?' (blank cells always are)."""
 
     @model_validator(mode="after")
     def _columns_distinct(self) -> DatasetSchema:
         if not self.numeric_features and not self.categorical_features:
             raise ValueError("schema declares no features; list numeric_features and/or categorical_features")
+        if label_text(self.positive_label) == label_text(self.negative_label):
+            raise ValueError(
+                f"positive_label and negative_label are both {self.positive_label!r}; name two values"
+            )
         seen: dict[str, str] = {}
         for role, cols in (
             ("label", (self.label,)),
             ("numeric_features", self.numeric_features),
             ("categorical_features", self.categorical_features),
             ("protected_attributes", self.protected_attributes),
+            ("ignored_columns", self.ignored_columns),
         ):
             for col in cols:
                 if col in seen:
@@ -100,6 +156,38 @@ class DatasetSchema(BaseModel):
                 "a classifier needs both 0 and 1"
             )
 
+    def read_missing(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A copy with every missing-value marker as NaN and numeric features parsed as numbers."""
+        return read_missing(frame, self.missing_values, self.numeric_features)
+
+    def prepare(self, frame: pd.DataFrame, source: str = "dataset") -> pd.DataFrame:
+        """The table the pipeline works on: markers read as missing, the declared columns only,
+        the label encoded 0/1 (1 = positive_label). Raises :class:`DatasetError` naming what is wrong."""
+        if frame.empty:
+            raise DatasetError(f"{source} has no rows; provide a file with data")
+        absent = [c for c in self.columns if c not in frame.columns]
+        if absent:
+            self.check(frame, source)  # names the absent columns and what is present
+        declared = set(self.columns)
+        table = self.read_missing(frame.loc[:, [c for c in frame.columns if c in declared]])
+        labels = table[self.label]
+        if labels.isna().any():
+            raise DatasetError(
+                f"{source} label {self.label!r} has {int(labels.isna().sum())} missing value(s); "
+                "drop or fill those rows"
+            )
+        text = labels.map(label_text)
+        known = {label_text(self.positive_label), label_text(self.negative_label)}
+        unknown = sorted(set(text) - known)
+        if unknown:
+            raise DatasetError(
+                f"{source} label {self.label!r} has value(s) {unknown[:10]} besides positive_label "
+                f"{self.positive_label!r} and negative_label {self.negative_label!r}; fix the data or the schema"
+            )
+        table[self.label] = (text == label_text(self.positive_label)).astype("int64")
+        self.check(table, source)
+        return table
+
 
 SCHEMA_METADATA_KEY = "schema"
 """Key of the schema in a Dataset artifact's metadata: the schema travels with the data from validate-data on."""
@@ -145,10 +233,18 @@ def parse_table(data: bytes, uri: str) -> pd.DataFrame:
     try:
         if is_parquet:
             return pd.read_parquet(io.BytesIO(data))
-        return pd.read_csv(io.BytesIO(data))
+        return pd.read_csv(io.BytesIO(data), sep=_delimiter(data))
     except Exception as exc:  # pandas/pyarrow raise many parser errors
         kind = "Parquet" if is_parquet else "CSV"
         raise DatasetError(f"cannot parse dataset {uri} as {kind}: {exc}") from exc
+
+
+def _delimiter(data: bytes) -> str:
+    """The CSV's delimiter: comma, or the tab/semicolon/pipe that splits its header line instead."""
+    header = data[:65536].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    counts = {sep: header.count(sep) for sep in (",", "\t", ";", "|")}
+    best = max(counts, key=lambda sep: counts[sep])
+    return best if counts[best] > counts[","] else ","
 
 
 def load_table(uri: str) -> tuple[pd.DataFrame, str]:

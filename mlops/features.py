@@ -36,6 +36,12 @@ class FeatureSpec(BaseModel):
         default=(), description="Per categorical feature: known values; value i is encoded as i + 1."
     )
 
+    label: str = Field(default="", description="Label column the model predicts.")
+    classes: tuple[str, str] = Field(
+        default=("0", "1"),
+        description="Label values [negative, positive]; the model's probability is of the positive one.",
+    )
+
     @model_validator(mode="after")
     def _lengths_match(self) -> FeatureSpec:
         n = len(self.numeric)
@@ -76,6 +82,8 @@ class FeatureSpec(BaseModel):
             stds=tuple(stds),
             categorical=schema.categorical_features,
             vocabularies=vocabularies,
+            label=schema.label,
+            classes=(schema.negative_label, schema.positive_label),
         )
 
     def encode(self, frame: pd.DataFrame) -> np.ndarray:

@@ -8,6 +8,7 @@ names them through this module, so a tag is spelt once.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +36,10 @@ MODEL_NAME_TAG = f"{TAG_PREFIX}model_name"
 MODEL_VERSION_TAG = f"{TAG_PREFIX}model_version"
 DIGEST_TAG = f"{TAG_PREFIX}onnx_sha256"
 """Version tag: SHA-256 of the registered ``model.onnx``; checked before every load."""
+SIGNATURE_URI_TAG = f"{TAG_PREFIX}signature_uri"
+"""Version tag: where the version's OpenSSF model-signing bundle is (``runs:/<run>/signature/model.sig``)."""
+SIGNING_KEY_ID_TAG = f"{TAG_PREFIX}signing_key_id"
+"""Version tag: fingerprint of the public key whose private half signed the version."""
 PRECISION_TAG = f"{TAG_PREFIX}precision"
 QUANTIZED_FROM_TAG = f"{TAG_PREFIX}quantized_from"
 DATASET_DIGEST_TAG = f"{TAG_PREFIX}dataset_digest"
@@ -85,20 +90,39 @@ class Lineage:
         return tuple(f"{TAG_PREFIX}{name}" for name in cls.__dataclass_fields__)
 
 
-def move_alias(client: MlflowClient, model_name: str, alias: str, version: str, previous: str | None) -> None:
-    """Point ``alias`` at ``version`` and record the move on both versions.
+def move_alias(
+    client: MlflowClient,
+    model_name: str,
+    alias: str,
+    version: str,
+    previous: str | None,
+    *,
+    reason: str = "",
+    links: Mapping[str, str] | None = None,
+) -> None:
+    """Point ``alias`` at ``version`` and record the move on both versions and in the audit trail.
 
     The one place a live alias moves (a gate's promotion, a deployment target's deploy or
     rollback): ``mlops.promoted_at`` on the new version, ``mlops.replaced_by`` on the one it
     replaced (``previous``, read by the caller before the move), so the registry alone holds
-    the history a rollback follows.
+    the history a rollback follows; an ``alias.moved`` audit record says why (``reason``) and
+    links it (``links``: pipeline run, deployment), which ``mlops history`` reads.
     """
     from datetime import UTC, datetime
+
+    from mlops.audit import record
 
     client.set_registered_model_alias(model_name, alias, version)
     client.set_model_version_tag(model_name, version, PROMOTED_AT_TAG, datetime.now(UTC).isoformat())
     if previous is not None and previous != version:
         client.set_model_version_tag(model_name, previous, REPLACED_BY_TAG, version)
+    record(
+        "alias.moved",
+        f"{model_name}/{version}",
+        {"alias": alias, "from": previous or "", "to": version, "reason": reason},
+        links={**(links or {}), "model_version": f"{model_name}/{version}"},
+        tracking_uri=client.tracking_uri,
+    )
 
 
 def file_sha256(path: Path) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from mlops.behaviour import DirectionalTest, InvarianceTest
 from mlops.dataset import DatasetSchema
 from mlops.settings import SETTINGS_CONFIG
 
@@ -48,6 +49,18 @@ SAMPLE_SCHEMA = DatasetSchema(
     numeric_features=NUMERIC,
     categorical_features=tuple(CATEGORIES),
     protected_attributes=("sex",),
+)
+# What the generator makes true, so the sample's behavioural tests: region and years_at_address
+# do not drive the label; delinquencies, debt-to-income and interest rate raise the risk.
+SAMPLE_INVARIANCE_TESTS: tuple[InvarianceTest, ...] = (
+    InvarianceTest(feature="region", perturbation="permute"),
+    InvarianceTest(feature="years_at_address", perturbation="shift", shift=5.0),
+)
+SAMPLE_DIRECTIONAL_TESTS: tuple[DirectionalTest, ...] = (
+    DirectionalTest(feature="num_delinquencies", delta=2.0, expectation="non_decreasing"),
+    DirectionalTest(feature="debt_to_income", delta=0.2, expectation="non_decreasing"),
+    DirectionalTest(feature="interest_rate", delta=0.05, expectation="non_decreasing"),
+    DirectionalTest(feature="credit_score", delta=50.0, expectation="non_increasing"),
 )
 # Columns that never have missing values: identifiers of the applicant and the loan terms.
 _NEVER_MISSING = {"age", "loan_amount", "loan_term_months", "interest_rate"}

@@ -9,11 +9,17 @@ variables MLflow's own S3 artifact store reads; no credential ever appears in co
 or in a pipeline parameter.
 
 Every write goes through :func:`_put` (one function for bytes and files), the
-single place where storage policy (server-side encryption, allowed regions) belongs.
+single place where storage policy applies (:mod:`mlops.storage_policy`): on S3 the
+bucket's region is checked against the allowed regions before any byte is sent,
+server-side encryption is requested and then read back, and the SHA-256 of the bytes
+is stored as object metadata (``x-amz-meta-sha256``) and returned by :func:`write`.
+Reads that cross a trust boundary use :func:`read_verified` with the digest recorded
+at write time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -33,6 +39,22 @@ class StorageError(ValueError):
 
 class ObjectNotFound(StorageError):
     """The file or object does not exist."""
+
+
+class IntegrityError(StorageError):
+    """The bytes read are not the bytes recorded: never use them."""
+
+
+SHA256_METADATA = "sha256"
+"""Object metadata key (``x-amz-meta-sha256``) holding the SHA-256 of the bytes written."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """Where bytes were stored and their SHA-256 (record it to check later reads)."""
+
+    uri: str
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -82,18 +104,33 @@ def read_bytes(uri: str) -> bytes:
     return body
 
 
+def read_verified(uri: str, sha256: str) -> bytes:
+    """The bytes at ``uri``, only if their SHA-256 is ``sha256`` (the digest recorded when written)."""
+    data = read_bytes(uri)
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha256.lower():
+        raise IntegrityError(
+            f"refusing {uri}: its SHA-256 is {actual}, but {sha256} was recorded when it was written; "
+            "it was changed or replaced since. Restore the original or re-create it through the pipeline"
+        )
+    return data
+
+
+def write(uri: str, body: bytes | Path) -> Written:
+    """Store bytes (or copy a local file) at ``uri`` under the storage policy; returns where and the SHA-256."""
+    if isinstance(body, Path) and not body.is_file():
+        raise ObjectNotFound(f"cannot upload {body}: it does not exist or is not a file")
+    return Written(uri, _put(parse(uri), body))
+
+
 def write_bytes(uri: str, data: bytes) -> str:
     """Store ``data`` at ``uri`` (a local file appears atomically); returns ``uri``."""
-    _put(parse(uri), data)
-    return uri
+    return write(uri, data).uri
 
 
 def write_file(uri: str, source: Path) -> str:
     """Copy the local file ``source`` to ``uri`` (S3 uploads large files in parts); returns ``uri``."""
-    if not Path(source).is_file():
-        raise ObjectNotFound(f"cannot upload {source}: it does not exist or is not a file")
-    _put(parse(uri), Path(source))
-    return uri
+    return write(uri, Path(source)).uri
 
 
 def exists(uri: str) -> bool:
@@ -154,19 +191,96 @@ def describe_error(exc: Exception, action: str, uri: str) -> StorageError:
     return _s3_error(exc, action, Location(uri, bucket=uri.removeprefix("s3://").partition("/")[0]))
 
 
-def _put(location: Location, body: bytes | Path) -> None:
-    """The one write path: every byte any caller stores passes here (policy hooks go here)."""
+def _put(location: Location, body: bytes | Path, extra: dict[str, Any] | None = None) -> str:
+    """The one write path: every byte any caller stores passes here; returns the bytes' SHA-256.
+
+    On S3: region check (before any byte is sent), encryption requested, SHA-256 stored as
+    metadata, and the encryption the store reports read back (an object stored without
+    it is deleted and the write refused). ``extra`` adds put arguments (e.g. Object Lock).
+    """
+    digest = _sha256(body)
     if location.path is not None:
         _put_local(location.path, body)
-        return
-    extra: dict[str, Any] = {}  # the governance seam: SSE-KMS and region checks add arguments here
+        return digest
+    from mlops.storage_policy import PolicyError, StoragePolicy
+
+    policy = StoragePolicy.from_env()
+    client = s3_client()
+    if policy.s3_allowed_regions:
+        policy.check_region(location.bucket, bucket_region(location.bucket))
+    arguments: dict[str, Any] = {
+        **policy.put_arguments(),
+        "Metadata": {SHA256_METADATA: digest},
+        **(extra or {}),
+    }
     try:
         if isinstance(body, Path):
-            s3_client().upload_file(str(body), location.bucket, location.key, ExtraArgs=extra or None)
+            client.upload_file(str(body), location.bucket, location.key, ExtraArgs=arguments)
         else:
-            s3_client().put_object(Bucket=location.bucket, Key=location.key, Body=body, **extra)
+            client.put_object(Bucket=location.bucket, Key=location.key, Body=body, **arguments)
+        problem = policy.check_applied(client.head_object(Bucket=location.bucket, Key=location.key))
     except Exception as exc:
         raise _s3_error(exc, "write", location) from exc
+    if problem:
+        client.delete_object(Bucket=location.bucket, Key=location.key)
+        raise PolicyError(
+            f"refused {location.uri}: {problem}; the object was deleted. Use an encryption the store applies "
+            f"(Ceph RGW ignores AES256: set MLOPS_S3_SSE=aws:kms and MLOPS_S3_SSE_KMS_KEY_ID) or, knowingly, "
+            "MLOPS_S3_SSE=none"
+        )
+    return digest
+
+
+MLFLOW_UPLOAD_ARGS_ENV = "MLFLOW_S3_UPLOAD_EXTRA_ARGS"
+"""MLflow's own variable: extra arguments of every S3 upload its artifact store makes."""
+
+
+def govern_mlflow_artifacts(artifact_location: str) -> None:
+    """MLflow writes model artifacts to S3 with its own client: give it the same policy.
+
+    The artifact bucket's region is checked before anything is logged, and the encryption
+    arguments go into ``MLFLOW_S3_UPLOAD_EXTRA_ARGS`` (unless already set) for this process.
+    A server-proxied store (``mlflow-artifacts:/``) is written by the MLflow server: set the
+    variable on its deployment.
+    """
+    if not artifact_location.startswith("s3://"):
+        return
+    import json
+
+    from mlops.storage_policy import StoragePolicy
+
+    policy = StoragePolicy.from_env()
+    bucket = parse(artifact_location, need_key=False).bucket
+    if policy.s3_allowed_regions:
+        policy.check_region(bucket, bucket_region(bucket))
+    arguments = policy.put_arguments()
+    if arguments and not os.environ.get(MLFLOW_UPLOAD_ARGS_ENV):
+        os.environ[MLFLOW_UPLOAD_ARGS_ENV] = json.dumps(arguments)
+
+
+def _sha256(body: bytes | Path) -> str:
+    if not isinstance(body, Path):
+        return hashlib.sha256(body).hexdigest()
+    digest = hashlib.sha256()
+    with body.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def bucket_region(bucket: str) -> str:
+    """The region a bucket lives in (``us-east-1`` when S3 reports none), cached per endpoint and bucket."""
+    return _bucket_region(s3_endpoint(), bucket)
+
+
+@lru_cache(maxsize=64)
+def _bucket_region(endpoint: str, bucket: str) -> str:
+    location = Location(f"s3://{bucket}", bucket=bucket)
+    try:
+        answer = s3_client().get_bucket_location(Bucket=bucket)
+    except Exception as exc:
+        raise _s3_error(exc, "check the region of", location) from exc
+    return str(answer.get("LocationConstraint") or "us-east-1")
 
 
 def _put_local(path: Path, body: bytes | Path) -> None:

@@ -110,7 +110,10 @@ class TrackingContext:
                     raise
         if existing is not None:
             self.check_location(existing.artifact_location)
-        mlflow.set_experiment(self.experiment)
+        experiment = mlflow.set_experiment(self.experiment)
+        from mlops.storage import govern_mlflow_artifacts
+
+        govern_mlflow_artifacts(experiment.artifact_location)
 
     def check_location(self, actual: str) -> None:
         """Raise :class:`TrackingError` when an existing experiment stores artifacts elsewhere than asked."""

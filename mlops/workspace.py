@@ -53,3 +53,14 @@ class Workspace:
         for path in (self.root, self.root / "artifacts", self.pipeline_root, self.data_dir):
             path.mkdir(parents=True, exist_ok=True)
         return self
+
+
+def workspace_of(tracking_uri: str) -> Path | None:
+    """The directory of a ``sqlite:///…/mlflow.db`` store (the workspace whose state sits beside it), else None.
+
+    Where a library call has no workspace but tracks into one, its audit trail and signing
+    key default to that workspace, the same places the CLI uses.
+    """
+    if not tracking_uri.startswith("sqlite:///"):
+        return None
+    return Path(tracking_uri.removeprefix("sqlite:///")).expanduser().resolve().parent

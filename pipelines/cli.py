@@ -9,16 +9,35 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
+from pipelines.commands import audit as audit_cmd
 from pipelines.commands import compile as compile_cmd
+from pipelines.commands import data as data_cmd
+from pipelines.commands import keys as keys_cmd
+from pipelines.commands import lineage as lineage_cmd
 from pipelines.commands import quantize as quantize_cmd
 from pipelines.commands import run as run_cmd
+from pipelines.commands import runs as runs_cmd
 from pipelines.commands import serve as serve_cmd
 from pipelines.commands import submit as submit_cmd
 from pipelines.commands import tune as tune_cmd
 from pipelines.commands import ui as ui_cmd
 from pipelines.commands import upload as upload_cmd
 
-COMMANDS = (run_cmd, compile_cmd, tune_cmd, ui_cmd, serve_cmd, quantize_cmd, upload_cmd, submit_cmd)
+COMMANDS = (
+    run_cmd,
+    compile_cmd,
+    tune_cmd,
+    ui_cmd,
+    serve_cmd,
+    quantize_cmd,
+    upload_cmd,
+    submit_cmd,
+    data_cmd,
+    runs_cmd,
+    audit_cmd,
+    keys_cmd,
+    lineage_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

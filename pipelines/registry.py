@@ -37,8 +37,8 @@ def defaults() -> dict[str, tuple[BaseModel, ...]]:
     return {name: _module(name, "pipeline").DEFAULTS for name in PIPELINE_NAMES}
 
 
-def summaries() -> dict[str, Callable[[Workspace, dict[str, Any], LocalRun], None]]:
-    """What each pipeline prints after a successful local run."""
+def summaries() -> dict[str, Callable[[Workspace, dict[str, Any], LocalRun], dict[str, str]]]:
+    """What each pipeline prints after a successful local run; each returns the run's facts for ``mlops runs``."""
     return {name: _module(name, "summary").print_summary for name in PIPELINE_NAMES}
 
 

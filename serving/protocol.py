@@ -224,6 +224,10 @@ def model_metadata(name: str, version: str, spec: FeatureSpec, precision: str) -
                     n: list(v) for n, v in zip(spec.categorical, spec.vocabularies, strict=True)
                 },
                 "precision": precision,
+                # What the output is the probability of: the label's positive value (the schema's positive_label).
+                "label": spec.label,
+                "negative_class": spec.classes[0],
+                "positive_class": spec.classes[1],
             },
         }
     )

@@ -1,10 +1,11 @@
 """Find the model version an alias points at, fetch its ``model.onnx`` and prove it is the registered file.
 
 The registry is the only source of truth for "which model is live": the server
-never serves a path, only ``models:/<name>@<alias>``. The SHA-256 recorded at
-registration (version tag ``mlops.onnx_sha256``) is checked on every fetch, so a
-file altered in the artifact store after the gates approved it is refused rather
-than served.
+never serves a path, only ``models:/<name>@<alias>``. The version's model-signing
+bundle is verified against the configured public key (:mod:`mlops.signing`) and the
+SHA-256 recorded at registration (version tag ``mlops.onnx_sha256``) is checked on
+every fetch, so a file altered in the artifact store after the gates approved it, or
+signed by another key, is refused rather than served.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlops.registry import DIGEST_TAG, ONNX_FILE, PRECISION_TAG, QUANTIZED_FROM_TAG, file_sha256
+from mlops.registry import (
+    DIGEST_TAG,
+    ONNX_FILE,
+    PRECISION_TAG,
+    QUANTIZED_FROM_TAG,
+    SIGNATURE_URI_TAG,
+    file_sha256,
+)
+from mlops.signing import SignatureError, public_key_for, verify_directory
 from mlops.tracking import redact_uri
 
 if TYPE_CHECKING:
@@ -101,9 +110,15 @@ class ModelRegistry:
                 "register models with components.register (mlops run training) which records the digest"
             )
 
+        public_key = self._public_key(tags, version)
         target = self.cache_dir / self.model_name / version
+        bundle = target.with_name(f"{version}.sig")
         cached = target / ONNX_FILE
-        if cached.is_file() and file_sha256(cached) == expected:
+        if (
+            cached.is_file()
+            and file_sha256(cached) == expected
+            and self._verified(target, bundle, public_key)
+        ):
             return ModelArtifact(self.model_name, version, cached, expected, tags)
 
         self.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -112,7 +127,9 @@ class ModelRegistry:
             # Resolve the storage location with our own client: mlflow's models:/ download path
             # looks the version up in the *global* registry URI, not the one passed to it.
             location = self.client.get_model_version_download_uri(self.model_name, version)
-            downloaded = self._download(location, staging, version)
+            (staging / "model").mkdir()
+            (staging / "signature").mkdir()
+            downloaded = self._download(location, staging / "model", version)
             onnx_path = downloaded / ONNX_FILE
             if not onnx_path.is_file():
                 raise RegistryError(
@@ -126,13 +143,35 @@ class ModelRegistry:
                     f"but the registry recorded {expected} at registration. The artifact was changed after "
                     "it passed the gates; re-register the model instead of editing its files."
                 )
+            # The digest tag alone trusts whoever can edit tags; the signature needs the private key.
+            if public_key is not None:
+                signature = self._download(tags[SIGNATURE_URI_TAG], staging / "signature", version)
+                verify_directory(downloaded, signature, public_key, f"{self.model_name} version {version}")
             if target.exists():
                 shutil.rmtree(target)
-            target.mkdir(parents=True)
-            onnx_path.replace(cached)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            downloaded.replace(target)
+            if public_key is not None:
+                signature.replace(bundle)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return ModelArtifact(self.model_name, version, cached, expected, tags)
+
+    def _public_key(self, tags: dict[str, str], version: str) -> Path | None:
+        """The key to verify ``version`` with; None for an unsigned version when signatures are optional."""
+        return public_key_for(tags, f"{self.model_name} version {version}", self.tracking_uri)
+
+    def _verified(self, directory: Path, bundle: Path, public_key: Path | None) -> bool:
+        """A cached copy is reused only if it still verifies; otherwise it is fetched again."""
+        if public_key is None:
+            return True
+        if not bundle.is_file():
+            return False
+        try:
+            verify_directory(directory, bundle, public_key, f"cached {directory}")
+        except SignatureError:
+            return False
+        return True
 
     def _download(self, location: str, staging: Path, version: str) -> Path:
         """Fetch a version's artifacts; any store failure becomes one :class:`RegistryError` line with the fix."""

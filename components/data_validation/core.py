@@ -38,17 +38,23 @@ __all__ = [
 SCHEMA_CHECK = "dataset_schema"
 
 
-def _schema_check(frame: pd.DataFrame, schema: DatasetSchema, source: str) -> CheckResult:
+def _schema_check(
+    frame: pd.DataFrame, schema: DatasetSchema, source: str
+) -> tuple[CheckResult, pd.DataFrame]:
+    """The schema check, and the table the suite then checks: the prepared one (markers read as
+    missing, declared columns, label 0/1) or, when the schema check fails, the raw one with markers read."""
     try:
-        schema.check(frame, source)
+        table = schema.prepare(frame, source)
     except DatasetError as exc:
         ok, text = False, str(exc)
+        table = schema.read_missing(frame)
     else:
         ok, text = (
             True,
-            f"all {len(schema.columns)} declared columns present, numeric and 0/1-labelled as declared",
+            f"all {len(schema.columns)} declared columns present and numeric as declared; label "
+            f"{schema.label!r} holds {schema.positive_label!r} (1) and {schema.negative_label!r} (0)",
         )
-    return CheckResult(
+    check = CheckResult(
         expectation=SCHEMA_CHECK,
         column=None,
         success=ok,
@@ -56,20 +62,37 @@ def _schema_check(frame: pd.DataFrame, schema: DatasetSchema, source: str) -> Ch
         observed_text=text,
         kwargs={
             "label": schema.label,
+            "positive_label": schema.positive_label,
             "numeric_features": len(schema.numeric_features),
             "categorical_features": len(schema.categorical_features),
             "protected_attributes": list(schema.protected_attributes),
+            "ignored_columns": list(schema.ignored_columns),
+            "missing_values": list(schema.missing_values),
         },
     )
+    return check, table
 
 
 def validate(
     frame: pd.DataFrame, schema: DatasetSchema, suite: Suite, source: str = "dataset", digest: str = ""
 ) -> ValidationResult:
-    """Run the schema check and the suite on ``frame``; never raises for bad data, only reports it."""
+    """Run the schema check and the suite; never raises for bad data, only reports it.
+
+    The suite checks the prepared table (what training reads), so a generated suite's label
+    expectations are about 0/1 whatever the label's values are in the file.
+    """
+    result, _ = validate_and_prepare(frame, schema, suite, source, digest)
+    return result
+
+
+def validate_and_prepare(
+    frame: pd.DataFrame, schema: DatasetSchema, suite: Suite, source: str = "dataset", digest: str = ""
+) -> tuple[ValidationResult, pd.DataFrame]:
+    """:func:`validate`, and the prepared table it checked."""
     started = time.perf_counter()
-    checks = [_schema_check(frame, schema, source), *run_suite(frame, suite)]
-    return ValidationResult(
+    schema_check, table = _schema_check(frame, schema, source)
+    checks = [schema_check, *run_suite(table, suite)]
+    result = ValidationResult(
         suite_name=suite.name,
         suite_version=suite.version,
         source=source,
@@ -79,6 +102,7 @@ def validate(
         duration_s=round(time.perf_counter() - started, 4),
         checks=tuple(checks),
     )
+    return result, table
 
 
 def write_reports(result: ValidationResult, html_path: Path, json_path: Path) -> None:
@@ -139,8 +163,9 @@ def run_validation(
 ) -> tuple[str, str]:
     """Validate ``data_uri`` and return ``(dataset_digest, suite_version)``.
 
-    Both reports are written and logged in every outcome; the validated table is
-    written as Parquet only on success, so nothing downstream can read rejected data.
+    Both reports are written and logged in every outcome; the validated, prepared table
+    (declared columns only, missing markers as NaN, label 0/1) is written as Parquet only on
+    success, so nothing downstream can read rejected data.
 
     Raises:
         SuiteError: the suite file is missing or malformed.
@@ -163,10 +188,23 @@ def run_validation(
             _record(_setup_failure("load_table", exc, data_uri, suite), html_path, json_path)
             raise
         mlflow.log_param("dataset_digest", digest)
-        result = validate(frame, schema, suite, source=data_uri, digest=digest)
+        result, table = validate_and_prepare(frame, schema, suite, source=data_uri, digest=digest)
         _record(result, html_path, json_path)
+        from mlops.audit import record_in_run
+
+        record_in_run(
+            "data.validated",
+            data_uri,
+            {
+                "success": result.success,
+                "dataset_digest": digest,
+                "suite": suite.name,
+                "suite_version": suite.version,
+            },
+            pipeline_run_id=tracking_context.pipeline_run_id,
+        )
         if not result.success:
             raise ValidationFailed(result)
         dataset_out_path.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_parquet(dataset_out_path, index=False)
+        table.to_parquet(dataset_out_path, index=False)
     return digest, suite.version

@@ -133,6 +133,9 @@ def champion_metrics(model_name: str, test_frame: pd.DataFrame, label_column: st
     with tempfile.TemporaryDirectory(prefix="champion-") as tmp:
         # By version, not alias: a promotion during the download must not mix two versions.
         local = Path(mlflow.artifacts.download_artifacts(f"models:/{model_name}/{version}", dst_path=tmp))
+        from mlops.signing import verify_registered
+
+        verify_registered(model_name, version, local, mlflow.get_tracking_uri())
         candidates = sorted(local.rglob("*.onnx"))
         preferred = [p for p in candidates if p.name == "model.onnx"] or candidates
         if not preferred:

@@ -1,7 +1,5 @@
 """KFP wrapper for :mod:`components.model_validation.core`."""
 
-from typing import List  # noqa: UP035 - KFP's signature parser needs typing.List
-
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset, Input, Model, Output, OutputPath
 
@@ -15,8 +13,6 @@ def validate_model(
     model_name: str,
     version: str,
     validation: dict,
-    invariance: List[dict],  # noqa: UP006
-    directional: List[dict],  # noqa: UP006
     tracking: dict,
     report_html: Output[HTML],
     report_json: Output[Artifact],
@@ -24,6 +20,8 @@ def validate_model(
 ) -> str:
     """Fairness, explainability and behavioural checks on the test split; returns promote/reject.
 
+    The behavioural tests and the favourable class come with ``test_data`` (validate-data resolved
+    them from the dataset's declaration and the settings and checked their columns).
     The decision is the single return value (``outputs["Output"]``) because kfp.local 2.17 cannot
     resolve a named output inside a ``dsl.If`` condition; the reason is a second, named output.
     """
@@ -36,14 +34,12 @@ def validate_model(
     from mlops.tracking import TrackingContext
 
     schema = schema_from_metadata(test_data.metadata, "validate-model's test_data")
+    tests = test_data.metadata.get("behavioural") or {"invariance": [], "directional": []}
     result = run(
         model_path=Path(model.path),
         test_data_uri=test_data.path,
-        label=schema.label,
-        protected_attributes=schema.protected_attributes,
-        config=from_flat(
-            ValidationConfig, {**validation, "invariance": invariance, "directional": directional}
-        ),
+        schema=schema,
+        config=from_flat(ValidationConfig, {**validation, **tests}),
         model_name=model_name,
         version=version,
         context=TrackingContext.from_dict(tracking),

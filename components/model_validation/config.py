@@ -1,20 +1,31 @@
 """What the model-validation gate checks, and how strictly.
 
 Every threshold is a field here so that an operator changes policy through
-pipeline parameters, never by editing code. The behavioural tests default to
-expectations that hold for the built-in sample dataset (whose generator makes
-``region`` and ``years_at_address`` irrelevant to the label and makes
-delinquencies, debt-to-income and interest rate raise the default risk); other
-data declares its own.
+pipeline parameters, never by editing code. Behavioural tests given here replace
+the ones the dataset declares (its schema file; the built-in sample declares
+its own, ``mlops.sample_data``); with neither, none run and the report says so.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
+from mlops.behaviour import DirectionalTest, InvarianceTest
+from mlops.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
 from mlops.settings import SETTINGS_CONFIG
+
+__all__ = [
+    "SAMPLE_DIRECTIONAL_TESTS",
+    "SAMPLE_INVARIANCE_TESTS",
+    "BehaviouralSuite",
+    "DirectionalTest",
+    "ExplainabilityPolicy",
+    "FairnessPolicy",
+    "InvarianceTest",
+    "ValidationConfig",
+]
 
 
 class FairnessPolicy(BaseModel):
@@ -24,8 +35,14 @@ class FairnessPolicy(BaseModel):
 
     decision_threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
     """Score at or above which a row counts as predicted positive."""
-    favourable_prediction: Literal[0, 1] = Field(default=0)
-    """The predicted class that benefits the person (credit default: 0, the loan is granted). The demographic-parity ratio compares the groups' rates of this outcome, as the four-fifths rule does."""
+    favourable_outcome: Literal["schema", "positive", "negative"] = Field(default="schema")
+    """The predicted class that benefits the person: positive (an approval) or negative (no default predicted: the loan is granted). schema: the dataset schema's favourable_class. The demographic-parity ratio compares the groups' rates of this outcome, as the four-fifths rule does."""
+
+    def favourable_prediction(self, favourable_class: Literal["positive", "negative"]) -> int:
+        """The favourable predicted label (0/1), given the dataset schema's favourable class."""
+        outcome = favourable_class if self.favourable_outcome == "schema" else self.favourable_outcome
+        return 1 if outcome == "positive" else 0
+
     max_demographic_parity_difference: float = Field(default=0.1, ge=0.0, le=1.0)
     """Largest allowed gap between group selection rates."""
     min_demographic_parity_ratio: float = Field(default=0.8, ge=0.0, le=1.0)
@@ -57,82 +74,15 @@ class ExplainabilityPolicy(BaseModel):
     """Size of the top-feature set whose overlap is reported."""
 
 
-class InvarianceTest(BaseModel):
-    """Perturbing ``feature`` must barely move the predicted probability."""
-
-    model_config = SETTINGS_CONFIG
-
-    feature: str = Field(min_length=1)
-    """Model feature that must not matter."""
-    perturbation: Literal["permute", "shift"] = Field(default="permute")
-    """permute: shuffle the column across rows (any feature); shift: add `shift` (numeric only)."""
-    shift: float = Field(default=0.0)
-    """Amount added to the feature when perturbation is 'shift'."""
-    max_mean_abs_change: float = Field(default=0.03, ge=0.0, le=1.0)
-    """Largest allowed mean |change| in probability over rows."""
-    max_abs_change: float = Field(default=0.2, ge=0.0, le=1.0)
-    """Largest allowed |change| in probability on any single row."""
-
-    @model_validator(mode="after")
-    def _shift_given(self) -> InvarianceTest:
-        if self.perturbation == "shift" and self.shift == 0.0:
-            raise ValueError(f"invariance test on {self.feature!r} uses perturbation 'shift' but shift is 0")
-        return self
-
-    @property
-    def name(self) -> str:
-        how = f"shift {self.shift:+g}" if self.perturbation == "shift" else "permute"
-        return f"invariance:{self.feature}:{how}"
-
-
-class DirectionalTest(BaseModel):
-    """Adding ``delta`` to ``feature`` must move the probability in the expected direction (or not at all)."""
-
-    model_config = SETTINGS_CONFIG
-
-    feature: str = Field(min_length=1)
-    """Numeric model feature to raise or lower."""
-    delta: float
-    """Amount added to the feature (negative to lower it); must not be 0."""
-    expectation: Literal["non_decreasing", "non_increasing"]
-    """non_decreasing: the probability must not fall; non_increasing: it must not rise."""
-    tolerance: float = Field(default=0.01, ge=0.0, le=1.0)
-    """Move against the expectation that a row may still make."""
-    min_pass_fraction: float = Field(default=0.95, ge=0.0, le=1.0)
-    """Share of rows that must meet the expectation."""
-
-    @model_validator(mode="after")
-    def _delta_nonzero(self) -> DirectionalTest:
-        if self.delta == 0.0:
-            raise ValueError(f"directional test on {self.feature!r} has delta 0; give the amount to add")
-        return self
-
-    @property
-    def name(self) -> str:
-        return f"directional:{self.feature}:{self.delta:+g}:{self.expectation}"
-
-
-SAMPLE_INVARIANCE_TESTS: tuple[InvarianceTest, ...] = (
-    InvarianceTest(feature="region", perturbation="permute"),
-    InvarianceTest(feature="years_at_address", perturbation="shift", shift=5.0),
-)
-SAMPLE_DIRECTIONAL_TESTS: tuple[DirectionalTest, ...] = (
-    DirectionalTest(feature="num_delinquencies", delta=2.0, expectation="non_decreasing"),
-    DirectionalTest(feature="debt_to_income", delta=0.2, expectation="non_decreasing"),
-    DirectionalTest(feature="interest_rate", delta=0.05, expectation="non_decreasing"),
-    DirectionalTest(feature="credit_score", delta=50.0, expectation="non_increasing"),
-)
-
-
 class BehaviouralSuite(BaseModel):
-    """The behavioural tests to run; the defaults suit the built-in sample dataset."""
+    """Behavioural tests that replace the dataset's declared ones (empty: the declared ones run)."""
 
     model_config = SETTINGS_CONFIG
 
-    invariance: tuple[InvarianceTest, ...] = Field(default=SAMPLE_INVARIANCE_TESTS)
-    """Features whose perturbation must not matter."""
-    directional: tuple[DirectionalTest, ...] = Field(default=SAMPLE_DIRECTIONAL_TESTS)
-    """Features whose change must move the score one way."""
+    invariance: tuple[InvarianceTest, ...] = Field(default=())
+    """Features whose perturbation must not matter. Empty: the dataset schema's invariance tests (the built-in sample's on the sample)."""
+    directional: tuple[DirectionalTest, ...] = Field(default=())
+    """Features whose change must move the score one way. Empty: the dataset schema's directional tests (the built-in sample's on the sample)."""
 
 
 class ValidationConfig(BaseModel):

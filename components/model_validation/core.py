@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from components.model_validation.behavioural import BehaviouralResult, check_suite, run_suite
 from components.model_validation.checks import Violation, slug
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from components.model_validation.scoring import Scorer
+    from mlops.dataset import DatasetSchema
     from mlops.tracking import TrackingContext
 
 RUN_ID_TAG = f"{TAG_PREFIX}{GATE}.run_id"
@@ -83,7 +84,9 @@ def decide(
         "behavioural": _decide(
             "behavioural",
             [v for b in behaviour for v in b.violations],
-            f"all {len(behaviour)} behavioural test(s) passed",
+            f"all {len(behaviour)} behavioural test(s) passed"
+            if behaviour
+            else "no behavioural tests declared",
             metrics["behavioural"],
         ),
         "explainability": _decide(
@@ -118,8 +121,12 @@ def validate(
     label: str,
     protected_attributes: Sequence[str],
     config: ValidationConfig,
+    favourable_class: Literal["positive", "negative"] = "negative",
 ) -> ValidationResult:
-    """Run every check on ``frame`` (the held-out test split, protected attributes included)."""
+    """Run every check on ``frame`` (the held-out test split, protected attributes included).
+
+    ``favourable_class`` is the dataset schema's; ``config.fairness.favourable_outcome`` may override it.
+    """
     if frame.empty:
         raise ValueError("the test data has no rows; the validation gate needs the held-out test split")
     check_columns(frame, label, protected_attributes)
@@ -127,7 +134,7 @@ def validate(
     check_suite(scorer, config.behavioural)  # fail on a mis-declared test before any slow work
     scores = scorer.predict(frame)
     fairness = evaluate_fairness(
-        frame, scores, label, protected_attributes, config.fairness, config.validation_seed
+        frame, scores, label, protected_attributes, config.fairness, config.validation_seed, favourable_class
     )
     sample = (
         frame.sample(n=config.validation_max_rows, random_state=config.validation_seed)
@@ -144,6 +151,7 @@ def validate(
         fairness=fairness,
         explainability=explained,
         behavioural=behaviour,
+        favourable_prediction=config.fairness.favourable_prediction(favourable_class),
         decisions=decide(fairness, explained, behaviour, config.explainability.min_rank_agreement > -1),
     )
 
@@ -185,14 +193,27 @@ def record(
         for key, value in tags.items():
             client.set_model_version_tag(model_name, version, key, value)
         mlflow.set_tags({gate_tag(GATE, "decision"): result.decision.decision, MODEL_VERSION_TAG: version})
+        from mlops.audit import record_in_run
+
+        record_in_run(
+            "gate.decided",
+            f"{model_name}/{version}",
+            {
+                "gate": GATE,
+                "decision": result.decision.decision,
+                "reason": result.decision.reason,
+                "checks": {name: d.decision for name, d in result.decisions.items()},
+            },
+            pipeline_run_id=context.pipeline_run_id,
+            model_version=f"{model_name}/{version}",
+        )
         return str(run.info.run_id)
 
 
 def run(
     model_path: Path,
     test_data_uri: str,
-    label: str,
-    protected_attributes: Sequence[str],
+    schema: DatasetSchema,
     config: ValidationConfig,
     model_name: str,
     version: str,
@@ -207,7 +228,9 @@ def run(
 
     scorer = load_scorer(model_path)
     frame, _ = load_table(test_data_uri)
-    result = validate(scorer, frame, label, protected_attributes, config)
+    result = validate(
+        scorer, frame, schema.label, schema.protected_attributes, config, schema.favourable_class
+    )
     write_reports(result, model_name, version, html_path, json_path)
     record(result, model_name, version, context, html_path, json_path)
     return result

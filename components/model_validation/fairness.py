@@ -38,7 +38,7 @@ class GroupMetrics:
     selection_rate: float
     """Share predicted positive (label 1)."""
     favourable_rate: float
-    """Share given the favourable prediction (``FairnessPolicy.favourable_prediction``)."""
+    """Share given the favourable prediction (``FairnessPolicy.favourable_outcome``, by default the schema's)."""
     true_positive_rate: float
     false_positive_rate: float
     precision: float
@@ -119,12 +119,18 @@ def _worst_rate(difference: pd.Series) -> str:
 
 
 def _check_attribute(
-    attribute: str, y: np.ndarray, scores: np.ndarray, groups: np.ndarray, policy: FairnessPolicy, seed: int
+    attribute: str,
+    y: np.ndarray,
+    scores: np.ndarray,
+    groups: np.ndarray,
+    policy: FairnessPolicy,
+    seed: int,
+    favourable: int,
 ) -> AttributeFairness:
     import numpy as np
     from fairlearn.metrics import MetricFrame
 
-    metrics = _metrics(policy.decision_threshold, policy.favourable_prediction)
+    metrics = _metrics(policy.decision_threshold, favourable)
     by_group = MetricFrame(
         metrics=metrics, y_true=y, y_pred=scores, sensitive_features={attribute: groups}
     ).by_group
@@ -195,7 +201,7 @@ def _check_attribute(
             predicted,
             groups,
             checked,
-            policy.favourable_prediction,
+            favourable,
             policy.bootstrap_resamples,
             policy.confidence,
             seed,
@@ -266,8 +272,13 @@ def evaluate_fairness(
     protected_attributes: Sequence[str],
     policy: FairnessPolicy,
     seed: int = 0,
+    favourable_class: Literal["positive", "negative"] = "negative",
 ) -> tuple[AttributeFairness, ...]:
-    """Check every protected attribute of ``frame`` against ``policy``; ``scores`` are probabilities."""
+    """Check every protected attribute of ``frame`` against ``policy``; ``scores`` are probabilities.
+
+    ``favourable_class`` is the dataset schema's (``DatasetSchema.favourable_class``, whose default
+    this repeats); ``policy.favourable_outcome`` overrides it unless it is ``"schema"``.
+    """
     import numpy as np
 
     check_columns(frame, label, protected_attributes)
@@ -276,6 +287,14 @@ def evaluate_fairness(
     y = frame[label].to_numpy().astype(int)
     scores = np.asarray(scores, dtype=np.float64)
     return tuple(
-        _check_attribute(attr, y, scores, protected_groups(frame, attr), policy, seed)
+        _check_attribute(
+            attr,
+            y,
+            scores,
+            protected_groups(frame, attr),
+            policy,
+            seed,
+            policy.favourable_prediction(favourable_class),
+        )
         for attr in protected_attributes
     )

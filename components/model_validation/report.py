@@ -52,6 +52,7 @@ def to_json(result: ValidationResult, model_name: str, version: str) -> dict[str
             "decisions": body,
             "label": result.label,
             "protected_attributes": list(result.protected_attributes),
+            "favourable_prediction": result.favourable_prediction,
             "n_rows": result.n_rows,
             "config": result.config.model_dump(),
             "fairness": [asdict(a) for a in result.fairness],
@@ -87,7 +88,9 @@ def _fairness_html(result: ValidationResult) -> str:
     parts = ["<h2>Fairness</h2>"]
     policy = result.config.fairness
     parts.append(
-        f"<p>Decision threshold {policy.decision_threshold:g}; groups under {policy.min_group_size} rows are "
+        f"<p>Favourable outcome: prediction {result.favourable_prediction} (the favourable rate and the "
+        "demographic-parity ratio count it). "
+        f"Decision threshold {policy.decision_threshold:g}; groups under {policy.min_group_size} rows are "
         "shown but not checked. With bootstrapping on, a threshold fails only when the whole "
         f"{policy.confidence:.0%} interval lies beyond it.</p>"
     )

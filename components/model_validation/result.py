@@ -29,6 +29,8 @@ class ValidationResult:
     fairness: tuple[AttributeFairness, ...]
     explainability: ExplainabilityResult
     behavioural: tuple[BehaviouralResult, ...]
+    favourable_prediction: int = 0
+    """The predicted label (0/1) the fairness figures count as favourable (resolved from the schema and policy)."""
     decisions: dict[str, Decision] = field(default_factory=dict)
     """Per family of checks (``fairness``, ``behavioural``, ``explainability``) and overall (``model_validation``)."""
 

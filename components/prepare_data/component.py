@@ -1,5 +1,7 @@
 """KFP wrapper for :mod:`components.prepare_data.core`."""
 
+from typing import NamedTuple
+
 from kfp import dsl
 from kfp.dsl import Dataset, Output
 
@@ -7,11 +9,15 @@ from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
-def prepare_data(data: dict, sample: Output[Dataset]) -> str:
+def prepare_data(data: dict, sample: Output[Dataset]) -> NamedTuple(  # type: ignore[valid-type]
+    "PreparedData", [("data_uri", str), ("is_sample", bool)]
+):
     """Returns ``data_uri`` if set, else writes the sample dataset and returns its location.
 
-    ``data`` holds the :class:`~components.prepare_data.config.DataSettings` settings.
+    ``data`` holds the :class:`~components.prepare_data.config.DataSettings` settings;
+    ``is_sample`` tells validate-data whether the sample's declaration applies.
     """
+    from collections import namedtuple
     from pathlib import Path
 
     from components.prepare_data.config import DataSettings
@@ -19,9 +25,10 @@ def prepare_data(data: dict, sample: Output[Dataset]) -> str:
     from mlops.settings import from_flat
 
     settings = from_flat(DataSettings, data)
+    PreparedData = namedtuple("PreparedData", ["data_uri", "is_sample"])
     uri = resolve_data(settings, Path(sample.path))
     if uri == sample.path:
         sample.metadata["rows"] = settings.sample.sample_rows
         # On a cluster sample.path is a FUSE mount of sample.uri; other pods read the URI.
-        return sample.uri if sample.uri.startswith("s3://") else sample.path
-    return uri
+        return PreparedData(sample.uri if sample.uri.startswith("s3://") else sample.path, True)
+    return PreparedData(uri, False)

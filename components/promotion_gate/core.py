@@ -76,6 +76,26 @@ def record(
         client.set_model_version_tag(model_name, version, gate_tag(decision.gate, "reason"), decision.reason)
         mlflow.set_tags({decision_tag: decision.decision, MODEL_VERSION_TAG: version})
         mlflow.log_artifact(str(report_path), artifact_path="gate")
+        audit_decision(decision, model_name, version, context)
+
+
+def audit_decision(decision: Decision, model_name: str, version: str, context: TrackingContext) -> None:
+    """One ``gate.decided`` record (call inside the gate's MLflow run)."""
+    from mlops.audit import record_in_run
+
+    subject = f"{model_name}/{version}"
+    record_in_run(
+        "gate.decided",
+        subject,
+        {
+            "gate": decision.gate,
+            "decision": decision.decision,
+            "reason": decision.reason,
+            "metrics": decision.metrics,
+        },
+        pipeline_run_id=context.pipeline_run_id,
+        model_version=subject,
+    )
 
 
 def promote(model_name: str, version: str, context: TrackingContext) -> str | None:
@@ -88,5 +108,13 @@ def promote(model_name: str, version: str, context: TrackingContext) -> str | No
         previous: str | None = str(client.get_model_version_by_alias(model_name, CHAMPION).version)
     except mlflow.exceptions.MlflowException:
         previous = None
-    move_alias(client, model_name, CHAMPION, version, previous)
+    move_alias(
+        client,
+        model_name,
+        CHAMPION,
+        version,
+        previous,
+        reason="every gate decided promote",
+        links={"pipeline_run_id": context.pipeline_run_id},
+    )
     return previous

@@ -99,6 +99,9 @@ def register_int8(
         for key, value in tags.items():
             client.set_model_version_tag(model_name, version, key, value)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: version})
+        from mlops.signing import sign_registered_version
+
+        sign_registered_version(client, model_name, version, stored.parent, context.pipeline_run_id)
     return version
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlops.registry import (
-    CHALLENGER,
     DIGEST_TAG,
     MODEL_NAME_TAG,
     MODEL_VERSION_TAG,
@@ -20,6 +19,7 @@ from mlops.registry import (
     Lineage,
     file_sha256,
 )
+from mlops.signing import sign_registered_version
 from mlops.tracking import TrackingContext, task_run
 
 if TYPE_CHECKING:
@@ -41,7 +41,11 @@ def register_onnx_model(
     lineage: Lineage,
     context: TrackingContext,
 ) -> RegisteredVersion:
-    """Log the ONNX model with signature and input example, register it, alias it ``challenger``."""
+    """Log the ONNX model with signature and input example and register it with its lineage.
+
+    No alias yet: ``challenger`` moves only once every gate has decided (``combine_gates``), so a
+    run whose gate crashes leaves no challenger behind.
+    """
     from importlib.metadata import version
 
     import mlflow
@@ -78,7 +82,21 @@ def register_onnx_model(
         client = mlflow.MlflowClient()
         for key, value in {**lineage.tags(), DIGEST_TAG: onnx_sha256}.items():
             client.set_model_version_tag(model_name, number, key, value)
-        client.set_registered_model_alias(model_name, CHALLENGER, number)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
+        _audit_registration(model_name, number, onnx_sha256, lineage)
+        # Signed at registration: the challenger alias only moves after the gates (combine-gates),
+        # so a version that cannot be signed never becomes challenger.
+        sign_registered_version(client, model_name, number, local_copy, lineage.kfp_run_id)
         mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
+
+
+def _audit_registration(model_name: str, number: str, onnx_sha256: str, lineage: Lineage) -> None:
+    from mlops.audit import record_in_run
+
+    subject = f"{model_name}/{number}"
+    tags = lineage.tags()
+    details = {"onnx_sha256": onnx_sha256, **{k.removeprefix("mlops."): v for k, v in tags.items()}}
+    record_in_run(
+        "model.registered", subject, details, pipeline_run_id=lineage.kfp_run_id, model_version=subject
+    )

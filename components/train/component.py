@@ -51,7 +51,9 @@ def train_model(
     model.metadata.update(
         {"framework": "pytorch", "mlflow_run_id": outcome.run_id, "best_epoch": outcome.best_epoch}
     )
-    test_data.metadata[SCHEMA_METADATA_KEY] = dataset.metadata[SCHEMA_METADATA_KEY]
+    for key in (SCHEMA_METADATA_KEY, "behavioural"):  # the declaration travels on with the test split
+        if key in dataset.metadata:
+            test_data.metadata[key] = dataset.metadata[key]
     metrics.log_metric("val_auc", outcome.val_auc)
     metrics.log_metric("val_loss", outcome.val_loss)
     metrics.log_metric("epochs_run", outcome.epochs_run)

@@ -81,13 +81,15 @@ def run_training(
     """
     import mlflow
 
-    from training.tracking import MlflowLogger
+    from training.tracking import MlflowLogger, ProgressLogger
     from training.trainer import train
 
     frame, digest = load_table(dataset_path)
     with task_run(tracking_context, TASK_NAME) as run:
         mlflow.set_tags({DATASET_DIGEST_TAG: digest, DATASET_URI_TAG: dataset_path})
-        logger = MlflowLogger(run_id=run.info.run_id, tracking_uri=mlflow.get_tracking_uri())
+        logger = ProgressLogger(
+            MlflowLogger(run_id=run.info.run_id, tracking_uri=mlflow.get_tracking_uri()), config.epochs
+        )
         result = train(
             frame, schema, config, model_dir, checkpoint_dir=checkpoint_dir, logger=logger, launcher=launcher
         )

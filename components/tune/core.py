@@ -29,6 +29,7 @@ from components.tune.study import (
     redact,
 )
 from mlops.dataset import DatasetSchema
+from mlops.progress import Progress, emit
 from mlops.tracking import PIPELINE_RUN_ID_TAG, TASK_TAG, TrackingContext, task_run
 from training.config import TrainConfig
 
@@ -214,4 +215,6 @@ def _run_trial(
         mlflow.set_tags({STATE_TAG: state, **({"optuna.reason": error[:500]} if error else {})})
         mlflow.end_run(status=MLFLOW_STATUS[state])
     print(f"tune worker {worker_index}: trial {trial.number} {state}" + (f" ({error})" if error else ""))
+    figure = f"trial {trial.number} {state}" + (f", val AUC {value:.4f}" if value is not None else "")
+    emit(Progress(unit="trial", total=plan.quota(worker_index), advance=1, text=figure))
     return state

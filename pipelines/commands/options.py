@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 DATA_ALIAS = "--data"
 """Short, documented spelling of ``--data_uri``."""
+SCHEMA_ALIAS = "--schema"
+"""Short, documented spelling of ``--schema_uri`` (the file ``mlops data init`` writes)."""
 
 
 def _shown(value: Any) -> str:
@@ -38,6 +40,8 @@ def add_parameter_flags(parser: argparse.ArgumentParser, pipeline: BaseComponent
             flags.append(f"--{name.replace('_', '-')}")
         if name == "data_uri":
             flags.append(DATA_ALIAS)
+        if name == "schema_uri":
+            flags.append(SCHEMA_ALIAS)
         help_text = (spec.description or "").replace("%", "%%")
         default = _shown(spec.default).replace("%", "%%")
         group.add_argument(

@@ -19,6 +19,7 @@ from pipelines.registry import PIPELINE_NAMES
 if TYPE_CHECKING:
     from mlops.settings import Leaf
     from mlops.tracking import ResolvedTracking
+    from pipelines.local_run import LocalRun, PipelineFailed
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +29,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Run a pipeline with KFP's local runner. Every pipeline parameter is a flag.",
     )
     parser.add_argument("pipeline", choices=PIPELINE_NAMES, help="which pipeline to run")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="stream every step's raw output too (it is always kept in <run>/logs/<step>.log)",
+    )
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="reuse the outputs of steps whose inputs, code and named files did not change since an earlier "
+        "--cache run (kfp.local's step cache)",
+    )
     parser.add_argument(
         "arguments",
         nargs=argparse.REMAINDER,
@@ -138,18 +151,78 @@ def check_packable_text(arguments: dict[str, Any], settings: list[Leaf]) -> None
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.signing import workspace_defaults
     from pipelines.local_run import PipelineFailed, run_locally
     from pipelines.registry import pipelines, summaries
     from pipelines.summary import print_failure, print_start
 
-    given = parse_pipeline_arguments(args.pipeline, list(args.arguments))
+    rest = list(args.arguments)  # the command's own flags may also follow the pipeline's name
+    verbose = take_flag(rest, "-v", "--verbose") or args.verbose
+    use_cache = take_flag(rest, "--cache") or args.cache
+    given = parse_pipeline_arguments(args.pipeline, rest)
     arguments, tracking = local_arguments(args.pipeline, given, workspace)
     tracking.check()  # an unreachable server or a mismatched experiment fails here, before any step
     print_start(args.pipeline, workspace, tracking)
+    cache = step_cache(args.pipeline, arguments, workspace) if use_cache else None
     try:
-        result = run_locally(pipelines()[args.pipeline], arguments, workspace)
+        with workspace_defaults(workspace.create().root, sign=True):
+            result = run_locally(
+                pipelines()[args.pipeline], arguments, workspace, verbose=verbose, cache_root=cache
+            )
     except PipelineFailed as failure:
         print_failure(failure, workspace)
+        save_record(args.pipeline, failure.run, "failed", failure=failure)
         return 1
-    summaries()[args.pipeline](workspace, arguments, result)
+    facts = summaries()[args.pipeline](workspace, arguments, result)
+    save_record(args.pipeline, result, "succeeded", facts=facts)
     return 0
+
+
+def take_flag(argv: list[str], *names: str) -> bool:
+    """Remove every occurrence of the flag ``names`` from ``argv``; whether there was one."""
+    found = [arg for arg in argv if arg in names]
+    argv[:] = [arg for arg in argv if arg not in names]
+    return bool(found)
+
+
+def step_cache(name: str, arguments: dict[str, Any], workspace: Workspace) -> Path:
+    """The cache folder for this code and these files' contents (see :mod:`pipelines.cache`)."""
+    from mlops.settings import iter_settings
+    from pipelines.cache import cache_root
+    from pipelines.registry import defaults
+
+    configs = defaults()[name]
+    named = {leaf.name for _, leaf in iter_settings(*(type(c) for c in configs)) if leaf.names_a_file}
+    return cache_root(workspace.pipeline_root, arguments, named)
+
+
+def save_record(
+    name: str,
+    run: LocalRun,
+    status: str,
+    failure: PipelineFailed | None = None,
+    facts: dict[str, str] | None = None,
+) -> None:
+    """Keep what ``mlops runs`` lists in the run's folder (nothing when the run never got one)."""
+    from datetime import datetime
+
+    from pipelines.console.record import RunRecord
+
+    if run.run_dir is None:
+        return
+    facts = dict(facts or {})
+    reasons = facts.pop("reasons", "").splitlines()
+    if failure is not None:
+        reasons = [failure.headline, *failure.details]
+    RunRecord(
+        id=run.run_dir.name,
+        pipeline=name,
+        started=datetime.fromtimestamp(run.started).strftime("%Y-%m-%d %H:%M:%S"),
+        status=status,
+        seconds=round(run.seconds, 1),
+        steps=[step.as_dict() for step in run.steps],
+        failed_step=failure.task if failure is not None else "",
+        reasons=reasons,
+        facts=facts,
+        log_dir=str(run.log_dir or ""),
+    ).save(run.run_dir)

@@ -107,7 +107,10 @@ def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
     if config.request_log_uri:
         storage.check_access(config.request_log_uri)  # fail now, not on the first flush minutes later
     print("\n".join(["Serving with:", *resolved.describe()[:1]]), flush=True)
-    serve(config)
+    from mlops.signing import workspace_defaults
+
+    with workspace_defaults(workspace.root, sign=False):
+        serve(config)
     return 0
 
 

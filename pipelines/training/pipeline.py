@@ -95,7 +95,6 @@ def training_pipeline(parameters: Parameters) -> Any:
         model=model,
         test_data=test_data,
         validation=parameters.of(ValidationConfig),
-        **parameters.unpacked(ValidationConfig),
         **on_version,
     )
     verdict = combine_gates(

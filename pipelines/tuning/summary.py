@@ -7,14 +7,16 @@ from typing import Any
 from components.tune.core import TASK_NAME
 from mlops.registry import TASK_TAG
 from mlops.workspace import Workspace
+from pipelines.console.display import duration
 from pipelines.local_run import LocalRun
+from pipelines.summary import run_lines
 
 
-def print_summary(workspace: Workspace, arguments: dict[str, Any], result: LocalRun) -> None:
+def print_summary(workspace: Workspace, arguments: dict[str, Any], result: LocalRun) -> dict[str, str]:
     """The newest tuning parent run: best trial, its parameters and the trial counts."""
     import mlflow
 
-    experiment, run_dir = arguments["experiment"], result.run_dir
+    experiment = arguments["experiment"]
     client = mlflow.MlflowClient(tracking_uri=arguments["tracking_uri"])
     found = client.get_experiment_by_name(experiment)
     runs = (
@@ -29,7 +31,7 @@ def print_summary(workspace: Workspace, arguments: dict[str, Any], result: Local
     )
     if not runs:
         print(f"Tuning finished, but no tuning run was found in MLflow experiment {experiment!r}.")
-        return
+        return {}
     run = runs[0]
     metrics, params = run.data.metrics, run.data.params
     counts = ", ".join(
@@ -37,7 +39,7 @@ def print_summary(workspace: Workspace, arguments: dict[str, Any], result: Local
     )
     lines = [
         "",
-        "Tuning finished.",
+        f"Tuning finished in {duration(result.seconds)}.",
         f"  {'study':<17} {run.data.tags.get('optuna.study_name', '?')} ({counts})",
         f"  {'best trial':<17} #{run.data.tags.get('optuna.best_trial', '?')}: "
         f"validation AUC {metrics.get('best_val_auc', float('nan')):.4f}",
@@ -51,7 +53,7 @@ def print_summary(workspace: Workspace, arguments: dict[str, Any], result: Local
         f"  {'tuning run':<17} {run.info.run_id} (experiment {experiment}; trials are its child runs)",
         f"  {'study storage':<17} {params.get('tune.storage', '?')}",
     ]
-    if run_dir is not None:
-        lines.append(f"  {'pipeline run':<17} {run_dir}")
-    lines.append(f"  {'browse runs':<17} mlops ui")
+    lines += run_lines(result)
+    lines.append(f"  {'browse runs':<17} mlops ui · mlops runs")
     print("\n".join(lines))
+    return {"best validation AUC": f"{metrics.get('best_val_auc', float('nan')):.4f}", "trials": counts}

@@ -66,7 +66,7 @@ class LocalServerTarget:
             self._client = MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
         return self._client
 
-    def deploy(self, version: str) -> DeploymentStatus:
+    def deploy(self, version: str, reason: str = "deployed") -> DeploymentStatus:
         from mlflow.exceptions import MlflowException
 
         name = self.model_name
@@ -77,7 +77,15 @@ class LocalServerTarget:
                 f"cannot deploy {name} version {version!r}: not in the registry at {self.tracking_uri} "
                 f"({exc.message})"
             ) from exc
-        move_alias(self.client, name, self.alias, version, previous=self._alias_version())
+        move_alias(
+            self.client,
+            name,
+            self.alias,
+            version,
+            previous=self._alias_version(),
+            reason=reason,
+            links={"deployment": f"local/{name}"},
+        )
         return self._wait_until_serving(version)
 
     def set_traffic(self, version: str, percent: int) -> DeploymentStatus:
@@ -102,7 +110,7 @@ class LocalServerTarget:
         current = self._alias_version()
         if current is None:
             raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
-        return self.deploy(self._replaced_by(current))
+        return self.deploy(self._replaced_by(current), reason=f"rollback from version {current}")
 
     def _replaced_by(self, version: str) -> str:
         """The version ``version`` most recently replaced: the last one promoted among those tagged replaced_by it."""

@@ -274,3 +274,66 @@ def test_write_picks_the_format_from_the_suffix(tmp_path: Path) -> None:
     for name, magic_is_parquet in (("x.parquet", True), ("x.PQ", True), ("x.csv", False), ("x.txt", False)):
         path = Path(write(str(tmp_path / name), SampleDataConfig(sample_rows=20, sample_seed=6)))
         assert (path.read_bytes()[:4] == b"PAR1") is magic_is_parquet, name
+
+
+# --- prepare: markers, label values, declared columns ----------------------------------------------
+
+
+def test_prepare_reads_markers_maps_string_labels_and_keeps_declared_columns() -> None:
+    import numpy as np
+
+    schema = DatasetSchema(
+        label="income",
+        positive_label=">50K",
+        negative_label="<=50K",
+        numeric_features=("age",),
+        categorical_features=("job",),
+        ignored_columns=("id",),
+        missing_values=("?",),
+    )
+    raw = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "age": ["30", " ?", "41", "52"],
+            "job": ["x", "?", "y", "x"],
+            "income": [">50K", "<=50K", " >50K", "<=50K"],
+            "extra": [1, 2, 3, 4],
+        }
+    )
+    table = schema.prepare(raw, "t.csv")
+    assert list(table.columns) == ["age", "job", "income"]  # the file's order, declared columns only
+    assert table["income"].tolist() == [1, 0, 1, 0]
+    assert table["age"].dtype == np.float64 and table["age"].isna().tolist() == [False, True, False, False]
+    assert table["job"].isna().tolist() == [False, True, False, False]
+
+
+def test_prepare_names_an_unexpected_label_value_and_the_fix() -> None:
+    schema = DatasetSchema(label="y", positive_label="yes", negative_label="no", numeric_features=("a",))
+    frame = pd.DataFrame({"y": ["yes", "no", "maybe"], "a": [1.0, 2.0, 3.0]})
+    with pytest.raises(
+        DatasetError, match=r"label 'y' has value\(s\) \['maybe'\] besides positive_label 'yes'"
+    ):
+        schema.prepare(frame, "d.csv")
+
+
+def test_numeric_labels_keep_meaning_zero_and_one() -> None:
+    frame = pd.DataFrame({"y": [1.0, 0.0, 1.0], "a": [1.0, 2.0, 3.0]})
+    table = DatasetSchema(label="y", numeric_features=("a",)).prepare(frame)
+    assert table["y"].tolist() == [1, 0, 1]
+
+
+def test_positive_and_negative_labels_must_differ() -> None:
+    with pytest.raises(ValueError, match="positive_label and negative_label are both '1'"):
+        DatasetSchema(label="y", numeric_features=("a",), positive_label="1", negative_label="1.0")
+
+
+@pytest.mark.parametrize("sep", ["\t", ";", "|", ","])
+def test_csv_delimiter_is_taken_from_the_header_line(sep: str) -> None:
+    data = (
+        sep.join(["'a'", "b", "c"]).encode()
+        + b"\n"
+        + sep.join(["1", "2,5" if sep != "," else "2", "x"]).encode()
+    )
+    frame = parse_table(data, "t.csv")
+    assert list(frame.columns) == ["'a'", "b", "c"]
+    assert frame.shape == (1, 3)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from components.data_validation.suite import DEFAULT_SUITE_PATH
 from mlops.sample_data import SampleDataConfig, generate
 from pipelines.cli import main
 
@@ -39,13 +40,31 @@ def test_run_training_prints_where_everything_is(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
+    lines = out.splitlines()
+    assert len(lines) <= 40, out  # no library chatter: a line per step and the summary
+    assert "KFP Executor" not in out and "great_expectations" not in out.lower()
     assert "model             credit-default version 1 (aliases: challenger" in out
-    assert f"tracking URI      sqlite:///{tmp_path / 'ws'}/mlflow.db" in out
-    report = next(line for line in out.splitlines() if "data report " in line).split()[-1]
+    assert any(line.startswith("  test AUC          0.") for line in lines), out
+    report = next(line for line in lines if "data report " in line).split()[-1]
     assert Path(report).is_file() and "<html" in Path(report).read_text().lower()
-    # Progress is shown per step.
+    steps = {line.split()[1]: line for line in lines if line.startswith("  ok ")}
     for task in ("validate-data", "train-model", "evaluate-model", "register-model", "metrics-gate"):
-        assert task in out
+        assert task in steps, out
+    assert "rows validated" in steps["validate-data"] and "validation AUC 0." in steps["train-model"]
+    assert "test AUC 0." in steps["evaluate-model"] and "version 1" in steps["register-model"]
+    # Each decision reason on its own short line.
+    assert all(len(line) <= 160 for line in lines if line.startswith("    - "))
+    run_dir = Path(next(line for line in lines if "pipeline run " in line).split()[-1])
+    for task in steps:
+        assert "KFP Executor" in (run_dir / "logs" / f"{task}.log").read_text()
+
+    listed = _mlops("--workspace", str(tmp_path / "ws"), "runs", cwd=tmp_path)
+    assert listed.returncode == 0
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(run_dir.name))
+    assert row.split()[3] == "succeeded" and "credit-default v1" in row
+    shown = _mlops("--workspace", str(tmp_path / "ws"), "runs", "show", run_dir.name, cwd=tmp_path)
+    assert shown.returncode == 0 and "succeeded" in shown.stdout.splitlines()[0]
+    assert sum(line.startswith("  ok ") for line in shown.stdout.splitlines()) == len(steps)
 
 
 @pytest.mark.slow
@@ -53,11 +72,22 @@ def test_run_on_corrupt_file_ends_with_step_and_reason(tmp_path: Path) -> None:
     frame = generate(SampleDataConfig(sample_rows=1000, sample_seed=2))
     frame.loc[:, "home_ownership"] = "castle"
     frame.to_csv(tmp_path / "bad.csv", index=False)
-    result = _mlops("--workspace", str(tmp_path / "ws"), "run", "training", "--data", "bad.csv", cwd=tmp_path)
+    suite = str(DEFAULT_SUITE_PATH)  # user data declares its suite; this file is shaped like the sample
+    result = _mlops(
+        "--workspace", str(tmp_path / "ws"), "run", "training", "--data", "bad.csv", "--expectation_suite", suite,
+        cwd=tmp_path,
+    )  # fmt: skip
     assert result.returncode == 1
-    last = result.stdout.strip().splitlines()[-2:]
-    assert last[0] == "failed step: validate-data"
-    assert last[1].startswith("reason: ") and "home_ownership" in last[1]
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) <= 40, result.stdout
+    assert any(line.startswith("Run FAILED at step validate-data") for line in lines[-12:]), result.stdout
+    reasons = [line for line in lines if line.startswith("    - ")]
+    assert 1 <= len(reasons) <= 5 and any("home_ownership" in r and "castle" in r for r in reasons), reasons
+    assert lines[-1].startswith("  log ") and lines[-1].endswith("/logs/validate-data.log")
+    assert "ValidationFailed" in Path(lines[-1].split()[-1]).read_text()
+
+    listed = _mlops("--workspace", str(tmp_path / "ws"), "runs", cwd=tmp_path)
+    assert "failed" in listed.stdout and "failed at validate-data" in listed.stdout
 
 
 def test_unknown_parameter_exits_2_with_a_clear_message(

@@ -7,6 +7,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from components.data_validation.suite import DEFAULT_SUITE_PATH
 from mlops.sample_data import SampleDataConfig, generate
 from mlops.workspace import Workspace
 from pipelines.local_run import PipelineFailed, run_locally
@@ -81,7 +82,9 @@ def test_corrupt_data_stops_at_validation_and_registers_nothing(tmp_path: Path) 
     workspace = Workspace(tmp_path / "ws")
 
     with pytest.raises(PipelineFailed) as failure:
-        run_locally(training_pipeline, _arguments(workspace, data_uri=str(data)), workspace)
+        # User data declares its own suite; here the credit suite, which the file is shaped for.
+        arguments = _arguments(workspace, data_uri=str(data), expectation_suite=str(DEFAULT_SUITE_PATH))
+        run_locally(training_pipeline, arguments, workspace)
     assert failure.value.task == "validate-data"
     assert "credit_score" in failure.value.reason
     assert failure.value.run_dir is not None

@@ -50,7 +50,12 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
     )
     printed = capsys.readouterr().out
     assert code == 0, printed[-3000:]
-    assert "Tuning finished." in printed and "best trial" in printed and "hidden_units" in printed
+    assert "Tuning finished in" in printed and "best trial" in printed and "hidden_units" in printed
+    # Each worker's trials reach the console as progress events (a live bar), kept in the workers' logs.
+    run_dir = Path(next(line for line in printed.splitlines() if "pipeline run " in line).split()[-1])
+    worker_logs = [p.read_text() for p in (run_dir / "logs").glob("run-tuning-worker*.log")]
+    assert sum(log.count('::mlops-progress:: {"unit":"trial"') for log in worker_logs) == 4
+    assert "::mlops-progress::" not in printed and "KFP Executor" not in printed
 
     storage = f"sqlite:///{workspace.root / 'optuna.db'}"
     study = optuna.load_study(study_name="s", storage=storage)
@@ -107,6 +112,6 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
     )
     printed = capsys.readouterr().out
     assert code == 1
-    assert "failed step: create-tuning-study" in printed
+    assert "Run FAILED at step create-tuning-study" in printed
     assert "low 0.1 is greater than high 0.01" in printed
     assert len(optuna.load_study(study_name="s", storage=storage).trials) == 8

@@ -31,6 +31,8 @@ MARKER = "remote_tracking"
 SERVICE_FIXTURES = {"rgw", "postgres", "mlflow_server"}
 ACCESS_KEY, SECRET_KEY = "mlops-test", "mlops-test-secret"
 BUCKET = "mlflow"
+KMS_KEY_ID = "mlops-test-key"
+"""The one key of RGW's built-in testing KMS (start_rgw.sh); every write through mlops.storage uses it."""
 TIMINGS: dict[str, float] = {}
 BIND = "0.0.0.0"
 """S3 and MLflow listen beyond loopback: pods (tests/services/node.py) reach them at their bridge's gateway."""
@@ -138,6 +140,7 @@ def rgw() -> Iterator[S3Service]:
                 "RGW_AK": ACCESS_KEY,
                 "RGW_SK": SECRET_KEY,
                 "BIND": BIND,
+                "RGW_KMS_KEY_ID": KMS_KEY_ID,
             }
             try:
                 endpoint = _start("RGW", "start_rgw.sh", env)
@@ -147,6 +150,9 @@ def rgw() -> Iterator[S3Service]:
                 if attempt == 2:
                     raise
                 print(f"RGW start failed, retrying once with other ports: {exc}", file=sys.stderr)
+        from mlops.signing import generate_key_pair
+
+        private_key, public_key = generate_key_pair(state / "signing-secret")  # as a mounted Secret would be
         service = S3Service(
             endpoint,
             BUCKET,
@@ -155,6 +161,14 @@ def rgw() -> Iterator[S3Service]:
                 "AWS_ACCESS_KEY_ID": ACCESS_KEY,
                 "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
                 "AWS_DEFAULT_REGION": "us-east-1",
+                # RGW applies SSE-KMS (its testing KMS) but silently ignores SSE-S3 (AES256).
+                "MLOPS_S3_SSE": "aws:kms",
+                "MLOPS_S3_SSE_KMS_KEY_ID": KMS_KEY_ID,
+                # A cluster keeps its audit trail in S3, one object per record.
+                "MLOPS_AUDIT_URI": f"s3://{BUCKET}/audit",
+                # ... and its signing key pair in files a Secret mounts (no workspace to default to).
+                "MLOPS_SIGNING_KEY": str(private_key),
+                "MLOPS_SIGNING_PUBLIC_KEY": str(public_key),
             },
         )
         service.client().create_bucket(Bucket=BUCKET)
@@ -208,6 +222,8 @@ def mlflow_server(rgw: S3Service, postgres: PostgresService) -> Iterator[MlflowS
         "MLFLOW_PORT": str(_free_port()),
         "BACKEND_URI": postgres.url,
         "ARTIFACTS_DESTINATION": f"s3://{rgw.bucket}/",
+        # The server writes proxied artifacts with its own S3 client: same encryption as mlops.storage.
+        "MLFLOW_S3_UPLOAD_EXTRA_ARGS": f'{{"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "{KMS_KEY_ID}"}}',
         "MLFLOW": str(Path(sys.executable).with_name("mlflow")),
         "BIND": BIND,
     }

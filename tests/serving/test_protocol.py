@@ -63,6 +63,9 @@ def test_model_metadata_describes_the_registered_model(server: ServerProcess, st
         assert meta["outputs"] == [{"name": "probability", "datatype": "FP32", "shape": [-1]}]
         assert meta["parameters"]["feature_names"] == list(spec.names)
         assert meta["parameters"]["precision"] == "fp32"
+        # What the probability is of: the label's positive value.
+        assert (meta["parameters"]["label"], meta["parameters"]["positive_class"]) == ("default", "1")
+        assert meta["parameters"]["negative_class"] == "0"
     for path in (f"/v2/models/{MODEL}/ready", f"/v2/models/{MODEL}/versions/1/ready"):
         assert httpx.get(server.url + path).json() == {"name": MODEL, "version": "1", "ready": True}
     assert httpx.get(f"{server.url}/v1/models").json() == {"models": [MODEL]}

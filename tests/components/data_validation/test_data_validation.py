@@ -431,8 +431,9 @@ def test_component_compiles_with_the_pipeline_contract(tmp_path: Path) -> None:
     compiler.Compiler().compile(validate_data, str(tmp_path / "validate.yaml"))
     spec = validate_data.component_spec
     assert list(spec.inputs or {}) == [
-        "data_uri", "label", "numeric_features", "categorical_features", "protected_attributes",
-        "validation", "tracking",
+        "data_uri", "is_sample", "label", "positive_label", "negative_label", "favourable_class",
+        "numeric_features", "categorical_features", "protected_attributes", "ignored_columns", "missing_values",
+        "validation", "invariance", "directional", "tracking",
     ]  # fmt: skip
     outputs = spec.outputs or {}
     assert {name: outputs[name].type for name in outputs} == {
@@ -462,11 +463,19 @@ def test_component_runs_under_the_kfp_local_runner(
 
     task = validate_data(
         data_uri=data,
+        is_sample=True,
         label=SAMPLE_SCHEMA.label,
+        positive_label=SAMPLE_SCHEMA.positive_label,
+        negative_label=SAMPLE_SCHEMA.negative_label,
+        favourable_class=SAMPLE_SCHEMA.favourable_class,
         numeric_features=list(SAMPLE_SCHEMA.numeric_features),
         categorical_features=list(SAMPLE_SCHEMA.categorical_features),
         protected_attributes=list(SAMPLE_SCHEMA.protected_attributes),
-        validation={"expectation_suite": ""},
+        ignored_columns=[],
+        missing_values=[],
+        validation={"expectation_suite": "", "schema_uri": ""},
+        invariance=[],
+        directional=[],
         tracking={**context.as_dict(), "pipeline_run_id": "local-1"},
     )
 
@@ -476,6 +485,11 @@ def test_component_runs_under_the_kfp_local_runner(
     assert dataset.metadata["sha256"] == task.outputs["dataset_digest"]
     # The schema travels with the data: later steps read it from the artifact, not from parameters.
     assert DatasetSchema.model_validate(dataset.metadata["schema"]) == SAMPLE_SCHEMA
+    # On the sample, the sample's behavioural tests travel with it (nowhere else).
+    assert [t["feature"] for t in dataset.metadata["behavioural"]["invariance"]] == [
+        "region",
+        "years_at_address",
+    ]
     assert len(pd.read_parquet(dataset.path)) == 400
     assert "PASSED" in Path(task.outputs["report_html"].path).read_text()
     assert _only_run(context).data.tags["mlops.pipeline_run_id"] == "local-1"

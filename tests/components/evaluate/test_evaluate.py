@@ -86,12 +86,17 @@ def _context(store: TrackingContext, experiment: str) -> TrackingContext:
 
 
 def _register(onnx_path: Path, name: str) -> str:
+    from mlops.signing import sign_registered_version
+
     with mlflow.start_run():
         # Explicit requirements skip MLflow's slow dependency inference; the model is the same.
         info = mlflow.onnx.log_model(
             onnx.load(str(onnx_path)), name="model", registered_model_name=name, pip_requirements=["onnx"]
         )
-    return str(info.registered_model_version)
+        version = str(info.registered_model_version)
+        local = Path(mlflow.artifacts.download_artifacts(f"models:/{name}/{version}"))
+        sign_registered_version(mlflow.MlflowClient(), name, version, local)  # as components.register does
+    return version
 
 
 def _register_champion(onnx_path: Path, name: str) -> str:
@@ -164,6 +169,26 @@ def test_champion_is_scored_from_its_registered_onnx_file(
         test_frame[LABEL].to_numpy(), OnnxScorer.load(champion_onnx).predict_proba(test_frame)
     )
     assert champion.metrics == direct.metrics
+
+
+def test_a_champion_signed_with_another_key_is_not_scored(
+    store: TrackingContext,
+    champion_onnx: Path,
+    test_frame: pd.DataFrame,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mlops.signing import SignatureError, generate_key_pair
+
+    _context(store, "champion-foreign")
+    _register_champion(champion_onnx, "champion-own")  # the workspace key exists
+    monkeypatch.setenv("MLOPS_SIGNING_KEY", str(generate_key_pair(tmp_path / "other")[0]))
+    version = _register_champion(champion_onnx, "champion-foreign")
+    monkeypatch.delenv("MLOPS_SIGNING_KEY")
+    with pytest.raises(
+        SignatureError, match=f"champion-foreign version {version}: its signature does not verify"
+    ):
+        champion_metrics("champion-foreign", test_frame, LABEL)
 
 
 def test_no_champion_means_none(

@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from components.model_validation.behavioural import run_directional, run_invariance, run_suite
 from components.model_validation.config import (
+    SAMPLE_DIRECTIONAL_TESTS,
+    SAMPLE_INVARIANCE_TESTS,
     BehaviouralSuite,
     DirectionalTest,
     InvarianceTest,
@@ -42,8 +44,11 @@ def broken(data: tuple[pd.DataFrame, pd.DataFrame], tmp_path_factory: pytest.Tem
     return fit_model(train, SAMPLE_SCHEMA, tmp_path_factory.mktemp("broken"), steps=400)
 
 
-def test_sane_model_passes_the_default_suite(sane: Path, data: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    results = run_suite(load_scorer(sane), data[1], BehaviouralSuite(), seed=0)
+SAMPLE_TESTS = BehaviouralSuite(invariance=SAMPLE_INVARIANCE_TESTS, directional=SAMPLE_DIRECTIONAL_TESTS)
+
+
+def test_sane_model_passes_the_sample_suite(sane: Path, data: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    results = run_suite(load_scorer(sane), data[1], SAMPLE_TESTS, seed=0)
     assert [r.name for r in results] == [
         "invariance:region:permute",
         "invariance:years_at_address:shift +5",
@@ -79,7 +84,7 @@ def test_broken_model_fails_invariance_and_direction(
     assert violation.metric == "pass_fraction" and violation.value < 0.5 and violation.threshold == 0.95
     assert "rows moved the wrong way by more than 0.01" in violation.detail
 
-    result = validate(scorer, test, "default", ["sex"], ValidationConfig())
+    result = validate(scorer, test, "default", ["sex"], ValidationConfig(behavioural=SAMPLE_TESTS))
     assert result.decisions["behavioural"].decision == "reject"
     assert result.decision.decision == "reject"
     assert "directional:num_delinquencies:+2:non_decreasing: pass_fraction" in result.decision.reason

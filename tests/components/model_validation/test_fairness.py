@@ -176,9 +176,16 @@ def test_run_writes_reports_logs_to_mlflow_and_tags_the_version(
     test.to_parquet(data)
     version = _register(tracking, "credit", model)
     html, report = tmp_path / "out" / "report_html", tmp_path / "out" / "report_json"
-    result = run(
-        model, str(data), "default", ["sex"], ValidationConfig(), "credit", version, tracking, html, report
+    from components.model_validation.config import (
+        SAMPLE_DIRECTIONAL_TESTS,
+        SAMPLE_INVARIANCE_TESTS,
+        BehaviouralSuite,
     )
+    from mlops.sample_data import SAMPLE_SCHEMA
+
+    sample_tests = BehaviouralSuite(invariance=SAMPLE_INVARIANCE_TESTS, directional=SAMPLE_DIRECTIONAL_TESTS)
+    config = ValidationConfig(behavioural=sample_tests)
+    result = run(model, str(data), SAMPLE_SCHEMA, config, "credit", version, tracking, html, report)
 
     tags = mlflow.MlflowClient().get_model_version("credit", version).tags
     assert tags["mlops.gate.model_validation.decision"] == "reject"
@@ -232,8 +239,6 @@ def test_components_gate_promotion_under_the_local_runner(
     biased: tuple[Path, pd.DataFrame], fair: tuple[Path, pd.DataFrame], tmp_path: Path
 ) -> None:
     """The KFP wrappers end to end: importer -> validate_model -> combine_gates -> dsl.If."""
-    from typing import List  # noqa: UP035
-
     from kfp import dsl
 
     from components.model_validation.component import validate_model
@@ -259,8 +264,6 @@ def test_components_gate_promotion_under_the_local_runner(
         version: str,
         tracking_uri: str,
         artifact_root: str,
-        invariance_tests: List[dict] = invariance,  # noqa: UP006
-        directional_tests: List[dict] = directional,  # noqa: UP006
     ) -> str:
         tracking = {
             "tracking_uri": tracking_uri,
@@ -273,7 +276,11 @@ def test_components_gate_promotion_under_the_local_runner(
             artifact_uri=data_uri,
             artifact_class=dsl.Dataset,
             reimport=False,
-            metadata={SCHEMA_METADATA_KEY: flat(SAMPLE_SCHEMA)},  # protected attribute: sex
+            # The declaration validate-data hands on: the schema (protected attribute: sex) and the tests.
+            metadata={
+                SCHEMA_METADATA_KEY: flat(SAMPLE_SCHEMA),
+                "behavioural": {"invariance": invariance, "directional": directional},
+            },
         )
         validation = validate_model(
             model=model.output,
@@ -289,8 +296,6 @@ def test_components_gate_promotion_under_the_local_runner(
                 "bootstrap_resamples": 100,
                 "min_rank_agreement": 0.6,
             },
-            invariance=invariance_tests,
-            directional=directional_tests,
             tracking=tracking,
         )
         gates = combine_gates(

@@ -5,6 +5,7 @@ multiple of 1/32 and every difference and ratio the gate compares is exact.
 """
 
 import math
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -101,11 +102,11 @@ def test_parity_ratio_just_under_the_limit_is_a_violation_naming_the_favourable_
 
 def test_parity_ratio_uses_the_favourable_class_when_it_is_the_positive_prediction() -> None:
     # Favourable = predicted 1: rates 0.5 vs 0.375 -> ratio 0.75.
-    result = check({"a": A, "b": B}, policy(favourable_prediction=1, min_demographic_parity_ratio=0.75))
+    result = check({"a": A, "b": B}, policy(favourable_outcome="positive", min_demographic_parity_ratio=0.75))
     assert result.demographic_parity_ratio == 0.75
     assert result.violations == ()
     (violation,) = check(
-        {"a": A, "b": B}, policy(favourable_prediction=1, min_demographic_parity_ratio=above(0.75))
+        {"a": A, "b": B}, policy(favourable_outcome="positive", min_demographic_parity_ratio=above(0.75))
     ).violations
     assert violation.detail == "favourable rate a 0.5000 vs b 0.3750"
 
@@ -344,7 +345,7 @@ def _interval(metric: str, resamples: int = 64, confidence: float = 0.9) -> tupl
 def _bootstrapped(**overrides: float):  # type: ignore[no-untyped-def]
     return check(
         {"a": SURE, "b": HALF},
-        policy(bootstrap_resamples=64, confidence=0.9, favourable_prediction=1, **overrides),
+        policy(bootstrap_resamples=64, confidence=0.9, favourable_outcome="positive", **overrides),
     )
 
 
@@ -507,3 +508,34 @@ def test_a_missing_protected_attribute_is_a_clear_error() -> None:
         r"Fix protected_attributes or keep the column in the test split\.$",
     ):
         evaluate_fairness(frame, scores, "y", ["g", "sex"], policy())
+
+
+# --- the favourable outcome: the schema's unless the policy says otherwise ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("outcome", "schema_class", "expected"),
+    [
+        ("schema", "positive", 1),
+        ("schema", "negative", 0),
+        ("positive", "negative", 1),
+        ("negative", "positive", 0),
+    ],
+)
+def test_favourable_prediction_follows_the_schema_unless_overridden(
+    outcome: Literal["schema", "positive", "negative"],
+    schema_class: Literal["positive", "negative"],
+    expected: int,
+) -> None:
+    assert FairnessPolicy(favourable_outcome=outcome).favourable_prediction(schema_class) == expected
+
+
+def test_the_schema_favourable_class_drives_the_ratio() -> None:
+    frame, scores = scored_groups({"a": A, "b": B})
+    (negative,) = evaluate_fairness(frame, scores, "y", ["g"], policy(), favourable_class="negative")
+    (positive,) = evaluate_fairness(frame, scores, "y", ["g"], policy(), favourable_class="positive")
+    assert [g.favourable_rate for g in positive.groups] == [g.selection_rate for g in positive.groups]
+    assert [g.favourable_rate for g in negative.groups] == pytest.approx(
+        [1 - g.selection_rate for g in negative.groups]
+    )
+    assert positive.demographic_parity_ratio != negative.demographic_parity_ratio

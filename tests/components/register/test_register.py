@@ -43,17 +43,30 @@ def onnx_dir(frame: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> P
     return directory
 
 
-def test_registers_version_with_lineage_digest_and_challenger_alias(
+def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_gates(
     onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext
 ) -> None:
+    from components.promotion_gate.combine import record_overall
+    from mlops import audit
+    from mlops.gates import Decision
+
     first = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
     second = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
     assert (first.version, second.version) == ("1", "2")
 
     client = mlflow.MlflowClient()
+    # No alias until every gate has decided: a run whose gate crashes leaves no challenger behind.
+    assert client.get_model_version("credit", second.version).aliases == []
+    record_overall(Decision("overall", "promote", "ok", {}), "credit", first.version, tracking)
+    record_overall(Decision("overall", "reject", "auc", {}), "credit", second.version, tracking)
     version = client.get_model_version("credit", second.version)
     assert version.aliases == ["challenger"]  # the alias moved off version 1
     assert client.get_model_version("credit", first.version).aliases == []
+    moves = [e for e in audit.read_events(tracking_uri=tracking.tracking_uri) if e.action == "alias.moved"]
+    assert [(e.details["from"], e.details["to"], e.details["decision"]) for e in moves] == [
+        (None, "1", "promote"),
+        ("1", "2", "reject"),
+    ]
     for key, value in {
         "mlops.kfp_run_id": "run-1",
         "mlops.git_commit": "abc123",

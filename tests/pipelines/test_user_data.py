@@ -1,0 +1,137 @@
+"""A user's own data, start to finish: `mlops data init` → `mlops run training --schema`, no hand-written file.
+
+The data is census-like: string labels (">50K"/"<=50K"), "?" for missing values, an ID
+column and a protected attribute whose favourable outcome is the positive class.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from mlops.onnx_model import OnnxScorer
+from pipelines.cli import main
+from serving.protocol import model_metadata
+
+pytestmark = pytest.mark.slow
+
+FAST = ["--epochs", "3", "--batch_size", "256", "--hidden_units", "32,16", "--bootstrap_resamples", "50"]
+
+
+def census(rows: int = 1500, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 80, rows)
+    hours = rng.normal(40, 10, rows).round(1)
+    education = rng.choice(["school", "college", "degree", "doctorate"], rows, p=[0.4, 0.3, 0.2, 0.1])
+    sex = rng.choice(["female", "male"], rows)
+    lift = {"school": -1.0, "college": 0.0, "degree": 1.0, "doctorate": 1.5}
+    logit = -1.0 + 0.04 * (age - 40) + 0.08 * (hours - 40) + np.vectorize(lift.get)(education)
+    income = np.where(rng.random(rows) < 1 / (1 + np.exp(-logit)), ">50K", "<=50K")
+    frame = pd.DataFrame(
+        {
+            "person_id": [f"P{i:06d}" for i in range(rows)],
+            "age": age.astype(object),
+            "hours_per_week": hours,
+            "education": education.astype(object),
+            "sex": sex,
+            "income": income,
+        }
+    )
+    frame.loc[rng.choice(rows, 60, replace=False), "education"] = "?"
+    frame.loc[rng.choice(rows, 40, replace=False), "age"] = "?"
+    return frame
+
+
+def _init(data: Path, out: Path, workspace: Path) -> Path:
+    code = main(
+        ["--workspace", str(workspace), "data", "init", "--data", str(data), "--label", "income",
+         "--positive", ">50K", "--protected", "sex", "--favourable", "positive", "--out", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    return out / "census.schema.yaml"
+
+
+def _client(workspace: Path) -> mlflow.MlflowClient:
+    uri = f"sqlite:///{workspace}/mlflow.db"
+    return mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
+def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> None:
+    data = tmp_path / "census.csv"
+    census().to_csv(data, index=False)
+    workspace = tmp_path / "ws"
+    schema_path = _init(data, tmp_path / "decl", workspace)
+
+    declared = yaml.safe_load(schema_path.read_text())
+    assert declared["ignored_columns"] == ["person_id"]
+    assert declared["missing_values"] == ["?"]
+    assert declared["numeric_features"] == ["age", "hours_per_week"]  # "?" did not make age a category
+    assert declared["favourable_class"] == "positive"
+
+    code = main(
+        ["--workspace", str(workspace), "run", "training", "--data", str(data), "--schema", str(schema_path),
+         "--model_name", "census", *FAST]
+    )  # fmt: skip
+    assert code == 0
+    client = _client(workspace)
+    version = client.get_model_version("census", "1")
+    assert "challenger" in version.aliases  # the gates decided, so the version became the challenger
+    # The served model names the label values: its probability is of ">50K".
+    store = f"sqlite:///{workspace}/mlflow.db"
+    local = Path(
+        mlflow.artifacts.download_artifacts("models:/census/1", tracking_uri=store, registry_uri=store)
+    )
+    spec = OnnxScorer.load(local / "model.onnx").spec
+    assert (spec.label, spec.classes) == ("income", ("<=50K", ">50K"))
+    served = json.loads(model_metadata("census", "1", spec, "fp32"))["parameters"]
+    assert (served["label"], served["negative_class"], served["positive_class"]) == (
+        "income",
+        "<=50K",
+        ">50K",
+    )
+
+    (report_path,) = workspace.glob("pipeline-runs/training-*/validate-model/report_json")
+    report = json.loads(report_path.read_text())
+    assert report["favourable_prediction"] == 1  # the declared favourable outcome: the positive class
+    (sex,) = report["fairness"]
+    for group in sex["groups"]:
+        # Favourable = predicted positive, so its rate is the selection rate (with 0 it would be 1 - it).
+        assert group["favourable_rate"] == pytest.approx(group["selection_rate"])
+        assert 0.0 < group["selection_rate"] < 1.0
+    assert report["decisions"]["behavioural"]["reason"] == "no behavioural tests declared"
+
+    (data_report,) = workspace.glob("pipeline-runs/training-*/validate-data/report_json")
+    assert json.loads(data_report.read_text())["success"] is True
+    (validated,) = workspace.glob("pipeline-runs/training-*/validate-data/dataset")
+    table = pd.read_parquet(validated)
+    assert "person_id" not in table.columns
+    assert set(table["income"]) == {0, 1}
+    assert table["age"].isna().sum() == 40 and table["education"].isna().sum() == 60
+
+
+def test_an_unknown_column_in_a_behavioural_test_fails_before_training_and_registers_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "census.csv"
+    census(rows=600).to_csv(data, index=False)
+    workspace = tmp_path / "ws"
+    schema_path = _init(data, tmp_path / "decl", workspace)
+    declared = yaml.safe_load(schema_path.read_text())
+    declared["invariance"] = [{"feature": "zip_code"}]
+    schema_path.write_text(yaml.safe_dump(declared))
+
+    code = main(
+        ["--workspace", str(workspace), "run", "training", "--data", str(data), "--schema", str(schema_path),
+         "--model_name", "census", *FAST]
+    )  # fmt: skip
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "validate-data" in out and "zip_code" in out
+    assert _client(workspace).search_registered_models() == []
+    assert not list(workspace.glob("pipeline-runs/training-*/train-model"))
