@@ -38,6 +38,52 @@ def compiled_container(pipeline_yaml: Path, component: str) -> Container:
     return Container(container["image"], list(container["command"]), list(container["args"]))
 
 
+def task_parameters(
+    pipeline_yaml: Path,
+    task: str,
+    arguments: dict[str, Any],
+    upstream: dict[str, Any],
+    run_id: str,
+) -> dict[str, Any]:
+    """The parameter values the KFP driver would give ``task``: what the compiled DAG wires to it.
+
+    Pipeline parameters come from ``arguments``, else their compiled defaults; an upstream task's
+    output parameter from ``upstream`` (keyed by the output's name); constants have their
+    ``{{$.inputs.parameters['…']}}`` and ``{{$.pipeline_job_uuid}}`` placeholders filled in.
+    """
+    spec = yaml.safe_load(pipeline_yaml.read_text(encoding="utf-8"))
+    defaults = {
+        name: definition.get("defaultValue")
+        for name, definition in spec["root"]["inputDefinitions"]["parameters"].items()
+    }
+    wiring = spec["root"]["dag"]["tasks"][task]["inputs"]["parameters"]
+    values: dict[str, Any] = {}
+    for name, source in wiring.items():
+        if "componentInputParameter" in source:
+            key = source["componentInputParameter"]
+            values[name] = arguments.get(key, defaults[key])
+        elif "taskOutputParameter" in source:
+            values[name] = upstream[source["taskOutputParameter"]["outputParameterKey"]]
+    placeholders = {"{{$.pipeline_job_uuid}}": run_id}
+    placeholders.update({f"{{{{$.inputs.parameters['{k}']}}}}": str(v) for k, v in values.items()})
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            for placeholder, text in placeholders.items():
+                value = value.replace(placeholder, text)
+            return value
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        return value
+
+    for name, source in wiring.items():
+        if "runtimeValue" in source:
+            values[name] = fill(source["runtimeValue"]["constant"])
+    return values
+
+
 def executor_input(
     parameters: dict[str, Any], output_artifacts: dict[str, tuple[str, str]], output_parameters: list[str]
 ) -> dict[str, Any]:

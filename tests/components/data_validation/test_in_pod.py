@@ -17,14 +17,18 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from components.data_validation.config import DataValidationSettings
 from mlops.registry import PIPELINE_RUN_ID_TAG
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.settings import flat
-from mlops.tracking import TrackingContext
+from mlops.sample_data import SampleDataConfig, generate
 from tests.services.node import K8sNode
 from tests.services.plugin import MlflowService
-from tests.support.pods import compiled_container, component_pod, executor_input, executor_output, namespace
+from tests.support.pods import (
+    compiled_container,
+    component_pod,
+    executor_input,
+    executor_output,
+    namespace,
+    task_parameters,
+)
 
 TRAINING_YAML = Path(__file__).resolve().parents[3] / "pipelines" / "training" / "training.yaml"
 OUTPUTS = {"dataset": "system.Dataset", "report_html": "system.HTML", "report_json": "system.Artifact"}
@@ -37,19 +41,15 @@ def _run_validate_data(node: K8sNode, mlflow_server: MlflowService, frame: pd.Da
     data_key = f"pods/{run_id}/input/sample.parquet"
     s3.client().put_object(Bucket=s3.bucket, Key=data_key, Body=data.getvalue())
     task_root = f"s3://{s3.bucket}/pipeline-root/{run_id}/validate-data"
-    tracking = TrackingContext(
-        tracking_uri=node.from_pod(mlflow_server.tracking_uri), experiment="pods", pipeline_run_id=run_id
+    parameters = task_parameters(
+        TRAINING_YAML,
+        "validate-data",
+        {"tracking_uri": node.from_pod(mlflow_server.tracking_uri), "experiment": "pods"},
+        {"data_uri": f"s3://{s3.bucket}/{data_key}", "is_sample": True},
+        run_id,
     )
     executor = executor_input(
-        {
-            "data_uri": f"s3://{s3.bucket}/{data_key}",
-            "label": SAMPLE_SCHEMA.label,
-            "numeric_features": list(SAMPLE_SCHEMA.numeric_features),
-            "categorical_features": list(SAMPLE_SCHEMA.categorical_features),
-            "protected_attributes": list(SAMPLE_SCHEMA.protected_attributes),
-            "validation": flat(DataValidationSettings()),
-            "tracking": tracking.as_dict(),
-        },
+        parameters,
         {name: (title, f"{task_root}/{name}") for name, title in OUTPUTS.items()},
         ["dataset_digest", "suite_version"],
     )
