@@ -38,6 +38,9 @@ started=$SECONDS
 mv "$ARCHIVE.part" "$ARCHIVE"
 # Keep only the newest archive and the layers it uses.
 find "$CACHE" -maxdepth 1 -name 'mlops-*.oci.tar' ! -name "mlops-$KEY.oci.tar" -delete
+for old in $("${B[@]}" images --format '{{.Name}}:{{.Tag}}' | grep '^localhost/mlops:' | grep -v -x "$IMAGE"); do
+  "${B[@]}" rmi "$old" >/dev/null 2>&1 || true
+done
 "${B[@]}" rmi --prune >/dev/null 2>&1 || true
 echo "built $IMAGE in $((SECONDS - started)) s: $(du -m "$ARCHIVE" | cut -f1) MB archive" >&2
 echo "$ARCHIVE $IMAGE"
