@@ -29,6 +29,8 @@ from tests.services.plugin import MlflowService
 from tests.support.pods import namespace, predictor_deployment
 from tests.support.serving import train_onnx
 
+# The first test of a session may build the platform image (minutes cold) and unpack it on the node.
+pytestmark = pytest.mark.timeout(2400)
 MANIFEST = Path(__file__).resolve().parents[2] / "infra" / "kserve" / "inferenceservice.yaml"
 
 

@@ -30,6 +30,8 @@ from tests.support.pods import (
     task_parameters,
 )
 
+# The first test of a session may build the platform image (minutes cold) and unpack it on the node.
+pytestmark = pytest.mark.timeout(2400)
 TRAINING_YAML = Path(__file__).resolve().parents[3] / "pipelines" / "training" / "training.yaml"
 OUTPUTS = {"dataset": "system.Dataset", "report_html": "system.HTML", "report_json": "system.Artifact"}
 
