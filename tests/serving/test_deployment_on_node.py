@@ -51,9 +51,11 @@ def _ready_addresses(node: K8sNode, ns: str, service: str) -> tuple[list[str], l
 
 @pytest.mark.slow
 def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champion(
-    k8s_node: K8sNode, mlflow_server: MlflowService, tmp_path: Path
+    k8s_node: K8sNode, mlflow_server: MlflowService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kubernetes import client, utils
+
+    monkeypatch.setenv("MLOPS_AUDIT_URI", str(tmp_path / "audit"))  # every alias move is audited
 
     name = f"pods-credit-{uuid.uuid4().hex[:6]}"
     train = generate(SampleDataConfig(sample_rows=800, sample_seed=21))
