@@ -1,8 +1,8 @@
 """The container image every component declares as ``base_image``.
 
 Built from ``infra/docker/Dockerfile`` (the platform package and its pinned stack; CPU by
-default, ``TORCH_VARIANT=cuda`` for GPU pods); its install steps are ``infra/docker/install.sh``,
-so a buildah build (no Docker engine) runs the same recipe.
+default, ``TORCH_VARIANT=cuda`` for GPU pods). ``infra/testing/build_image.sh`` builds the
+same recipe with buildah, and the ``pods`` tests run it on a real node.
 Under the local runner the image is not pulled: lightweight components run in
 the current environment, which has the same package installed.
 """

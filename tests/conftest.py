@@ -14,7 +14,7 @@ from mlops.tracking import TRACKING_URI_ENV, TrackingContext
 REGISTRY_URI_ENV = "MLFLOW_REGISTRY_URI"
 
 # Real PostgreSQL / Ceph RGW / mlflow server fixtures (started once per session, on first use).
-pytest_plugins = ["tests.services.plugin", "tests.services.kubernetes"]
+pytest_plugins = ["tests.services.plugin", "tests.services.kubernetes", "tests.services.node"]
 
 
 @pytest.fixture(autouse=True)

@@ -3,12 +3,13 @@
 # No auth between the daemons; S3 itself checks SigV4 against one user ($RGW_AK / $RGW_SK).
 # Ports: MON_PORT (6789), RGW_PORT (7480) and the messenger range MSGR_MIN..MSGR_MAX (6800..6899):
 # change them together to run beside another instance. State lives in $DIR (memstore: RAM only).
+# BIND (127.0.0.1): the S3 listener's address; 0.0.0.0 lets pods reach it at their bridge's gateway.
 # Ready in about 15 s. Needs infra/testing/install.sh (ceph-mon ceph-osd radosgw ceph-common).
 # Server-side encryption: RGW's built-in "testing" KMS holds one key, id $RGW_KMS_KEY_ID (SSE-KMS works over
 # plain http; SSE-S3 "AES256" is accepted but not applied by this Ceph release, so request aws:kms here).
 set -euo pipefail
 MON_PORT=${MON_PORT:-6789}; RGW_PORT=${RGW_PORT:-7480}; MSGR_MIN=${MSGR_MIN:-6800}; MSGR_MAX=${MSGR_MAX:-6899}
-RGW_AK=${RGW_AK:-testing}; RGW_SK=${RGW_SK:-testing}; RGW_KMS_KEY_ID=${RGW_KMS_KEY_ID:-testkey-1}
+BIND=${BIND:-127.0.0.1}; RGW_AK=${RGW_AK:-testing}; RGW_SK=${RGW_SK:-testing}; RGW_KMS_KEY_ID=${RGW_KMS_KEY_ID:-testkey-1}
 D=${DIR:-${TMPDIR:-/tmp}/mlops-test-rgw}
 # Daemons log to files, not to the terminal: on any failure show which step failed and the logs' tails.
 trap 'rc=$?; echo "start_rgw.sh: \"$BASH_COMMAND\" failed (exit $rc)" >&2; tail -n 5 "$D"/log/*.log >&2 2>/dev/null; exit $rc' ERR
@@ -51,7 +52,7 @@ osd_class_update_on_start = false
 osd_max_object_name_len = 256
 osd_max_object_namespace_len = 64
 [client.rgw.a]
-rgw_frontends = beast endpoint=127.0.0.1:$RGW_PORT
+rgw_frontends = beast endpoint=$BIND:$RGW_PORT
 rgw_data = $D/rgw
 rgw_crypt_require_ssl = false
 rgw_crypt_s3_kms_backend = testing

@@ -34,6 +34,8 @@ BUCKET = "mlflow"
 KMS_KEY_ID = "mlops-test-key"
 """The one key of RGW's built-in testing KMS (start_rgw.sh); every write through mlops.storage uses it."""
 TIMINGS: dict[str, float] = {}
+BIND = "0.0.0.0"
+"""S3 and MLflow listen beyond loopback: pods (tests/services/node.py) reach them at their bridge's gateway."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,7 @@ def rgw() -> Iterator[S3Service]:
                 "MSGR_MAX": str(base + 99),
                 "RGW_AK": ACCESS_KEY,
                 "RGW_SK": SECRET_KEY,
+                "BIND": BIND,
                 "RGW_KMS_KEY_ID": KMS_KEY_ID,
             }
             try:
@@ -222,6 +225,7 @@ def mlflow_server(rgw: S3Service, postgres: PostgresService) -> Iterator[MlflowS
         # The server writes proxied artifacts with its own S3 client: same encryption as mlops.storage.
         "MLFLOW_S3_UPLOAD_EXTRA_ARGS": f'{{"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "{KMS_KEY_ID}"}}',
         "MLFLOW": str(Path(sys.executable).with_name("mlflow")),
+        "BIND": BIND,
     }
     try:
         uri = _start("mlflow server", "start_mlflow.sh", env)

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Add a real node to a running API server (start_k8s.sh, with the controller manager): containerd + runc +
+# a CNI bridge + kube-scheduler + kubelet, from Debian packages and the binaries of build_k8s.sh. Pods really
+# run; images come from OCI archives imported here (imagePullPolicy: Never), no registry.
+#   KUBECONFIG  admin kubeconfig of the API server (required)
+#   N           state directory (pids, logs, containerd root)         BIN  the built binaries
+#   IMAGES      OCI archives to import ("a.oci.tar b.oci.tar"); the pause archive of build_node_images.sh
+#               must be among them                                      KPORT kubelet port (10250)
+#   BRIDGE, SUBNET  the pod network (cni-mlops0, 10.244.0.0/24): pods reach this machine at the subnet's .1
+#   CONTAINERD_ROOT images and their unpacked layers (~/.cache/mlops-node/containerd): kept between runs, so
+#               an image already imported is not unpacked again; one node at a time uses it
+# Node Ready in about 30 s. Prints the node's name on the last line. Needs install_node.sh.
+# This VM's quirks: containerd's restrict_oom_score_adj (no CAP_SYS_RESOURCE, else runc fails with "can't
+# get final child's PID from pipe"); no --node-ip=127.0.0.1 (refused); the hostname resolves to this machine.
+set -euo pipefail
+: "${KUBECONFIG:?set KUBECONFIG to the admin kubeconfig of the API server}" "${IMAGES:?set IMAGES to the OCI archives to import}"
+N=${N:-${TMPDIR:-/tmp}/mlops-node}; BIN=${BIN:-${HOME}/.cache/k8s-build/bin}; KPORT=${KPORT:-10250}
+BRIDGE=${BRIDGE:-cni-mlops0}; SUBNET=${SUBNET:-10.244.0.0/24}
+CONTAINERD_ROOT=${CONTAINERD_ROOT:-${HOME}/.cache/mlops-node/containerd}
+export KUBECONFIG
+"$(dirname "$0")/stop_node.sh" >/dev/null 2>&1 || true
+mkdir -p "$N/containerd/cni" "$N/kubelet/root" "$N/kubelet/pki"
+S=$N/containerd/containerd.sock
+containerd config default | sed -e "s|^root = .*|root = \"$CONTAINERD_ROOT\"|" -e "s|^state = .*|state = \"$N/containerd/state\"|" \
+  -e "s|^  address = \"/run/containerd/containerd.sock\"|  address = \"$S\"|" -e "s|path = \"/opt/containerd\"|path = \"$N/containerd/opt\"|" \
+  -e 's|restrict_oom_score_adj = false|restrict_oom_score_adj = true|' -e 's|sandbox_image = .*|sandbox_image = "localhost/pause:v1"|' \
+  -e 's|bin_dir = "/opt/cni/bin"|bin_dir = "/usr/lib/cni"|' -e "s|conf_dir = \"/etc/cni/net.d\"|conf_dir = \"$N/containerd/cni\"|" \
+  >"$N/containerd/config.toml"
+cat >"$N/containerd/cni/10-podnet.conflist" <<CNI
+{"cniVersion": "0.4.0", "name": "mlops-podnet", "plugins": [
+  {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+   "ipam": {"type": "host-local", "dataDir": "$N/cni-ipam", "ranges": [[{"subnet": "$SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}, {"type": "loopback"}]}
+CNI
+setsid containerd --config "$N/containerd/config.toml" >"$N/containerd.log" 2>&1 & echo $! >"$N/containerd.pid"
+until ctr --address "$S" version >/dev/null 2>&1; do
+  kill -0 "$(cat "$N/containerd.pid")" 2>/dev/null || { echo "containerd died; last lines of $N/containerd.log:" >&2; tail -n 10 "$N/containerd.log" >&2; exit 1; }
+  sleep 0.2
+done
+imported=()
+for i in $IMAGES; do
+  while read -r name; do imported+=("$name"); done < <(ctr --address "$S" -n k8s.io images import "$i" | sed -n 's/^unpacking \([^ ]*\) .*/\1/p')
+done
+# Earlier builds of the same images: removed (containerd's GC then drops their layers).
+[ ${#imported[@]} -gt 0 ] || { echo "ctr import named no image in $IMAGES" >&2; exit 1; }
+for old in $(ctr --address "$S" -n k8s.io images ls -q | grep -v '^sha256:'); do
+  keep=0; for name in "${imported[@]}"; do [ "$old" = "$name" ] && keep=1; done
+  [ $keep = 1 ] || ctr --address "$S" -n k8s.io images rm "$old" >/dev/null
+done
+setsid "$BIN/kube-scheduler" --kubeconfig="$KUBECONFIG" --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
+  --bind-address=127.0.0.1 --secure-port=$((KPORT + 9)) --port=0 --leader-elect=false >"$N/scheduler.log" 2>&1 & echo $! >"$N/scheduler.pid"
+cat >"$N/kubelet/config.yaml" <<KC
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: $KPORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $((KPORT - 2))
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+cgroupDriver: cgroupfs
+failSwapOn: false
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+evictionHard: {}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+KC
+NODE=$(hostname)
+setsid "$BIN/kubelet" --config="$N/kubelet/config.yaml" --kubeconfig="$KUBECONFIG" --root-dir="$N/kubelet/root" --cert-dir="$N/kubelet/pki" \
+  --container-runtime=remote --container-runtime-endpoint="unix://$S" --image-service-endpoint="unix://$S" \
+  --pod-infra-container-image=localhost/pause:v1 --hostname-override="$NODE" >"$N/kubelet.log" 2>&1 & echo $! >"$N/kubelet.pid"
+deadline=$((SECONDS + 120))
+until kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True; do
+  kill -0 "$(cat "$N/kubelet.pid")" 2>/dev/null || { echo "kubelet died; last lines of $N/kubelet.log:" >&2; tail -n 10 "$N/kubelet.log" >&2; exit 1; }
+  [ $SECONDS -lt $deadline ] || { echo "node $NODE not Ready after 120 s; see $N/kubelet.log" >&2; exit 1; }
+  sleep 0.5
+done
+echo "$NODE"

@@ -1,0 +1,185 @@
+"""The model server as a plain Deployment on a real node (KServe's controller cannot run here).
+
+The Deployment runs the predictor container of ``infra/kserve/inferenceservice.yaml`` (same
+command and probes; image, tracking server and environment adapted to this node) following
+``champion`` in a real MLflow server. A Service selects the pod: the endpoints controller lists it
+as ready only once the readiness probe passes, which is what gates traffic on a cluster (there is
+no kube-proxy here, so the test sends to the ready address itself). When ``champion`` moves, the
+pod serves the new version without one failed request.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from components.register.core import register_onnx_model
+from mlops.registry import Lineage, move_alias
+from mlops.sample_data import SampleDataConfig, generate
+from mlops.tracking import TrackingContext
+from tests.services.node import K8sNode
+from tests.services.plugin import MlflowService
+from tests.support.pods import namespace, predictor_deployment
+from tests.support.serving import train_onnx
+
+# The first test of a session may build the platform image (minutes cold) and unpack it on the node.
+pytestmark = pytest.mark.timeout(2400)
+MANIFEST = Path(__file__).resolve().parents[2] / "infra" / "kserve" / "inferenceservice.yaml"
+
+
+def _register(mlflow_server: MlflowService, name: str, onnx_dir: Path, holdout: pd.DataFrame) -> str:
+    context = TrackingContext(tracking_uri=mlflow_server.tracking_uri, experiment="pods-serving")
+    lineage = Lineage("pods-serving", "", "digest", "1", "0.1.0", "run")
+    return register_onnx_model(onnx_dir, holdout, name, lineage, context).version
+
+
+def _ready_addresses(node: K8sNode, ns: str, service: str) -> tuple[list[str], list[str]]:
+    endpoints = node.core().read_namespaced_endpoints(service, ns)
+    ready, not_ready = [], []
+    for subset in endpoints.subsets or []:
+        ready += [a.ip for a in subset.addresses or []]
+        not_ready += [a.ip for a in subset.not_ready_addresses or []]
+    return ready, not_ready
+
+
+@pytest.mark.slow
+def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champion(
+    k8s_node: K8sNode, mlflow_server: MlflowService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubernetes import client, utils
+
+    monkeypatch.setenv("MLOPS_AUDIT_URI", str(tmp_path / "audit"))  # every alias move is audited
+
+    name = f"pods-credit-{uuid.uuid4().hex[:6]}"
+    train = generate(SampleDataConfig(sample_rows=800, sample_seed=21))
+    holdout = generate(SampleDataConfig(sample_rows=200, sample_seed=22))
+    onnx_a = train_onnx(tmp_path / "a", train, seed=0)
+    onnx_b = train_onnx(tmp_path / "b", train, seed=1, hidden_units=(16,))
+    tracking = MlflowClient(mlflow_server.tracking_uri)
+    v1 = _register(mlflow_server, name, onnx_a, holdout)
+    move_alias(tracking, name, "champion", v1, None)
+
+    deployment = predictor_deployment(
+        MANIFEST,
+        k8s_node.image,
+        {
+            "--model-name": name,
+            "--tracking-uri": k8s_node.from_pod(mlflow_server.tracking_uri),
+            "--reload-interval-s": "1",
+            "--request-log-uri": "",
+            "--request-log-sample-rate": "",
+            "--auth-token-file": "",
+        },
+        {
+            "MLFLOW_S3_ENDPOINT_URL": k8s_node.from_pod(mlflow_server.s3.endpoint),
+            **_keys(mlflow_server),
+            # The server signs S3 URLs for the endpoint it knows (127.0.0.1 here, unreachable from a
+            # pod): download through the server instead, as a pod that cannot reach S3 must.
+            "MLFLOW_ENABLE_PROXY_MULTIPART_DOWNLOAD": "false",
+        },
+    )
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"].append("--no-request-log")
+    probe = deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+    probe["periodSeconds"] = 1
+    with namespace(k8s_node, "serving") as ns:
+        api = k8s_node.cluster.api_client()
+        utils.create_from_dict(api, deployment, namespace=ns)
+        labels = deployment["spec"]["selector"]["matchLabels"]
+        client.CoreV1Api(api).create_namespaced_service(
+            ns,
+            client.V1Service(
+                metadata=client.V1ObjectMeta(name="predictor"),
+                spec=client.V1ServiceSpec(selector=labels, ports=[client.V1ServicePort(port=8080)]),
+            ),
+        )
+        pod_name = _wait_for_pod_name(k8s_node, ns, labels)
+        # Until the model has loaded, the probe fails: the pod is listed, but not as ready.
+        seen_not_ready = False
+        deadline = time.monotonic() + 240
+        while True:
+            ready, not_ready = _ready_addresses(k8s_node, ns, "predictor")
+            seen_not_ready = seen_not_ready or bool(not_ready)
+            if ready:
+                break
+            assert time.monotonic() < deadline, k8s_node.logs(pod_name, ns)
+            time.sleep(0.3)
+        assert seen_not_ready, "the endpoints never listed the starting pod as not ready"
+        pod = k8s_node.core().read_namespaced_pod(pod_name, ns)
+        assert ready == [pod.status.pod_ip]
+        url = f"http://{ready[0]}:8080"
+        features = _features(onnx_a, holdout)
+
+        with httpx.Client(base_url=url, timeout=10) as http:
+            first = _infer(http, name, features)
+            assert first["model_version"] == v1
+            assert _requests_served(http.get("/metrics").text, name, v1) == 1
+
+            v2 = _register(mlflow_server, name, onnx_b, holdout)
+            move_alias(tracking, name, "champion", v2, v1)
+            versions: list[str] = []
+            failures = 0
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and (not versions or versions[-1] != v2):
+                try:
+                    versions.append(_infer(http, name, features)["model_version"])
+                except (httpx.HTTPError, AssertionError):
+                    failures += 1
+                time.sleep(0.05)
+            assert failures == 0
+            assert versions[-1] == v2, f"still serving {versions[-1]} 120 s after champion moved"
+            assert set(versions) <= {v1, v2}
+            outputs_b = _infer(http, name, features)["outputs"][0]["data"]
+            assert outputs_b != first["outputs"][0]["data"]
+            assert _requests_served(http.get("/metrics").text, name, v2) >= 2
+
+
+def _requests_served(exposition: str, model: str, version: str) -> float:
+    """Successful inference requests the pod's /metrics counts for one model version."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.name == "mlops_serving_requests_total"
+        and sample.labels.get("model") == model
+        and sample.labels.get("version") == version
+        and sample.labels.get("code") == "200"
+    )
+
+
+def _keys(mlflow_server: MlflowService) -> dict[str, str]:
+    env = mlflow_server.s3.env
+    return {k: env[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
+
+
+def _wait_for_pod_name(node: K8sNode, ns: str, labels: dict[str, str]) -> str:
+    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pods = node.core().list_namespaced_pod(ns, label_selector=selector).items
+        if pods:
+            return str(pods[0].metadata.name)
+        time.sleep(0.3)
+    raise AssertionError(f"the Deployment created no pod in {ns}")
+
+
+def _features(onnx_dir: Path, holdout: pd.DataFrame) -> np.ndarray:
+    from mlops.onnx_model import OnnxScorer
+
+    return OnnxScorer.load(onnx_dir / "model.onnx").spec.encode(holdout.head(4))
+
+
+def _infer(http: httpx.Client, name: str, x: np.ndarray) -> dict:
+    from tests.support.serving import v2_body
+
+    response = http.post(f"/v2/models/{name}/infer", json=v2_body(x))
+    assert response.status_code == 200, response.text
+    return dict(response.json())
