@@ -10,6 +10,11 @@ Each checkpoint records a fingerprint of the data and of every setting except
 ``epochs``; resuming with a different fingerprint is refused, because it would
 silently mix two different trainings. Raising ``epochs`` continues a finished
 run.
+
+A job whose pods do not outlive it (a Kubernetes training job) also mirrors each
+checkpoint to a storage URI (``s3://…`` or a path, through :mod:`mlops.storage`):
+the writer uploads ``last.pt`` after every local write, and :func:`fetch_checkpoint`
+brings it back into a restarted pod's scratch directory before training resumes.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from mlops import storage
 from training.config import Runtime, TrainConfig
 
 CHECKPOINT_FILE = "last.pt"
@@ -135,8 +141,10 @@ class CheckpointWriter:
     previous epoch's checkpoint, and a resumed run repeats that one epoch.
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, mirror_uri: str | None = None) -> None:
         self.directory = directory
+        self.mirror_uri = mirror_uri
+        """Where each written checkpoint is also uploaded (``<mirror_uri>/last.pt``); None: local only."""
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-writer")
         self._pending: Future[Path] | None = None
 
@@ -149,7 +157,13 @@ class CheckpointWriter:
             history=list(checkpoint.history),
         )
         self.wait()
-        self._pending = self._pool.submit(save_checkpoint, self.directory, snapshot)
+        self._pending = self._pool.submit(self._write, snapshot)
+
+    def _write(self, checkpoint: Checkpoint) -> Path:
+        target = save_checkpoint(self.directory, checkpoint)
+        if self.mirror_uri is not None:  # after the local rename: only whole checkpoints are uploaded
+            storage.write_file(f"{self.mirror_uri.rstrip('/')}/{CHECKPOINT_FILE}", target)
+        return target
 
     def wait(self) -> None:
         if self._pending is not None:
@@ -162,6 +176,16 @@ class CheckpointWriter:
             self.wait()
         finally:
             self._pool.shutdown(wait=True)
+
+
+def fetch_checkpoint(mirror_uri: str, directory: Path) -> bool:
+    """Copy ``<mirror_uri>/last.pt`` into ``directory`` if a previous attempt uploaded one; True if it did."""
+    source = f"{mirror_uri.rstrip('/')}/{CHECKPOINT_FILE}"
+    if not storage.exists(source):
+        return False
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / CHECKPOINT_FILE).write_bytes(storage.read_bytes(source))
+    return True
 
 
 def load_checkpoint(directory: Path | None, expected_fingerprint: str) -> Checkpoint | None:

@@ -4,8 +4,10 @@ torchrun (started by the TrainJob's or PyTorchJob's pod) sets ``RANK``, ``WORLD_
 ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; this joins the
 process group from them, reads the :class:`~training.loop.WorkerJob` the launcher staged
 at ``URI/job.pkl``, resolves the device against THIS pod (the task that staged the job
-may have had no GPU), and runs :func:`training.loop.run_worker` — the same loop the local
-launchers run. Rank 0 writes its result to ``URI/rank0_result.pt`` and, while training,
+may have had no GPU), restores the job's last checkpoint from ``URI/checkpoints/`` when an
+earlier attempt of the job left one (a restarted pod has no disk of its own), and runs
+:func:`training.loop.run_worker` — the same loop the local launchers run; rank 0 uploads a
+checkpoint there after every epoch. Rank 0 writes its result to ``URI/rank0_result.pt`` and, while training,
 serves ``mlops_training_*`` gauges for Prometheus on ``MLOPS_METRICS_PORT``.
 """
 
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mlops import storage
+from training.checkpoint import fetch_checkpoint
 from training.launcher import JOB_FILE, RESULT_FILE
 from training.loop import WorkerJob, run_worker
 from training.tracking import MetricsLogger
@@ -68,6 +71,15 @@ def _env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
+def _restore_checkpoint(job: WorkerJob, directory: Path, rank: int) -> Path | None:
+    """This pod's checkpoint directory, holding the job's last uploaded checkpoint if an earlier attempt left one."""
+    if job.checkpoint_uri is None:
+        return None
+    if fetch_checkpoint(job.checkpoint_uri, directory):
+        print(f"rank {rank}: resuming from the checkpoint at {job.checkpoint_uri}", flush=True)
+    return directory
+
+
 def run(staging_uri: str) -> None:
     """Train as the rank torchrun made this process; rank 0 stores the result under ``staging_uri``."""
     import torch
@@ -91,11 +103,15 @@ def run(staging_uri: str) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="mlops-rank-") as scratch:
             result_path = Path(scratch) / RESULT_FILE if rank == 0 else None
+            checkpoint_dir = _restore_checkpoint(job, Path(scratch) / "checkpoint", rank)
             logger = job.logger
             port = _env_int("MLOPS_METRICS_PORT", 0)
             if rank == 0 and port:
                 logger = PrometheusLogger.serve(logger, port, os.environ.get("MLOPS_JOB_NAME", "training"))
-            run_worker(rank, world, replace(job, runtime=runtime, result_path=result_path, logger=logger))
+            job = replace(
+                job, runtime=runtime, result_path=result_path, logger=logger, checkpoint_dir=checkpoint_dir
+            )
+            run_worker(rank, world, job)
             if result_path is not None:
                 storage.write_file(f"{staging_uri}/{RESULT_FILE}", result_path)
     finally:

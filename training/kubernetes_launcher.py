@@ -5,7 +5,8 @@
 1. checks the plan (:func:`training.kubernetes_config.plan`: data residency, GPU-hour
    budget, ranks = ``nproc``) — a refusal leaves nothing behind, not even a staged file;
 2. stages the pickled :class:`~training.loop.WorkerJob` under ``staging_uri/<job>/``
-   through the one storage layer (``mlops.storage``);
+   through the one storage layer (``mlops.storage``); rank 0 checkpoints every epoch to
+   ``staging_uri/<job>/checkpoints/``, so pods the controller restarts resume there;
 3. creates the job through the ``kubernetes`` client (never kubectl);
 4. waits, reporting each change of state: ``queued`` (suspended by Kueue, or no pods
    yet), ``pending`` (pods not all running), ``running``; the TrainJob API itself only
@@ -36,6 +37,8 @@ from training.loop import WorkerJob, WorkerResult
 
 JobKind = Literal["trainjob", "pytorchjob"]
 LOG_TAIL_LINES = 40
+CHECKPOINTS = "checkpoints"
+"""Folder under the job's staging URI where rank 0 uploads ``last.pt`` after every epoch."""
 
 
 class TrainingJobFailed(RuntimeError):
@@ -106,7 +109,11 @@ class KubernetesLauncher:
         checked = plan(self.settings, job.config.nproc)  # refuses before anything exists
         name = f"train-{uuid.uuid4().hex[:12]}"
         staging = f"{checked.settings.staging_uri}/{name}"
-        storage.write_bytes(f"{staging}/{JOB_FILE}", pickle.dumps(replace(job, result_path=None)))
+        # Pods keep no disk between attempts: checkpoints go next to the job, where a restarted pod finds them.
+        staged = replace(
+            job, result_path=None, checkpoint_dir=None, checkpoint_uri=f"{staging}/{CHECKPOINTS}"
+        )
+        storage.write_bytes(f"{staging}/{JOB_FILE}", pickle.dumps(staged))
         custom, core = self._apis()
         group, version, plural, _ = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
         build = trainjob if self.kind == "trainjob" else pytorchjob

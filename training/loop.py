@@ -61,6 +61,8 @@ class WorkerJob:
     """Rank 0 logs per-epoch metrics here."""
     result_path: Path | None = None
     """With several processes, rank 0 saves its :class:`WorkerResult` here for the parent."""
+    checkpoint_uri: str | None = None
+    """Also upload each checkpoint here (``s3://…``): pods of a cluster job keep no disk between attempts."""
 
 
 @dataclass
@@ -180,7 +182,11 @@ def run_worker(rank: int, world_size: int, job: WorkerJob) -> WorkerResult | Non
         shuffle=True,
         seed=config.seed,
     )
-    writer = CheckpointWriter(job.checkpoint_dir) if rank == 0 and job.checkpoint_dir is not None else None
+    writer = (
+        CheckpointWriter(job.checkpoint_dir, job.checkpoint_uri)
+        if rank == 0 and job.checkpoint_dir is not None
+        else None
+    )
 
     loop_start = time.perf_counter()
     rows = 0

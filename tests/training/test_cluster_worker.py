@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from mlops import storage
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.support.k8s_pods import free_port, run_pod_command
+from training.checkpoint import CHECKPOINT_FILE
 from training.cluster_worker import PrometheusLogger, main
 from training.config import ModelConfig, TrainConfig
 from training.kubernetes_jobs import worker_command
@@ -94,3 +96,53 @@ def test_rank0_serves_training_gauges_for_prometheus() -> None:
     assert 'mlops_training_samples_per_second{job_name="train-x"} 1234.5' in body
     assert 'mlops_training_epoch{job_name="train-x"} 3.0' in body
     assert 'mlops_training_val_auc{job_name="train-x"} 0.75' in body
+
+
+class KilledAfterEpoch(NullLogger):
+    """A pod killed right after ``epoch`` was checkpointed (the upload finishes first, as the writer waits)."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        if step == self.epoch:
+            raise RuntimeError(f"killed after epoch {step}")
+
+
+@dataclass
+class RestartingPodLauncher:
+    """Stages like the Kubernetes launcher (checkpoints next to the job); the first attempt is killed."""
+
+    staging: Path
+    attempts: list[str]
+
+    def run(self, job: WorkerJob) -> WorkerResult:
+        staged = replace(
+            job, result_path=None, checkpoint_dir=None, checkpoint_uri=str(self.staging / "ckpt")
+        )
+        for logger in (KilledAfterEpoch(2), NullLogger()):  # the same job, restarted with a fresh pod
+            storage.write_bytes(str(self.staging / JOB_FILE), pickle.dumps(replace(staged, logger=logger)))
+            try:
+                main([str(self.staging)])
+                self.attempts.append("finished")
+            except RuntimeError as exc:
+                self.attempts.append(str(exc))
+        return load_result(self.staging / RESULT_FILE)
+
+
+def test_a_restarted_pod_resumes_from_the_uploaded_checkpoint(
+    frame: pd.DataFrame, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = CONFIG.model_copy(update={"nproc": 1, "epochs": 4})
+    attempts: list[str] = []
+    resumed = train(
+        frame, SAMPLE_SCHEMA, config, tmp_path / "m", launcher=RestartingPodLauncher(tmp_path / "s", attempts)
+    )
+    assert attempts == ["killed after epoch 2", "finished"]
+    assert (tmp_path / "s" / "ckpt" / CHECKPOINT_FILE).is_file()
+    assert "resuming from the checkpoint at" in capsys.readouterr().out
+    assert resumed.resumed_from_epoch == 2
+    whole = train(frame, SAMPLE_SCHEMA, config, tmp_path / "w")
+    assert [h.val_loss for h in resumed.history] == pytest.approx(
+        [h.val_loss for h in whole.history], abs=1e-6
+    )
