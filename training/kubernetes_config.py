@@ -58,8 +58,8 @@ class KubernetesJobSettings(BaseModel):
         default="mlops-experiment"
     )
     """Priority of the job in Kueue and the scheduler: production retraining ranks above experiments."""
-    trainer_runtime: str = Field(default="torch-distributed", min_length=1)
-    """ClusterTrainingRuntime a TrainJob runs on (Kubeflow Trainer's PyTorch runtime by default)."""
+    trainer_runtime: str = Field(default="mlops-torch-distributed", min_length=1)
+    """ClusterTrainingRuntime a TrainJob runs on: the platform's (infra/k8s/base/platform), which restarts lost pods from the last checkpoint."""
     training_image: str = Field(default="")
     """Image of the training pods. Empty: the platform image (mlops.images.PLATFORM_IMAGE)."""
     time_limit_hours: float = Field(default=2.0, gt=0, le=720)

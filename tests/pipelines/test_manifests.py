@@ -30,6 +30,9 @@ def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
     spec = obj.get("spec") or {}
     if obj["kind"] == "InferenceService":
         return list(spec["predictor"]["containers"])
+    if obj["kind"] == "ClusterTrainingRuntime":
+        jobs = spec["template"]["spec"]["replicatedJobs"]
+        return [c for job in jobs for c in job["template"]["spec"]["template"]["spec"]["containers"]]
     return list(spec["template"]["spec"]["containers"]) if "template" in spec else []
 
 

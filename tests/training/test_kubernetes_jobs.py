@@ -47,7 +47,7 @@ def test_trainjob_shape_resources_and_placement() -> None:
     body = trainjob(PLAN, "train-abc", "img:1")
     spec = body["spec"]
     assert spec["runtimeRef"] == {
-        "name": "torch-distributed",
+        "name": "mlops-torch-distributed",
         "apiGroup": "trainer.kubeflow.org",
         "kind": "ClusterTrainingRuntime",
     }
