@@ -49,6 +49,29 @@ class EncodedData:
     y_val: np.ndarray
     """Validation labels."""
 
+    def check_finite(self) -> None:
+        """Refuse infinite features (NaN is a missing value the model imputes; ±inf is not): training
+        would go on with NaN losses and fail later, unclearly.
+
+        Raises :class:`DatasetError` naming each affected feature and its count of bad rows.
+        """
+        import numpy as np
+
+        names = self.spec.names
+        bad: dict[str, int] = {}
+        for x in (self.x_train, self.x_val):
+            counts = np.isinf(x).sum(axis=0)
+            for column in np.flatnonzero(counts):
+                name = names[column] if x.shape[1] == len(names) else f"column {column}"
+                bad[name] = bad.get(name, 0) + int(counts[column])
+        if bad:
+            listed = ", ".join(f"{name!r} ({count} rows)" for name, count in sorted(bad.items()))
+            raise DatasetError(
+                f"infinite feature values after encoding to float32: {listed}. Values beyond float32's "
+                "range (about 3.4e38, e.g. 1e300) do this; clip or drop them, or declare them missing "
+                "in the schema, then train again."
+            )
+
     def fingerprint(self) -> str:
         """SHA-256 of the arrays and the spec: a checkpoint only resumes on exactly the same data."""
         digest = hashlib.sha256(self.spec.model_dump_json().encode())
@@ -88,10 +111,12 @@ def encode_splits(splits: Splits, schema: DatasetSchema) -> EncodedData:
     import numpy as np
 
     spec = FeatureSpec.fit(splits.train, schema)
-    return EncodedData(
+    data = EncodedData(
         spec=spec,
         x_train=spec.encode(splits.train),
         y_train=splits.train[schema.label].to_numpy(dtype=np.float32),
         x_val=spec.encode(splits.val),
         y_val=splits.val[schema.label].to_numpy(dtype=np.float32),
     )
+    data.check_finite()
+    return data

@@ -152,6 +152,7 @@ def _gather_rng(job: WorkerJob, world_size: int) -> list[Any]:
 def run_worker(rank: int, world_size: int, job: WorkerJob) -> WorkerResult | None:
     """Train as rank ``rank`` of ``world_size``; rank 0 returns (or saves) the result."""
     config, runtime = job.config, job.runtime
+    job.data.check_finite()  # again here: a staged job may come from anywhere
     distributed = world_size > 1
     # The GPU index is the rank on this node: torchrun (cluster jobs) says so in LOCAL_RANK.
     device = torch.device(

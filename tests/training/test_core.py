@@ -159,6 +159,11 @@ def test_bad_data_is_reported_with_the_fix(frame: pd.DataFrame, tmp_path: Path) 
         train(frame.drop(columns=["default"]), SAMPLE_SCHEMA, _config(), tmp_path / "m")
     with pytest.raises(DatasetError, match="stratified 15%/15% validation/test split needs at least"):
         train(frame.head(20), SAMPLE_SCHEMA, _config(), tmp_path / "m")
+    beyond_float32 = frame.copy()
+    beyond_float32.loc[beyond_float32.index[:7], "income"] = 1e300
+    with pytest.raises(DatasetError, match=r"infinite feature values .*'income' \(\d+ rows\).*clip or drop"):
+        train(beyond_float32, SAMPLE_SCHEMA, _config(), tmp_path / "m")
+    assert not (tmp_path / "m").exists()  # refused before anything was written
 
 
 @pytest.mark.gpu
