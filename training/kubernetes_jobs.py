@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes import client
 
+from mlops.storage_policy import StoragePolicy
 from training.kubernetes_config import GPU_PRODUCT_LABEL, REGION_LABEL, JobPlan
 
 TRAINJOB_API = ("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
@@ -30,7 +31,8 @@ PATCH_MANAGER = "mlops.platform/kubernetes-launcher"
 TRAINER_CONTAINER = "node"
 PYTORCH_CONTAINER = "pytorch"
 FORWARDED_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
-"""Non-secret settings of the task's environment the pods need too (tracking server, S3 endpoint)."""
+"""Non-secret settings of the task's environment the pods need too (tracking server, S3 endpoint);
+the storage policy's (``MLOPS_S3_SSE`` …) go with them, so the pods' writes are governed like the task's."""
 CREDENTIALS_SECRET = "mlops-tracking"
 """Secret (keys aws-access-key-id, aws-secret-access-key) the pods read S3 credentials from, when it exists."""
 
@@ -55,7 +57,8 @@ def environment(plan: JobPlan, name: str) -> list[client.V1EnvVar]:
         client.V1EnvVar(name="MLOPS_METRICS_PORT", value=str(plan.settings.metrics_port)),
         client.V1EnvVar(name="MLOPS_JOB_NAME", value=name),
     ]
-    env += [client.V1EnvVar(name=key, value=os.environ[key]) for key in FORWARDED_ENV if os.environ.get(key)]
+    forwarded = FORWARDED_ENV + tuple(StoragePolicy.env_name(f) for f in StoragePolicy.model_fields)
+    env += [client.V1EnvVar(name=key, value=os.environ[key]) for key in forwarded if os.environ.get(key)]
     for key, item in (
         ("AWS_ACCESS_KEY_ID", "aws-access-key-id"),
         ("AWS_SECRET_ACCESS_KEY", "aws-secret-access-key"),

@@ -32,6 +32,12 @@ cat >"$N/containerd/cni/10-podnet.conflist" <<CNI
    "ipam": {"type": "host-local", "dataDir": "$N/cni-ipam", "ranges": [[{"subnet": "$SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}, {"type": "loopback"}]}
 CNI
+# The bridge and its gateway address now, not at the first pod (the CNI plugin adopts it): this machine's
+# services are reachable at the gateway from the start, by pods and by a process here alike.
+GATEWAY=$(python3 -c "import ipaddress, sys; n = ipaddress.ip_network(sys.argv[1]); print(f'{next(n.hosts())}/{n.prefixlen}')" "$SUBNET")
+ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+ip addr replace "$GATEWAY" dev "$BRIDGE"
+ip link set "$BRIDGE" up
 setsid containerd --config "$N/containerd/config.toml" >"$N/containerd.log" 2>&1 & echo $! >"$N/containerd.pid"
 until ctr --address "$S" version >/dev/null 2>&1; do
   kill -0 "$(cat "$N/containerd.pid")" 2>/dev/null || { echo "containerd died; last lines of $N/containerd.log:" >&2; tail -n 10 "$N/containerd.log" >&2; exit 1; }

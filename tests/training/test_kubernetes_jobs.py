@@ -104,3 +104,18 @@ def test_single_cpu_worker_has_no_gpu_and_no_worker_replicas() -> None:
     pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert "tolerations" not in pod and "affinity" not in pod and "nodeSelector" not in pod
     assert pod["containers"][0]["resources"]["requests"] == {"cpu": "2", "memory": "8Gi"}
+
+
+def test_pods_get_the_tasks_endpoints_and_storage_policy_but_no_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MLFLOW_S3_ENDPOINT_URL", "http://s3.mlops-system:8080")
+    monkeypatch.setenv("MLOPS_S3_SSE", "aws:kms")
+    monkeypatch.setenv("MLOPS_S3_SSE_KMS_KEY_ID", "key-1")
+    monkeypatch.setenv("MLOPS_S3_ALLOWED_REGIONS", "eu-west-1")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-for-pods")
+    env = {e["name"]: e.get("value") for e in trainjob(PLAN, "train-abc", "img:1")["spec"]["trainer"]["env"]}
+    assert env["MLFLOW_S3_ENDPOINT_URL"] == "http://s3.mlops-system:8080"
+    assert (env["MLOPS_S3_SSE"], env["MLOPS_S3_SSE_KMS_KEY_ID"]) == ("aws:kms", "key-1")
+    assert env["MLOPS_S3_ALLOWED_REGIONS"] == "eu-west-1"
+    assert env["AWS_SECRET_ACCESS_KEY"] is None  # from the Secret, never the task's value
