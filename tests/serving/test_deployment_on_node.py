@@ -1,8 +1,9 @@
 """The model server as a plain Deployment on a real node (KServe's controller cannot run here).
 
-The Deployment runs the predictor container of ``infra/kserve/inferenceservice.yaml`` (same
-command and probes; image, tracking server and environment adapted to this node) following
-``champion`` in a real MLflow server. A Service selects the pod: the endpoints controller lists it
+The Deployment runs the predictor container of ``infra/k8s/base/team/inferenceservice.yaml`` (same
+command, probes, Secret volumes and bearer token; image, tracking server and S3 endpoint adapted to
+this node) following ``champion`` in a real MLflow server, and verifies each version's signature
+against the public key its Secret mounts before loading it. A Service selects the pod: the endpoints controller lists it
 as ready only once the readiness probe passes, which is what gates traffic on a cluster (there is
 no kube-proxy here, so the test sends to the ready address itself). When ``champion`` moves, the
 pod serves the new version without one failed request.
@@ -31,7 +32,12 @@ from tests.support.serving import train_onnx
 
 # The first test of a session may build the platform image (minutes cold) and unpack it on the node.
 pytestmark = pytest.mark.timeout(2400)
-MANIFEST = Path(__file__).resolve().parents[2] / "infra" / "kserve" / "inferenceservice.yaml"
+MANIFEST = Path(__file__).resolve().parents[2] / "infra" / "k8s" / "base" / "team" / "inferenceservice.yaml"
+TOKEN = "pods-test-token"
+REGISTRATION_ENV = (
+    *("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "MLFLOW_S3_ENDPOINT_URL"),
+    *("MLOPS_S3_SSE", "MLOPS_S3_SSE_KMS_KEY_ID", "MLOPS_AUDIT_URI", "MLOPS_SIGNING_KEY"),
+)
 
 
 def _register(mlflow_server: MlflowService, name: str, onnx_dir: Path, holdout: pd.DataFrame) -> str:
@@ -55,7 +61,9 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
 ) -> None:
     from kubernetes import client, utils
 
-    monkeypatch.setenv("MLOPS_AUDIT_URI", str(tmp_path / "audit"))  # every alias move is audited
+    s3 = mlflow_server.s3
+    for key in REGISTRATION_ENV:  # registration signs with the cluster's key and audits to its S3 trail
+        monkeypatch.setenv(key, s3.env[key])
 
     name = f"pods-credit-{uuid.uuid4().hex[:6]}"
     train = generate(SampleDataConfig(sample_rows=800, sample_seed=21))
@@ -66,6 +74,7 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
     v1 = _register(mlflow_server, name, onnx_a, holdout)
     move_alias(tracking, name, "champion", v1, None)
 
+    endpoint = k8s_node.from_pod(s3.endpoint)
     deployment = predictor_deployment(
         MANIFEST,
         k8s_node.image,
@@ -75,11 +84,11 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
             "--reload-interval-s": "1",
             "--request-log-uri": "",
             "--request-log-sample-rate": "",
-            "--auth-token-file": "",
         },
         {
-            "MLFLOW_S3_ENDPOINT_URL": k8s_node.from_pod(mlflow_server.s3.endpoint),
-            **_keys(mlflow_server),
+            "MLFLOW_S3_ENDPOINT_URL": endpoint,
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_DEFAULT_REGION": s3.env["AWS_DEFAULT_REGION"],
             # The server signs S3 URLs for the endpoint it knows (127.0.0.1 here, unreachable from a
             # pod): download through the server instead, as a pod that cannot reach S3 must.
             "MLFLOW_ENABLE_PROXY_MULTIPART_DOWNLOAD": "false",
@@ -90,6 +99,7 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
     probe["periodSeconds"] = 1
     with namespace(k8s_node, "serving") as ns:
         api = k8s_node.cluster.api_client()
+        _create_secrets(k8s_node, ns, s3.env)
         utils.create_from_dict(api, deployment, namespace=ns)
         labels = deployment["spec"]["selector"]["matchLabels"]
         client.CoreV1Api(api).create_namespaced_service(
@@ -116,7 +126,8 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
         url = f"http://{ready[0]}:8080"
         features = _features(onnx_a, holdout)
 
-        with httpx.Client(base_url=url, timeout=10) as http:
+        with httpx.Client(base_url=url, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            assert httpx.get(f"{url}/v2/models/{name}/infer", timeout=10).status_code == 401
             first = _infer(http, name, features)
             assert first["model_version"] == v1
             assert _requests_served(http.get("/metrics").text, name, v1) == 1
@@ -155,9 +166,20 @@ def _requests_served(exposition: str, model: str, version: str) -> float:
     )
 
 
-def _keys(mlflow_server: MlflowService) -> dict[str, str]:
-    env = mlflow_server.s3.env
-    return {k: env[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
+def _create_secrets(node: K8sNode, ns: str, env: dict[str, str]) -> None:
+    """The Secrets the manifest names, as an operator creates them: token and S3 keys; the public key."""
+    from kubernetes import client
+
+    serving = {
+        "token": TOKEN,
+        "aws-access-key-id": env["AWS_ACCESS_KEY_ID"],
+        "aws-secret-access-key": env["AWS_SECRET_ACCESS_KEY"],
+    }
+    signing = {"signing.pub": Path(env["MLOPS_SIGNING_PUBLIC_KEY"]).read_text(encoding="utf-8")}
+    for secret, data in (("mlops-serving", serving), ("mlops-signing", signing)):
+        node.core().create_namespaced_secret(
+            ns, client.V1Secret(metadata=client.V1ObjectMeta(name=secret), string_data=data)
+        )
 
 
 def _wait_for_pod_name(node: K8sNode, ns: str, labels: dict[str, str]) -> str:

@@ -173,8 +173,9 @@ def predictor_deployment(
 ) -> Any:
     """A plain Deployment running the InferenceService's predictor container (for a cluster without KServe).
 
-    ``overrides`` replaces ``--flag=value`` arguments (``""`` drops the flag); ``env`` replaces the
-    environment (this node has no Secrets for it to read); the Secret volume goes with the token flag.
+    The container, its probes, Secret volumes and environment are the manifest's; ``overrides``
+    replaces ``--flag=value`` arguments (``""`` drops the flag) and ``env`` sets variables by name
+    (e.g. an endpoint this node reaches at another address).
     """
     service = yaml.safe_load(inference_service.read_text(encoding="utf-8"))
     predictor = service["spec"]["predictor"]
@@ -190,21 +191,18 @@ def predictor_deployment(
     args += [
         f"{flag}={value}" for flag, value in overrides.items() if value and f"{flag}={value}" not in args
     ]
-    mounts_kept = "--auth-token-file" not in overrides or bool(overrides["--auth-token-file"])
+    variables = [e for e in container.get("env", []) if e["name"] not in env]
+    variables += [{"name": k, "value": v} for k, v in env.items()]
     container.update(
         image=image,
         imagePullPolicy="Never",
         args=args,
-        env=[{"name": k, "value": v} for k, v in env.items()],
+        env=variables,
         resources={"requests": {"cpu": "100m", "memory": "256Mi"}},  # 2 cores here, shared
     )
-    if not mounts_kept:
-        container.pop("volumeMounts", None)
     name = service["metadata"]["name"]
     labels = {"app": name, **service["metadata"].get("labels", {})}
-    pod_spec: dict[str, Any] = {"containers": [container]}
-    if mounts_kept:
-        pod_spec["volumes"] = predictor.get("volumes", [])
+    pod_spec: dict[str, Any] = {"containers": [container], "volumes": predictor.get("volumes", [])}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
