@@ -80,9 +80,24 @@ class WorkerResult:
     """Wall time of this session's epochs, including validation, checkpoints and logging."""
 
 
-def threads_per_rank(world_size: int) -> int:
-    """CPU ranks share the machine's cores; more threads than cores in total only adds contention."""
-    return max(1, (os.cpu_count() or 1) // world_size)
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+
+def available_cpus(cpu_max: Path = CGROUP_CPU_MAX) -> int:
+    """Cores this process may use: its CPU affinity, capped by a cgroup v2 quota (a pod's CPU limit)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota visible: the affinity is the limit
+    return cpus
+
+
+def threads_per_rank(ranks_here: int) -> int:
+    """CPU ranks on one machine (or pod) share its cores; more threads than cores only adds contention."""
+    return max(1, available_cpus() // ranks_here)
 
 
 def _clone(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -159,7 +174,8 @@ def run_worker(rank: int, world_size: int, job: WorkerJob) -> WorkerResult | Non
         f"cuda:{os.environ.get('LOCAL_RANK', rank)}" if runtime.device_type == "cuda" else "cpu"
     )
     if distributed and runtime.device_type == "cpu":
-        torch.set_num_threads(threads_per_rank(world_size))
+        # Ranks on THIS machine share its cores: torchrun says how many (pods of a job each have their own).
+        torch.set_num_threads(threads_per_rank(int(os.environ.get("LOCAL_WORLD_SIZE", world_size))))
     state = _RankState(rank, world_size, job, device)
     if rank == 0:  # a restarted task's run still shows the whole curve
         for entry in state.history:

@@ -116,3 +116,17 @@ def test_a_failing_rank_stops_all_ranks_with_its_error() -> None:
 def test_launch_rejects_a_single_process() -> None:
     with pytest.raises(ValueError, match="nproc >= 2"):
         launch(_fail_on_rank_one, 1, "gloo", ())
+
+
+def test_available_cpus_honours_a_pods_cgroup_cpu_limit(tmp_path: Path) -> None:
+    from training.loop import available_cpus
+
+    affinity = len(os.sched_getaffinity(0))
+    limit = tmp_path / "cpu.max"
+    limit.write_text("max 100000\n")
+    assert available_cpus(limit) == affinity
+    limit.write_text("100000 100000\n")  # a pod limited to 1 CPU
+    assert available_cpus(limit) == 1
+    limit.write_text("50000 100000\n")  # half a CPU still runs one thread
+    assert available_cpus(limit) == 1
+    assert available_cpus(tmp_path / "absent") == affinity
