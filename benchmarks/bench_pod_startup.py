@@ -13,34 +13,18 @@ Prints a Markdown table; the ratio platform/base is the figure to compare across
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ROOT / "infra" / "testing"
-NODE_IMAGES = Path.home() / ".cache" / "mlops-node-images"
+from benchmarks.node_cluster import running_node, wait_for_pod
+
 CASES = {
     "base": ("localhost/debian-base:v1", ["true"]),
     "platform": ("", ["python3", "-c", "import mlops, components, serving, training"]),
     "kfp": ("", ["python3", "-c", "import kfp, mlflow, great_expectations, components.data_validation.core"]),
 }
-
-
-def _script(name: str, env: dict[str, str], timeout: float = 1800) -> str:
-    result = subprocess.run(
-        ["bash", str(SCRIPTS / name)],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=True,
-    )
-    return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
 
 
 def _run_pod(core: object, image: str, command: list[str]) -> float:
@@ -59,11 +43,7 @@ def _run_pod(core: object, image: str, command: list[str]) -> float:
     )
     started = time.monotonic()
     api.create_namespaced_pod("default", pod)
-    while True:
-        phase = api.read_namespaced_pod(name, "default").status.phase
-        if phase in ("Succeeded", "Failed"):
-            break
-        time.sleep(0.1)
+    phase = wait_for_pod(api, name)
     elapsed = time.monotonic() - started
     api.delete_namespaced_pod(name, "default", grace_period_seconds=0)
     if phase != "Succeeded":
@@ -75,33 +55,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    from kubernetes import client, config
-
-    build_started = time.monotonic()
-    archive, image = _script("build_image.sh", {}).split()
-    build_s = time.monotonic() - build_started
-    k8s, node = Path(tempfile.mkdtemp(prefix="bench-k8s-")), Path(tempfile.mkdtemp(prefix="bench-node-"))
-    k8s_env = {"DIR": str(k8s), "PORT": "26443", "ETCD_PORT": "22379"}
-    kubeconfig = _script("start_k8s.sh", k8s_env)
-    node_env = {"KUBECONFIG": kubeconfig, "N": str(node), "KPORT": "21250"}
-    node_env["IMAGES"] = f"{NODE_IMAGES / 'pause.oci.tar'} {NODE_IMAGES / 'base.oci.tar'} {archive}"
-    try:
-        node_started = time.monotonic()
-        _script("start_node.sh", node_env)
-        node_s = time.monotonic() - node_started
-        core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
-        times: dict[str, list[float]] = {case: [] for case in CASES}
+    times: dict[str, list[float]] = {case: [] for case in CASES}
+    with running_node(with_base_image=True) as node:
         for _ in range(args.repeats):  # interleaved, so load drifts hit every case alike
             for case, (case_image, command) in CASES.items():
-                times[case].append(_run_pod(core, case_image or image, command))
-    finally:
-        _script("stop_node.sh", {"N": str(node)}, timeout=120)
-        _script("stop_k8s.sh", {"DIR": str(k8s)}, timeout=120)
+                times[case].append(_run_pod(node.core, case_image or node.image, command))
     base = statistics.median(times["base"])
-    print(
-        f"image {image}: archive {Path(archive).stat().st_size / 1e6:.0f} MB; build_image.sh {build_s:.1f} s"
-    )
-    print(f"node Ready (start_node.sh, images imported) in {node_s:.1f} s\n")
+    size = Path(node.archive).stat().st_size / 1e6
+    print(f"image {node.image}: archive {size:.0f} MB; build_image.sh {node.build_s:.1f} s")
+    print(f"node Ready (start_node.sh, images imported) in {node.node_s:.1f} s\n")
     print("| pod (create -> Succeeded) | median s | min s | max s | / base |")
     print("| --- | --- | --- | --- | --- |")
     for case, values in times.items():
