@@ -27,7 +27,7 @@ from benchmarks.node_cluster import running_node, wait_for_pod
 MASTER_PORT = 29400
 
 
-def _stage(directory: Path, rows: int, epochs: int, nproc: int) -> None:
+def _stage(directory: Path, rows: int, epochs: int, nproc: int, batch_size: int) -> None:
     from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from training.config import ModelConfig, TrainConfig, resolve_runtime
     from training.data import encode_splits, split_frame
@@ -37,7 +37,7 @@ def _stage(directory: Path, rows: int, epochs: int, nproc: int) -> None:
 
     config = TrainConfig(
         epochs=epochs,
-        batch_size=512,
+        batch_size=batch_size,
         model=ModelConfig(hidden_units=(128, 64), dropout=0.0),
         precision="fp32",
         device="cpu",
@@ -112,13 +112,16 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--batch-size", type=int, default=512, help="global batch (each of 2 ranks takes half)"
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-ddp-"))
     stages = {nodes: root / f"{nodes}-pods" for nodes in (1, 2)}
     for nodes, stage in stages.items():
         stage.mkdir()
         stage.chmod(0o777)  # the image's user is not root
-        _stage(stage, args.rows, args.epochs, nodes)
+        _stage(stage, args.rows, args.epochs, nodes, args.batch_size)
     cases = (("1 pod x 1 CPU", 1, "1"), ("1 pod x 2 CPUs", 1, "2"), ("2 pods x 1 CPU (DDP)", 2, "1"))
     results: dict[str, list[tuple[float, float]]] = {label: [] for label, _, _ in cases}
     with running_node() as node:
@@ -127,7 +130,7 @@ def main() -> None:
                 results[label].append(_run(node.core, node.image, stages[nodes], nodes, cpus))
     base = statistics.median(s for s, _ in results[cases[0][0]])
     print(
-        f"{args.rows} rows (70% trained), {args.epochs} epochs, MLP 128-64, batch 512, fp32, gloo; median of {args.repeats}\n"
+        f"{args.rows} rows (70% trained), {args.epochs} epochs, MLP 128-64, batch {args.batch_size}, fp32, gloo; median of {args.repeats}\n"
     )
     print(
         "| job | samples/s (rank 0 loop) | wall s (pods created -> done) | speed-up vs 1 pod x 1 CPU | efficiency |"

@@ -44,8 +44,40 @@ def condition(kind: str, reason: str, message: str = "") -> dict[str, Any]:
     }
 
 
+class PlayedController:
+    """A controller played by a thread: it starts on ``with``, is joined on exit, and its error re-raised.
+
+    Subclasses define ``_play`` and set ``self.thread = threading.Thread(target=self._guarded, ...)``
+    and ``self.error = None``. A 404 ends the play quietly: the launcher deleted the job.
+    """
+
+    thread: threading.Thread
+    error: BaseException | None
+
+    def _play(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.thread.join(timeout=300)
+        if self.error is not None:
+            raise self.error
+
+    def _guarded(self) -> None:
+        try:
+            self._play()
+        except client.ApiException as exc:
+            if exc.status != 404:
+                self.error = exc
+        except BaseException as exc:
+            self.error = exc
+
+
 @dataclass
-class JobController:
+class JobController(PlayedController):
     """Plays the controller for the first job of ``kind`` created in ``namespace``."""
 
     api_client: Any
@@ -61,24 +93,6 @@ class JobController:
         self.core = client.CoreV1Api(self.api_client)
         self.api = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
         self.thread = threading.Thread(target=self._guarded, daemon=True)
-
-    def __enter__(self) -> JobController:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.thread.join(timeout=300)
-        if self.error is not None:
-            raise self.error
-
-    def _guarded(self) -> None:
-        try:
-            self._play()
-        except client.ApiException as exc:
-            if exc.status != 404:  # the launcher deleting the job ends the play
-                self.error = exc
-        except BaseException as exc:
-            self.error = exc
 
     def _status(self, name: str, conditions: list[dict[str, Any]]) -> None:
         group, version, plural, _ = self.api

@@ -28,7 +28,7 @@ import yaml
 from kubernetes import client
 
 from tests.services.node import K8sNode
-from tests.support.k8s_controller import condition
+from tests.support.k8s_controller import PlayedController, condition
 from training.kubernetes_jobs import TRAINJOB_API
 
 RUNTIME = Path(__file__).resolve().parents[2] / "infra" / "k8s" / "base" / "platform" / "trainingruntime.yaml"
@@ -45,7 +45,7 @@ def runtime_max_restarts(path: Path = RUNTIME) -> tuple[str, int]:
 
 
 @dataclass
-class TrainerStandIn:
+class TrainerStandIn(PlayedController):
     """Plays the Trainer + JobSet for the first TrainJob in ``namespace``; use as a context manager."""
 
     node: K8sNode
@@ -61,24 +61,6 @@ class TrainerStandIn:
         self.custom, self.core = client.CustomObjectsApi(api), client.CoreV1Api(api)
         self.runtime, self.max_restarts = runtime_max_restarts()
         self.thread = threading.Thread(target=self._guarded, daemon=True, name="trainer-stand-in")
-
-    def __enter__(self) -> TrainerStandIn:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.thread.join(timeout=120)
-        if self.error is not None:
-            raise self.error
-
-    def _guarded(self) -> None:
-        try:
-            self._play()
-        except client.ApiException as exc:
-            if exc.status != 404:  # the launcher deleting the TrainJob ends the play
-                self.error = exc
-        except BaseException as exc:
-            self.error = exc
 
     def _play(self) -> None:
         job = self._wait_for_trainjob()
