@@ -11,15 +11,17 @@
 4. waits, reporting each change of state: ``queued`` (suspended by Kueue, or no pods
    yet), ``pending`` (pods not all running), ``running``; the TrainJob API itself only
    says Suspended/Complete/Failed, so the pods (label ``mlops.platform/job``) tell the rest;
-5. on failure raises :class:`TrainingJobFailed` with the controller's reason and the
-   tail of the failed pods' logs; after ``queue_timeout_hours`` without starting, or
-   ``time_limit_hours`` of running, raises :class:`TrainingJobTimeout`;
+5. on failure raises :class:`TrainingJobFailed` with the controller's reason, the error a
+   rank raised (``cause: DatasetError: …``) and the tail of the failed pods' logs; after
+   ``queue_timeout_hours`` without starting, or ``time_limit_hours`` of running, raises
+   :class:`TrainingJobTimeout`;
 6. deletes the job (and so its pods) unless ``keep_job``, then reads rank 0's result.
 """
 
 from __future__ import annotations
 
 import pickle
+import re
 import tempfile
 import time
 import uuid
@@ -79,6 +81,18 @@ def job_state(kind: JobKind, obj: dict[str, Any], pods: list[Any]) -> JobState:
     if all(phase in ("Running", "Succeeded") for phase in phases):
         return JobState("running", f"{len(pods)} pod(s) running")
     return JobState("pending", f"{phases.count('Running')}/{len(pods)} pod(s) running")
+
+
+_ERROR_LINE = re.compile(r"^(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
+
+
+def root_cause(logs: str) -> str | None:
+    """The last ``SomethingError: message`` a rank printed, without torchrun's own wrapper errors."""
+    for line in reversed(logs.splitlines()):
+        match = _ERROR_LINE.match(line.strip())
+        if match and not match.group(1).endswith("ChildFailedError"):
+            return f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(2)}"
+    return None
 
 
 class KubernetesLauncher:
@@ -179,9 +193,12 @@ class KubernetesLauncher:
             if state.phase == "succeeded":
                 return
             if state.phase == "failed":
+                logs = self._logs(core, checked.namespace, pods)
+                cause = root_cause(logs)
                 raise TrainingJobFailed(
                     f"{kind} {checked.namespace}/{name} failed: {state.detail or 'no reason given'}\n"
-                    + self._logs(core, checked.namespace, pods)
+                    + (f"cause: {cause}\n" if cause else "")
+                    + logs
                 )
             now = time.monotonic()
             if state.phase == "running" and started is None:

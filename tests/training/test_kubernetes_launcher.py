@@ -218,3 +218,22 @@ def test_a_missing_namespace_is_named(cluster: KubeCluster, frame: pd.DataFrame,
         TrainingJobFailed, match=r"namespace 'team-nowhere' does not exist, or .* \(404 Not Found\)"
     ):
         train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+
+
+def test_the_root_cause_is_the_ranks_error_not_torchruns_wrapper() -> None:
+    from training.kubernetes_launcher import root_cause
+
+    logs = "\n".join(
+        [
+            "--- train-x-node-0-0 (Failed) ---",
+            "[rank0]: Traceback (most recent call last):",
+            "[rank0]: mlops.dataset.DatasetError: infinite feature values after encoding to float32: 'age' (5 rows).",
+            "E1123 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1)",
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+            "training.cluster_worker FAILED",
+        ]
+    )
+    assert (
+        root_cause(logs) == "DatasetError: infinite feature values after encoding to float32: 'age' (5 rows)."
+    )
+    assert root_cause("no error here\nexit 1") is None

@@ -187,3 +187,4 @@ def test_a_worker_failing_on_bad_data_fails_the_job_with_its_last_log_lines(
     first = data.spec.names[0]
     assert f"infinite feature values after encoding to float32: {first!r} (5 rows)" in message, message
     assert "(Failed) ---" in message  # the failed pods' own log lines, under their names
+    assert message.splitlines()[1].startswith("cause: DatasetError: infinite feature values")
