@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,8 @@ def _no_inherited_tracking_uri() -> Iterator[None]:
     names = (TRACKING_URI_ENV, REGISTRY_URI_ENV)
     before = {name: os.environ.pop(name, None) for name in names}
     yield
+    if "mlflow" in sys.modules:  # and MLflow's own process-wide registry URI, which a new client inherits
+        sys.modules["mlflow"].set_registry_uri(None)
     for name in names:
         os.environ.pop(name, None)
         if before[name] is not None:

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,17 +66,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(MARKER)
 
 
-@pytest.fixture(scope="session")
-def kube_apiserver() -> Iterator[KubeCluster]:
-    """etcd + kube-apiserver v1.20 + kube-controller-manager on free ports, RBAC on."""
+@contextmanager
+def running_cluster(name: str = "kube-apiserver") -> Iterator[KubeCluster]:
+    """etcd + kube-apiserver v1.20 + kube-controller-manager on free ports, RBAC on; stopped on exit."""
     state = Path(tempfile.mkdtemp(prefix="mlops-test-k8s-"))
     port, etcd_port = _free_port(), _free_port()
     env = {"DIR": str(state), "PORT": str(port), "ETCD_PORT": str(etcd_port)}
     try:
-        kubeconfig = _start(
-            "kube-apiserver", "start_k8s.sh", env, timeout_s=120, setup="bash infra/testing/build_k8s.sh"
-        )
+        kubeconfig = _start(name, "start_k8s.sh", env, timeout_s=120, setup="bash infra/testing/build_k8s.sh")
         yield KubeCluster(Path(kubeconfig), state)
     finally:
         _stop("stop_k8s.sh", env)
         shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kube_apiserver() -> Iterator[KubeCluster]:
+    """An API server without nodes, shared by the session's Kubernetes tests (the ``pods`` tests have their own)."""
+    with running_cluster() as cluster:
+        yield cluster

@@ -2,7 +2,8 @@
 
 Registered from ``tests/conftest.py``. ``platform_image`` builds ``infra/docker/Dockerfile`` with
 buildah (``infra/testing/build_image.sh``, cached in ``~/.cache`` by the hash of what the image is
-made of); ``k8s_node`` adds a node to the ``kube_apiserver`` of this session and imports the image,
+made of); ``k8s_node`` starts an API server of its own (``node_apiserver``: the other tests'
+objects must not land on a real node), adds a node to it and imports the image,
 so pods of the platform image really run (``imagePullPolicy: Never``; no registry). Tests that use
 either carry the marker ``pods``. What is not here: Services (no kube-proxy), cluster DNS and every
 add-on controller: a test reaches a pod at its IP and plays the operator's part itself. Pods reach
@@ -24,11 +25,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tests.services.kubernetes import KubeCluster
+from tests.services.kubernetes import KubeCluster, running_cluster
 from tests.services.plugin import _free_port, _start, _stop
 
 MARKER = "pods"
-FIXTURES = {"k8s_node", "platform_image"}
+FIXTURES = {"k8s_node", "platform_image", "node_apiserver"}
 NODE_IMAGES = Path.home() / ".cache" / "mlops-node-images"
 SUBNET = "10.244.0.0/24"
 """The pod network of start_node.sh; its first address is the bridge, the pods' gateway to this machine."""
@@ -108,11 +109,19 @@ def platform_image() -> PlatformImage:
 
 
 @pytest.fixture(scope="session")
-def k8s_node(kube_apiserver: KubeCluster, platform_image: PlatformImage) -> Iterator[K8sNode]:
-    """A Ready node on the session's API server with the platform image imported (about 30 s)."""
+def node_apiserver() -> Iterator[KubeCluster]:
+    """The node's own API server: objects other tests create (pods of stand-in controllers, the
+    platform's manifests) never land on the real node, and those tests keep a cluster without one."""
+    with running_cluster("node's kube-apiserver") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def k8s_node(node_apiserver: KubeCluster, platform_image: PlatformImage) -> Iterator[K8sNode]:
+    """A Ready node, on an API server of its own, with the platform image imported (about 30 s)."""
     state = Path(tempfile.mkdtemp(prefix="mlops-test-node-"))
     env = {
-        "KUBECONFIG": str(kube_apiserver.kubeconfig),
+        "KUBECONFIG": str(node_apiserver.kubeconfig),
         "N": str(state),
         "IMAGES": f"{NODE_IMAGES / 'pause.oci.tar'} {platform_image.archive}",
         "KPORT": str(_free_port()),
@@ -120,7 +129,7 @@ def k8s_node(kube_apiserver: KubeCluster, platform_image: PlatformImage) -> Iter
     }
     try:
         name = _start("node", "start_node.sh", env, timeout_s=300, setup=SETUP)
-        yield K8sNode(kube_apiserver, name, platform_image.name, state)
+        yield K8sNode(node_apiserver, name, platform_image.name, state)
     finally:
         _stop("stop_node.sh", env)
         shutil.rmtree(state, ignore_errors=True)

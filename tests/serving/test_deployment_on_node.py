@@ -70,7 +70,7 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
     holdout = generate(SampleDataConfig(sample_rows=200, sample_seed=22))
     onnx_a = train_onnx(tmp_path / "a", train, seed=0)
     onnx_b = train_onnx(tmp_path / "b", train, seed=1, hidden_units=(16,))
-    tracking = MlflowClient(mlflow_server.tracking_uri)
+    tracking = MlflowClient(mlflow_server.tracking_uri, registry_uri=mlflow_server.tracking_uri)
     v1 = _register(mlflow_server, name, onnx_a, holdout)
     move_alias(tracking, name, "champion", v1, None)
 
