@@ -16,10 +16,14 @@
    ``queue_timeout_hours`` without starting, or ``time_limit_hours`` of running, raises
    :class:`TrainingJobTimeout`;
 6. deletes the job (and so its pods) unless ``keep_job``, then reads rank 0's result.
+
+The job's creation and its outcome are audit records (``training_job.created`` /
+``training_job.finished``) in the task's trail.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
 import tempfile
@@ -83,6 +87,23 @@ def job_state(kind: JobKind, obj: dict[str, Any], pods: list[Any]) -> JobState:
     return JobState("pending", f"{phases.count('Running')}/{len(pods)} pod(s) running")
 
 
+JOB_CREATED = "training_job.created"
+JOB_FINISHED = "training_job.finished"
+
+
+def _audit(action: str, subject: str, details: dict[str, str]) -> None:
+    """A cluster job's creation and outcome go to the audit trail: the task's (its MLflow run's
+    store) or ``MLOPS_AUDIT_URI``; a launcher used outside both has no trail to write to."""
+    import mlflow
+
+    from mlops import audit
+
+    if mlflow.active_run() is not None:
+        audit.record_in_run(action, subject, details)
+    elif os.environ.get(audit.AUDIT_URI_ENV):
+        audit.record(action, subject, details)
+
+
 _ERROR_LINE = re.compile(r"^(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
 
 
@@ -138,8 +159,17 @@ class KubernetesLauncher:
         )
         self._create(custom, checked.namespace, body)
         self.report(f"{body['kind']} {checked.namespace}/{name} created: {self._shape(checked)}")
+        subject = f"{body['kind']}/{checked.namespace}/{name}"
+        _audit(
+            JOB_CREATED, subject, {"image": self.image, "shape": self._shape(checked), "staging_uri": staging}
+        )
         try:
             self._wait(custom, core, checked, name)
+        except (TrainingJobFailed, TrainingJobTimeout) as exc:
+            _audit(JOB_FINISHED, subject, {"outcome": "failed", "reason": str(exc).splitlines()[0]})
+            raise
+        else:
+            _audit(JOB_FINISHED, subject, {"outcome": "succeeded"})
         finally:
             if not self.settings.keep_job:
                 custom.delete_namespaced_custom_object(

@@ -54,6 +54,17 @@ class PlayedController:
     thread: threading.Thread
     error: BaseException | None
 
+    def _hold(self, phase: str) -> None:
+        """Keep the current stage for several of the launcher's polls, or until it reported ``phase``."""
+        if self.reports is None:
+            time.sleep(STAGE_SECONDS)
+            return
+        deadline = time.monotonic() + 60
+        while not any(f": {phase}" in line for line in self.reports):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the launcher never reported {phase!r}: {self.reports}")
+            time.sleep(0.05)
+
     def _play(self) -> None:
         raise NotImplementedError
 
@@ -87,6 +98,9 @@ class JobController(PlayedController):
     seen: dict[str, Any] = field(default_factory=dict)
     error: BaseException | None = None
     pod_output: str = ""
+    reports: list[str] | None = None
+    """The launcher's report lines: given, each stage lasts until the launcher has reported it
+    (a loaded machine may delay its polls past a fixed stage time)."""
 
     def __post_init__(self) -> None:
         self.custom = client.CustomObjectsApi(self.api_client)
@@ -146,11 +160,11 @@ class JobController(PlayedController):
         self.seen = job
         name = job["metadata"]["name"]
         self._status(name, [condition("Suspended", "Suspended", "waiting for Kueue admission")])
-        time.sleep(STAGE_SECONDS)  # each stage lasts several of the launcher's polls
+        self._hold("queued (suspended")
         queued_done = "Resumed" if self.kind == "trainjob" else "Running"
         self._status(name, [{**condition("Suspended", queued_done), "status": "False"}])
         pods = self._pods(job, "Pending")
-        time.sleep(STAGE_SECONDS)
+        self._hold("pending")
         self._pods(job, "Running", pods)
         if self.outcome == "hang":
             return

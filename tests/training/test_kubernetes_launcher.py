@@ -18,12 +18,13 @@ from kubernetes import client
 
 from components.train.config import TrainTaskSettings
 from components.train.core import launcher_for
+from mlops.audit import read_events
 from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.services.kubernetes import KubeCluster
 from tests.support.k8s_controller import FAILURE_REASON, JobController, install_crds
 from training.config import ModelConfig, TrainConfig
 from training.kubernetes_config import ClusterPolicyError, KubernetesJobSettings
-from training.kubernetes_jobs import PYTORCHJOB_API, TRAINJOB_API
+from training.kubernetes_jobs import JOB_LABEL, PYTORCHJOB_API, TRAINJOB_API
 from training.kubernetes_launcher import KubernetesLauncher, TrainingJobFailed, TrainingJobTimeout
 from training.trainer import train
 
@@ -82,13 +83,19 @@ def jobs(cluster: KubeCluster, namespace: str, kind: str) -> list[dict[str, Any]
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_job_queues_runs_the_pod_code_and_returns_rank0s_result(
-    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path, kind: Any
+    cluster: KubeCluster,
+    namespace: str,
+    frame: pd.DataFrame,
+    tmp_path: Path,
+    kind: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("MLOPS_AUDIT_URI", str(tmp_path / "audit.jsonl"))
     reports: list[str] = []
     launcher = KubernetesLauncher(
         settings(namespace, tmp_path / "stage"), kind, cluster.api_client(), reports.append
     )
-    with JobController(cluster.api_client(), namespace, kind, "succeed") as controller:
+    with JobController(cluster.api_client(), namespace, kind, "succeed", reports=reports) as controller:
         result = train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
     assert result.epochs_run == 2 and 0.5 < result.best_val_auc <= 1.0, controller.pod_output[-2000:]
     assert (tmp_path / "model").is_dir()
@@ -101,12 +108,27 @@ def test_job_queues_runs_the_pod_code_and_returns_rank0s_result(
     assert labels["kueue.x-k8s.io/queue-name"] == "training"
     assert jobs(cluster, namespace, kind) == [], "the finished job is deleted"
     assert reports[-1].endswith("deleted")
+    created, finished = read_events()
+    assert (created.action, finished.action) == ("training_job.created", "training_job.finished")
+    assert created.subject == finished.subject and created.subject.endswith(
+        f"/{namespace}/{labels[JOB_LABEL]}"
+    )
+    assert (
+        created.details["shape"].startswith("2 worker(s) x CPU")
+        and finished.details["outcome"] == "succeeded"
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_failure_surfaces_the_reason_and_the_pods(
-    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path, kind: Any
+    cluster: KubeCluster,
+    namespace: str,
+    frame: pd.DataFrame,
+    tmp_path: Path,
+    kind: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("MLOPS_AUDIT_URI", str(tmp_path / "audit.jsonl"))
     launcher = KubernetesLauncher(
         settings(namespace, tmp_path / "stage"), kind, cluster.api_client(), lambda _: None
     )
@@ -124,6 +146,9 @@ def test_failure_surfaces_the_reason_and_the_pods(
     )
     assert jobs(cluster, namespace, kind) == []
     assert not (tmp_path / "model").exists(), "a failed job leaves no model"
+    finished = read_events()[-1]
+    assert (finished.action, finished.details["outcome"]) == ("training_job.finished", "failed")
+    assert FAILURE_REASON in finished.details["reason"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
