@@ -133,6 +133,18 @@ def write_file(uri: str, source: Path) -> str:
     return write(uri, Path(source)).uri
 
 
+def delete(uri: str) -> None:
+    """Remove the file or object at ``uri``; one already gone is fine (S3 deletes are idempotent too)."""
+    location = parse(uri)
+    if location.path is not None:
+        location.path.unlink(missing_ok=True)
+        return
+    try:
+        s3_client().delete_object(Bucket=location.bucket, Key=location.key)
+    except Exception as exc:
+        raise _s3_error(exc, "delete", location) from exc
+
+
 def exists(uri: str) -> bool:
     """True if the file or object exists; an unreadable store is an error, not False."""
     location = parse(uri)

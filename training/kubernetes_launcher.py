@@ -3,7 +3,8 @@
 :class:`KubernetesLauncher` is a :class:`training.launcher.Launcher`. For one job it:
 
 1. checks the plan (:func:`training.kubernetes_config.plan`: data residency, GPU-hour
-   budget, ranks = ``nproc``) — a refusal leaves nothing behind, not even a staged file;
+   budget, ranks = ``nproc``) — a refusal leaves nothing behind, not even a staged file
+   (nor does the API server's refusal of the job: the staged file is deleted then);
 2. stages the pickled :class:`~training.loop.WorkerJob` under ``staging_uri/<job>/``
    through the one storage layer (``mlops.storage``); rank 0 checkpoints every epoch to
    ``staging_uri/<job>/checkpoints/``, so pods the controller restarts resume there;
@@ -157,7 +158,11 @@ class KubernetesLauncher:
             name,
             self.image,
         )
-        self._create(custom, checked.namespace, body)
+        try:
+            self._create(custom, checked.namespace, body)
+        except TrainingJobFailed:
+            storage.delete(f"{staging}/{JOB_FILE}")  # refused: nothing of the job may stay behind
+            raise
         self.report(f"{body['kind']} {checked.namespace}/{name} created: {self._shape(checked)}")
         subject = f"{body['kind']}/{checked.namespace}/{name}"
         _audit(

@@ -45,6 +45,9 @@ def test_write_read_exists_list(root: str, tmp_path: Path) -> None:
     storage.write_bytes(first, b"replaced")
     assert storage.read_bytes(first) == b"replaced"
     assert storage.list_prefix(root) == [first, second]  # overwritten in place, no temporary left over
+    storage.delete(first)
+    assert not storage.exists(first) and storage.list_prefix(root) == [second]
+    storage.delete(first)  # already gone: fine
 
 
 def test_missing_object_is_not_found(root: str) -> None:

@@ -233,6 +233,7 @@ def test_a_service_account_without_rights_gets_a_clear_refusal(
         rf"trainjobs.trainer.kubeflow.org in '{namespace}': run it as mlops-pipeline-runner .* \(403 Forbidden\)",
     ):
         train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+    assert list((tmp_path / "stage").rglob("*.*")) == [], "the refused job's staged file is deleted"
 
 
 def test_a_missing_namespace_is_named(cluster: KubeCluster, frame: pd.DataFrame, tmp_path: Path) -> None:
