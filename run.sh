@@ -8,5 +8,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # torch==2.13.0 is pinned: pip takes the local CPU wheel (find-links) instead of a CUDA build.
 .venv/bin/pip install --disable-pip-version-check -q -e . 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import pipelines.cli" # fail here, not mid-run, if the install is broken
+.venv/bin/python -c "import cli.main" # fail here, not mid-run, if the install is broken
 exec .venv/bin/mlops run training "$@"

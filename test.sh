@@ -14,6 +14,6 @@ ruff format --check .
 echo "== import layers"
 lint-imports
 echo "== mypy"
-mypy mlops components pipelines training serving benchmarks
+mypy mlops components pipelines cli training serving delivery benchmarks
 echo "== pytest"
 pytest "$@"

@@ -70,7 +70,7 @@ class PodPathLauncher:
 def timed(
     launcher_factory: Callable[[], Launcher], frame: pd.DataFrame, config: TrainConfig, out: Path
 ) -> tuple[float, float]:
-    from mlops.sample_data import SAMPLE_SCHEMA
+    from mlops.data.sample_data import SAMPLE_SCHEMA
     from training.trainer import train
 
     start = time.perf_counter()
@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
-    from mlops.sample_data import SampleDataConfig, generate
+    from mlops.data.sample_data import SampleDataConfig, generate
     from training.config import TrainConfig
     from training.launcher import LocalProcessesLauncher
 

@@ -55,9 +55,9 @@ def fake_scores(frame: Any) -> np.ndarray:
 
 
 def setup(directory: Path, rows: int) -> dict[str, Any]:
-    from mlops.features import FeatureSpec
-    from mlops.profile import build_profile
-    from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+    from mlops.data.features import FeatureSpec
+    from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+    from mlops.model.reference_profile import build_profile
     from serving.request_log import Block, RequestLogger
 
     reference = generate(SampleDataConfig(sample_rows=20_000, sample_seed=1))
@@ -84,10 +84,10 @@ def check_ours(directory: str) -> dict[str, Any]:
     import scipy.spatial  # noqa: F401
 
     from components.drift_monitor.config import DriftSettings
-    from components.drift_monitor.core import judge
+    from components.drift_monitor.drift_monitor import judge
     from components.drift_monitor.logs import summarise
     from components.drift_monitor.window import empty_summary
-    from mlops.profile import ReferenceProfile
+    from mlops.model.reference_profile import ReferenceProfile
 
     started, cpu = time.perf_counter(), cpu_s()
     profile = ReferenceProfile.from_json((Path(directory) / "profile.json").read_text())

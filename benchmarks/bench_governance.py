@@ -1,8 +1,8 @@
 """What governance costs at load and per state change, each against its baseline in the same run.
 
-- load: verifying a model directory's OpenSSF signature (``mlops.signing.verify_directory``)
+- load: verifying a model directory's OpenSSF signature (``mlops.governance.signing.verify_directory``)
   vs the SHA-256 check of ``model.onnx`` the server did before signing existed;
-- audit: one hash-chained ``mlops.audit.record`` (flock, head file, fsync) vs appending one
+- audit: one hash-chained ``mlops.governance.audit.record`` (flock, head file, fsync) vs appending one
   JSON line to a file.
 
     python benchmarks/bench_governance.py --model-mb 1 --model-mb 50 --records 300
@@ -32,8 +32,8 @@ def timed(call: Callable[[], object], repeat: int) -> float:
 
 
 def bench_load(model_mb: int, repeat: int) -> dict[str, float]:
-    from mlops.registry import file_sha256
-    from mlops.signing import generate_key_pair, sign_directory, verify_directory
+    from mlops.governance.signing import generate_key_pair, sign_directory, verify_directory
+    from mlops.vocabulary import file_sha256
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -49,7 +49,7 @@ def bench_load(model_mb: int, repeat: int) -> dict[str, float]:
 
 
 def bench_audit(records: int) -> dict[str, float]:
-    from mlops import audit
+    from mlops.governance import audit
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -33,22 +33,22 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     start = time.perf_counter()
     import pandas as pd
 
-    from components.data_validation.core import run_validation
-    from components.evaluate.core import run_evaluation
+    from components.data_validation.data_validation import run_validation
+    from components.evaluate.evaluate import run_evaluation
     from components.export_onnx.config import ExportSettings
-    from components.export_onnx.core import run_export
+    from components.export_onnx.export_onnx import run_export
     from components.model_validation.config import ValidationConfig
-    from components.model_validation.core import run as run_model_validation
+    from components.model_validation.model_validation import run as run_model_validation
     from components.prepare_data.config import DataSettings
-    from components.prepare_data.core import resolve_data
+    from components.prepare_data.prepare_data import resolve_data
     from components.promotion_gate.combine import combine, record_overall
-    from components.promotion_gate.core import MetricsGatePolicy, decide, promote, record
-    from components.register.core import register_onnx_model
-    from components.train.core import run_training
-    from mlops.dataset import DatasetSchema
-    from mlops.registry import Lineage, package_version
+    from components.promotion_gate.promotion_gate import MetricsGatePolicy, decide, promote, record
+    from components.register.register import register_onnx_model
+    from components.train.train import run_training
+    from mlops.data.dataset import DatasetSchema
     from mlops.settings import from_flat, leaves
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
+    from mlops.vocabulary import Lineage, package_version
     from mlops.workspace import Workspace
     from pipelines.training.pipeline import training_pipeline
     from training.config import TrainConfig
@@ -108,8 +108,8 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
 
 
 def run_pipeline(workspace_dir: Path, rows: int, epochs: int) -> float:
+    from cli.local_run import run_locally
     from mlops.workspace import Workspace
-    from pipelines.local_run import run_locally
     from pipelines.training.pipeline import training_pipeline
 
     workspace = Workspace(workspace_dir)

@@ -23,7 +23,14 @@ from benchmarks.node_cluster import running_node, wait_for_pod
 CASES = {
     "base": ("localhost/debian-base:v1", ["true"]),
     "platform": ("", ["python3", "-c", "import mlops, components, serving, training"]),
-    "kfp": ("", ["python3", "-c", "import kfp, mlflow, great_expectations, components.data_validation.core"]),
+    "kfp": (
+        "",
+        [
+            "python3",
+            "-c",
+            "import kfp, mlflow, great_expectations, components.data_validation.data_validation",
+        ],
+    ),
 }
 
 

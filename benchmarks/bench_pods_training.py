@@ -28,7 +28,7 @@ MASTER_PORT = 29400
 
 
 def _stage(directory: Path, rows: int, epochs: int, nproc: int, batch_size: int) -> None:
-    from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+    from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from training.config import ModelConfig, TrainConfig, resolve_runtime
     from training.data import encode_splits, split_frame
     from training.launcher import JOB_FILE

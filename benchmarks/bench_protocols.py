@@ -183,15 +183,15 @@ def main() -> int:
     fp32_path = train_and_export(OUT / "protocols-model", (128, 64), steps=60)
     tracking_uri = register_model(workspace_root, fp32_path)
 
-    from mlops.onnx_model import OnnxScorer
-    from mlops.sample_data import SampleDataConfig, generate
+    from mlops.data.sample_data import SampleDataConfig, generate
+    from mlops.model.onnx_model import OnnxScorer
 
     scorer = OnnxScorer.load(fp32_path)
     frame = generate(SampleDataConfig(sample_rows=64, sample_seed=5, sample_missing_rate=0.0))
     x = scorer.spec.encode(frame)
     python = sys.executable
     ours = [
-        python, "-m", "pipelines.commands.serve", "--workspace", str(workspace_root), "--model-name", MODEL,
+        python, "-m", "cli.commands.serve", "--workspace", str(workspace_root), "--model-name", MODEL,
         "--port", "{port}", "--grpc-port", "{grpc_port}", *args.ours_flag,
     ]  # fmt: skip
     ceiling = [python, "benchmarks/ceiling_server.py", "--port", "{port}", "--onnx", str(fp32_path)]

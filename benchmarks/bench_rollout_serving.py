@@ -41,10 +41,10 @@ SPLIT_AIM, SHADOW_AIM = 0.90, 2.0
 def register_pair(workspace_root: Path, champion: Path, challenger: Path) -> None:
     import mlflow
 
-    from components.register.core import register_onnx_model
-    from mlops.registry import Lineage
-    from mlops.sample_data import SampleDataConfig, generate
-    from mlops.tracking import TrackingContext
+    from components.register.register import register_onnx_model
+    from mlops.data.sample_data import SampleDataConfig, generate
+    from mlops.tracking.context import TrackingContext
+    from mlops.vocabulary import Lineage
     from mlops.workspace import Workspace
 
     workspace = Workspace(workspace_root).create()
@@ -74,8 +74,8 @@ def main() -> int:
         train_and_export(OUT / "rollout-champion", (128, 64), steps=60),
         train_and_export(OUT / "rollout-challenger", (128, 64), steps=40),
     )
-    from mlops.onnx_model import OnnxScorer
-    from mlops.sample_data import SampleDataConfig, generate
+    from mlops.data.sample_data import SampleDataConfig, generate
+    from mlops.model.onnx_model import OnnxScorer
 
     scorer = OnnxScorer.load(OUT / "rollout-champion" / "model.onnx")
     x = scorer.spec.encode(generate(SampleDataConfig(sample_rows=1, sample_seed=5, sample_missing_rate=0.0)))
@@ -92,7 +92,7 @@ def main() -> int:
     command = [
         sys.executable,
         "-m",
-        "pipelines.commands.serve",
+        "cli.commands.serve",
         "--workspace",
         str(workspace_root),
         "--model-name",

@@ -70,8 +70,8 @@ def free_port() -> int:
 def train_and_export(directory: Path, hidden_units: tuple[int, ...], steps: int) -> Path:
     import torch
 
-    from mlops.features import FeatureSpec
-    from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+    from mlops.data.features import FeatureSpec
+    from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from training.config import ModelConfig
     from training.model import TabularNet
     from training.onnx_export import export_onnx
@@ -93,10 +93,10 @@ def train_and_export(directory: Path, hidden_units: tuple[int, ...], steps: int)
 def register_model(workspace_root: Path, onnx_path: Path) -> str:
     import mlflow
 
-    from components.register.core import register_onnx_model
-    from mlops.registry import Lineage
-    from mlops.sample_data import SampleDataConfig, generate
-    from mlops.tracking import TrackingContext
+    from components.register.register import register_onnx_model
+    from mlops.data.sample_data import SampleDataConfig, generate
+    from mlops.tracking.context import TrackingContext
+    from mlops.vocabulary import Lineage
     from mlops.workspace import Workspace
 
     workspace = Workspace(workspace_root).create()
@@ -209,7 +209,7 @@ def session(path: Path) -> Any:
 
 
 def int8_speedups(fp32_path: Path, x: np.ndarray, batches: tuple[int, ...]) -> dict[str, Any]:
-    from serving.quantize import QuantizeConfig, quantize_onnx
+    from components.quantize.quantizer import QuantizeConfig, quantize_onnx
 
     int8_path = quantize_onnx(fp32_path, fp32_path.with_name("model.int8.onnx"), QuantizeConfig())
     fp32, int8 = session(fp32_path), session(int8_path)
@@ -252,8 +252,8 @@ def main() -> int:
     wide = tuple(int(w) for w in args.wide.split(","))
     wide_path = train_and_export(OUT / "model-wide", wide, steps=5)
 
-    from mlops.onnx_model import OnnxScorer
-    from mlops.sample_data import SampleDataConfig, generate
+    from mlops.data.sample_data import SampleDataConfig, generate
+    from mlops.model.onnx_model import OnnxScorer
 
     scorer = OnnxScorer.load(fp32_path)
     frame = generate(SampleDataConfig(sample_rows=256, sample_seed=5, sample_missing_rate=0.0))
@@ -269,7 +269,7 @@ def main() -> int:
     ours = [
         python,
         "-m",
-        "pipelines.commands.serve",
+        "cli.commands.serve",
         "--workspace",
         str(workspace_root),
         "--model-name",

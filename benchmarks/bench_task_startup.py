@@ -25,18 +25,18 @@ from pathlib import Path
 
 # component -> the modules its function body imports (components/<name>/component.py)
 TASK_IMPORTS = {
-    "prepare-data": "components.prepare_data.config components.prepare_data.core mlops.settings",
-    "validate-data": "components.data_validation.config components.data_validation.core mlops.dataset "
-    "mlops.settings mlops.tracking",
-    "train-model": "components.train.config components.train.core mlops.dataset mlops.settings mlops.tracking "
+    "prepare-data": "components.prepare_data.config components.prepare_data.prepare_data mlops.settings",
+    "validate-data": "components.data_validation.config components.data_validation.data_validation mlops.data.dataset "
+    "mlops.settings mlops.tracking.context",
+    "train-model": "components.train.config components.train.train mlops.data.dataset mlops.settings mlops.tracking.context "
     "training.config",
-    "evaluate-model": "components.evaluate.core mlops.dataset mlops.tracking",
-    "export-onnx-model": "components.export_onnx.config components.export_onnx.core mlops.settings",
-    "register-model": "components.register.core mlops.registry mlops.tracking",
-    "metrics-gate": "components.promotion_gate.core mlops.settings mlops.tracking",
-    "validate-model": "components.model_validation.config components.model_validation.core mlops.dataset "
-    "mlops.settings mlops.tracking",
-    "combine-gates": "components.promotion_gate.combine mlops.gates mlops.tracking",
+    "evaluate-model": "components.evaluate.evaluate mlops.data.dataset mlops.tracking.context",
+    "export-onnx-model": "components.export_onnx.config components.export_onnx.export_onnx mlops.settings",
+    "register-model": "components.register.register mlops.vocabulary mlops.tracking.context",
+    "metrics-gate": "components.promotion_gate.promotion_gate mlops.settings mlops.tracking.context",
+    "validate-model": "components.model_validation.config components.model_validation.model_validation mlops.data.dataset "
+    "mlops.settings mlops.tracking.context",
+    "combine-gates": "components.promotion_gate.combine mlops.gates mlops.tracking.context",
 }
 HEAVY = (
     "torch",
@@ -73,7 +73,7 @@ import kfp.dsl.executor_main
 t1 = time.perf_counter()
 from components.promotion_gate.combine import combine, record_overall
 from mlops.gates import Decision
-from mlops.tracking import TrackingContext
+from mlops.tracking.context import TrackingContext
 t2 = time.perf_counter()
 import mlflow
 t3 = time.perf_counter()

@@ -33,7 +33,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.config import TrainConfig
 from training.data import EncodedData, encode_splits, split_frame
 from training.model import TabularNet

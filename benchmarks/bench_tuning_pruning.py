@@ -28,10 +28,10 @@ from pathlib import Path
 import optuna
 import pandas as pd
 
-from components.tune.core import prepare_study, run_worker
 from components.tune.study import TuneSettings
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from components.tune.tune import prepare_study, run_worker
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.tracking.context import TrackingContext
 from training.config import TrainConfig
 
 

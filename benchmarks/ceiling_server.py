@@ -28,8 +28,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mlops.features import FeatureSpec
-from mlops.onnx_model import OnnxScorer
+from mlops.data.features import FeatureSpec
+from mlops.model.onnx_model import OnnxScorer
 from serving import protocol
 from serving.tensors import HEADER_LENGTH, FeatureBounds, split_binary
 

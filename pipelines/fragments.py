@@ -13,7 +13,7 @@ from components.data_validation.config import DataValidationSettings
 from components.model_validation.config import ValidationConfig
 from components.prepare_data.component import prepare_data
 from components.prepare_data.config import DataSettings
-from mlops.dataset import DatasetSchema
+from mlops.data.dataset import DatasetSchema
 from mlops.settings import SettingsError
 from pipelines.signature import Parameters
 

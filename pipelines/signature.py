@@ -19,7 +19,7 @@ from kfp.dsl.graph_component import GraphComponent
 from pydantic import BaseModel
 
 from mlops.settings import Leaf, SettingsError, flat, iter_settings, pipeline_type
-from mlops.tracking import TrackingSettings
+from mlops.tracking.context import TrackingSettings
 
 PACKABLE = (int, float, bool, str, typing.List[int], typing.List[float])  # noqa: UP006
 """Types a setting may have to travel inside a ``dict`` argument. KFP (the local runner, and

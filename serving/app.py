@@ -7,7 +7,7 @@ Runtime, sets the limit. The routes and payloads follow the protocols, so KServe
 and Triton clients work unchanged.
 
 The pieces: :mod:`serving.handlers` (one method per route), :mod:`serving.routes`
-(the path table), :mod:`serving.model_router` (the :class:`~serving.model_router.ModelRouter`
+(the path table), :mod:`serving.routing.model_router` (the :class:`~serving.routing.model_router.ModelRouter`
 choosing which model answers), :mod:`serving.backend` (a model's holder and batcher)
 and :mod:`serving.lifecycle` (what runs beside the routes).
 """
@@ -24,11 +24,11 @@ from serving.handlers import Handlers
 from serving.http import BearerAuth
 from serving.lifecycle import ServerLifecycle
 from serving.metrics import ServingMetrics
-from serving.model_router import ModelRouter
 from serving.reload import ModelHolder
-from serving.rollout.admin import admin_routes
-from serving.rollout.router import RolloutRouter
 from serving.routes import route_table
+from serving.routing.model_router import ModelRouter
+from serving.routing.rollout_admin import admin_routes
+from serving.routing.rollout_router import RolloutRouter
 from serving.runtime import LoadedModel
 
 
@@ -43,10 +43,10 @@ def create_app(
 
     ``resolve`` (the version the alias points at now) and ``load`` (fetch, verify and
     open a version) enable hot reload every ``config.reload_interval_s`` seconds.
-    ``make_router`` builds the :class:`~serving.model_router.ModelRouter` from the backend serving
-    ``model``; by default a :class:`~serving.rollout.router.RolloutRouter`, which answers like
-    :class:`~serving.model_router.AliasRouter` until a challenger is set through its admin route
-    (``PUT /v2/models/<name>/rollout``, :mod:`serving.rollout.admin`).
+    ``make_router`` builds the :class:`~serving.routing.model_router.ModelRouter` from the backend serving
+    ``model``; by default a :class:`~serving.routing.rollout_router.RolloutRouter`, which answers like
+    :class:`~serving.routing.model_router.AliasRouter` until a challenger is set through its admin route
+    (``PUT /v2/models/<name>/rollout``, :mod:`serving.routing.rollout_admin`).
     """
     metrics = ServingMetrics()
     metrics.served(model.name, model.version, model.sha256, model.precision)

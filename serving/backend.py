@@ -1,6 +1,6 @@
 """One model the server can answer with: the holder a hot reload swaps, and the batcher in front of it.
 
-Routing picks a :class:`ModelBackend` per request (see :mod:`serving.model_router`); today
+Routing picks a :class:`ModelBackend` per request (see :mod:`serving.routing.model_router`); today
 there is exactly one, following the served alias. A canary or shadow rollout adds
 a second backend (the challenger, with its own holder and batcher) and a router
 that chooses between them, without touching the handlers.

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import numpy as np
 
-from mlops.onnx_model import INPUT_NAME, OUTPUT_NAME
+from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
 from serving import protocol
 from serving.batching import VersionGone
 from serving.errors import ProtocolError
@@ -36,7 +36,7 @@ from serving.tensors import DTYPES, from_binary
 
 if TYPE_CHECKING:
     from serving.handlers import Handlers
-    from serving.model_router import Scorer
+    from serving.routing.model_router import Scorer
 
 log = logging.getLogger("serving")
 STATUS = {
@@ -51,7 +51,7 @@ PROTOCOL = "grpc"
 
 @dataclass(frozen=True)
 class GrpcRoute:
-    """What a :class:`~serving.model_router.ModelRouter` reads from a request, for a gRPC call."""
+    """What a :class:`~serving.routing.model_router.ModelRouter` reads from a request, for a gRPC call."""
 
     path_params: dict[str, str]
     headers: dict[str, Any] = field(default_factory=dict)

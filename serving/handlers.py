@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
     from serving.config import ServerConfig
     from serving.metrics import ServingMetrics
-    from serving.model_router import ModelRouter, Scorer
     from serving.request_log import RequestLogger
+    from serving.routing.model_router import ModelRouter, Scorer
     from serving.runtime import LoadedModel
 
 log = logging.getLogger("serving")

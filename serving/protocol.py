@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from mlops.onnx_model import INPUT_NAME, OUTPUT_NAME
+from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
 from serving.errors import ProtocolError
 from serving.tensors import DTYPES, FeatureBounds, binary_size, from_binary
 
 if TYPE_CHECKING:
-    from mlops.features import FeatureSpec
+    from mlops.data.features import FeatureSpec
 
 __all__ = ["ProtocolError"]  # raised by every parser here; defined in serving.errors
 

@@ -36,7 +36,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from mlops.features import FeatureSpec
+    from mlops.data.features import FeatureSpec
     from serving.runtime import LoadedModel
 
 log = logging.getLogger("serving.request_log")

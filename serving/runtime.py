@@ -11,14 +11,14 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mlops.features import FeatureSpec
-from mlops.onnx_model import INPUT_NAME, OUTPUT_NAME, SPEC_KEY
+from mlops.data.features import FeatureSpec
+from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME, SPEC_KEY
 
 if TYPE_CHECKING:
     import numpy as np
     import onnxruntime as ort
 
-    from serving.registry import ModelArtifact
+    from serving.model_source import ModelArtifact
 
 
 class ModelLoadError(ValueError):
@@ -61,7 +61,7 @@ def load_model(artifact: ModelArtifact, intra_op_threads: int = 1, inter_op_thre
     """Verify ``artifact``'s digest once more on the bytes themselves and open them on the CPU provider."""
     import onnxruntime as ort
 
-    from serving.registry import PRECISION_TAG, DigestMismatchError
+    from serving.model_source import PRECISION_TAG, DigestMismatchError
 
     data = artifact.path.read_bytes()
     actual = hashlib.sha256(data).hexdigest()

@@ -18,7 +18,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from serving.config import ServerConfig
-from serving.registry import ModelRegistry
+from serving.model_source import ModelRegistry
 from serving.runtime import LoadedModel, load_model
 
 log = logging.getLogger("serving")

@@ -24,7 +24,7 @@ import numpy as np
 from serving.errors import ProtocolError
 
 if TYPE_CHECKING:
-    from mlops.features import FeatureSpec
+    from mlops.data.features import FeatureSpec
 
 # Wire datatypes the ``features`` input accepts, and their little-endian numpy types.
 DTYPES: dict[str, np.dtype] = {"FP32": np.dtype("<f4"), "FP64": np.dtype("<f8")}
@@ -33,7 +33,7 @@ BINARY_EXTENSION = "binary_tensor_data"
 
 
 class FeatureBounds:
-    """What an encoded row of one :class:`~mlops.features.FeatureSpec` may hold; built once per model."""
+    """What an encoded row of one :class:`~mlops.data.features.FeatureSpec` may hold; built once per model."""
 
     def __init__(self, spec: FeatureSpec):
         self.names = spec.names

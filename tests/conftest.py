@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mlops.sample_data import SampleDataConfig, write
-from mlops.tracking import TRACKING_URI_ENV, TrackingContext
+from mlops.data.sample_data import SampleDataConfig, write
+from mlops.tracking.context import TRACKING_URI_ENV, TrackingContext
 
 REGISTRY_URI_ENV = "MLFLOW_REGISTRY_URI"
 

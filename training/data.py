@@ -13,8 +13,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mlops.dataset import DatasetError, DatasetSchema
-from mlops.features import FeatureSpec
+from mlops.data.dataset import DatasetError, DatasetSchema
+from mlops.data.features import FeatureSpec
 from training.config import TrainConfig
 
 if TYPE_CHECKING:

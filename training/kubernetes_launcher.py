@@ -97,7 +97,7 @@ def _audit(action: str, subject: str, details: dict[str, str]) -> None:
     store) or ``MLOPS_AUDIT_URI``; a launcher used outside both has no trail to write to."""
     import mlflow
 
-    from mlops import audit
+    from mlops.governance import audit
 
     if mlflow.active_run() is not None:
         audit.record_in_run(action, subject, details)

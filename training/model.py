@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from mlops.features import FeatureSpec
+from mlops.data.features import FeatureSpec
 from training.config import ModelConfig
 
 MODEL_FILE = "model.pt"

@@ -14,7 +14,7 @@ ship, and no way to separate a graph from its weights. Only a model too large fo
 one protobuf (> :data:`INLINE_LIMIT_BYTES` of parameters) falls back to external
 data, and then ``model.onnx.data`` must stay next to ``model.onnx``.
 
-Scoring lives in :mod:`mlops.onnx_model` (the contract serving shares without torch).
+Scoring lives in :mod:`mlops.model.onnx_model` (the contract serving shares without torch).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlops.onnx_model import CONFIG_KEY, INPUT_NAME, OUTPUT_NAME, SPEC_KEY, OnnxModelError, OnnxScorer
+from mlops.model.onnx_model import CONFIG_KEY, INPUT_NAME, OUTPUT_NAME, SPEC_KEY, OnnxModelError, OnnxScorer
 
 if TYPE_CHECKING:
     import numpy as np

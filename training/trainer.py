@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from mlops.dataset import DatasetSchema
+from mlops.data.dataset import DatasetSchema
 from training.checkpoint import fingerprint
 from training.config import Runtime, TrainConfig, resolve_runtime
 from training.data import encode_splits, split_frame

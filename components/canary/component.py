@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.canary.core`."""
+"""KFP wrapper for :mod:`components.canary.canary`."""
 
 from kfp import dsl
 from kfp.dsl import Artifact, Output
@@ -18,10 +18,10 @@ def canary_rollout(
     """Rolls the gated version out (shadow, canary steps) and returns ``promoted`` or ``rolled_back``."""
     from pathlib import Path
 
-    from components.canary.core import run_rollout
+    from components.canary.canary import run_rollout
+    from delivery.rollout.config import RolloutConfig
     from mlops.settings import from_flat
-    from mlops.tracking import TrackingContext
-    from serving.rollout.config import RolloutConfig
+    from mlops.tracking.context import TrackingContext
 
     config = from_flat(RolloutConfig, rollout)
     context = TrackingContext.from_dict(tracking)

@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.data_validation.core`."""
+"""KFP wrapper for :mod:`components.data_validation.data_validation`."""
 
 from typing import List, NamedTuple  # noqa: UP035 - KFP's signature parser needs typing.List
 
@@ -39,12 +39,12 @@ def validate_data(
     from pathlib import Path
 
     from components.data_validation.config import DataValidationSettings
-    from components.data_validation.core import run_validation
+    from components.data_validation.data_validation import run_validation
     from components.data_validation.declaration import BEHAVIOURAL_METADATA_KEY, resolve
-    from mlops.behaviour import DirectionalTest, InvarianceTest
-    from mlops.dataset import SCHEMA_METADATA_KEY, DatasetSchema
+    from mlops.data.behaviour import DirectionalTest, InvarianceTest
+    from mlops.data.dataset import SCHEMA_METADATA_KEY, DatasetSchema
     from mlops.settings import flat, from_flat
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
 
     parameters = DatasetSchema.model_validate(
         dict(

@@ -15,10 +15,10 @@ from typing import Any
 
 from components.data_validation.config import DataValidationSettings
 from components.data_validation.suite import DEFAULT_SUITE_PATH
-from mlops.behaviour import DirectionalTest, InvarianceTest
-from mlops.dataset import DatasetError, DatasetSchema
-from mlops.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
-from mlops.schema_file import load_schema_file
+from mlops.data.behaviour import DirectionalTest, InvarianceTest
+from mlops.data.dataset import DatasetError, DatasetSchema
+from mlops.data.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
+from mlops.data.schema_file import load_schema_file
 
 BEHAVIOURAL_METADATA_KEY = "behavioural"
 """Key of the behavioural tests in a Dataset artifact's metadata (``{"invariance": [...], "directional": [...]}``)."""

@@ -91,7 +91,7 @@ def _first_line(exc: Exception) -> str:
 
 def _read_text(uri: str) -> str:
     if uri.startswith("s3://"):
-        from mlops.dataset import DatasetError, read_bytes
+        from mlops.data.dataset import DatasetError, read_bytes
 
         try:
             data = read_bytes(uri)

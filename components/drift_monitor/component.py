@@ -29,7 +29,7 @@ def check_drift(
     from components.drift_monitor.config import DriftSettings, WindowSettings
     from components.drift_monitor.monitor import check_window, log_check, record_check, write_reports
     from mlops.settings import from_flat
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
 
     context = TrackingContext.from_dict(tracking)
     window_settings = from_flat(WindowSettings, window)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from components.drift_monitor.logs import ID_COLUMNS, LABELS_DIR, log_files
 from mlops import storage
-from mlops.dataset import load_table
+from mlops.data.dataset import load_table
 
 if TYPE_CHECKING:
     import pandas as pd

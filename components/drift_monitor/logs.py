@@ -17,7 +17,7 @@ import numpy as np
 
 from components.drift_monitor.window import LOG_COLUMNS, WindowError, WindowSummary, add_table, check_schema
 from mlops import storage
-from mlops.profile import ReferenceProfile
+from mlops.model.reference_profile import ReferenceProfile
 
 if TYPE_CHECKING:
     import pandas as pd

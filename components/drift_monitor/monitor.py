@@ -1,7 +1,7 @@
 """One drift check end to end: resolve the version, load its profile, stream the window, judge, log.
 
 Errors (no champion, no profile, an empty window, a log of another schema) raise
-:class:`WindowError` / :class:`mlops.profile.ProfileError` before anything is logged or
+:class:`WindowError` / :class:`mlops.model.reference_profile.ProfileError` before anything is logged or
 triggered.
 """
 
@@ -12,13 +12,13 @@ from datetime import datetime
 from pathlib import Path
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.core import DriftResult, judge, window_bounds
+from components.drift_monitor.drift_monitor import DriftResult, judge, window_bounds
 from components.drift_monitor.logs import summarise
 from components.drift_monitor.sample import Reservoir
 from components.drift_monitor.window import WindowError, empty_summary
-from mlops.profile import ReferenceProfile, load_version_profile
-from mlops.registry import CHAMPION
-from mlops.tracking import TrackingContext, task_run
+from mlops.model.reference_profile import ReferenceProfile, load_version_profile
+from mlops.tracking.context import TrackingContext, task_run
+from mlops.vocabulary import CHAMPION
 
 JSON_REPORT = "drift_report.json"
 HTML_REPORT = "drift_report.html"
@@ -132,7 +132,7 @@ def write_reports(check: Check, drift: DriftSettings, json_path: Path, html_path
 
 def record_check(result: DriftResult, run_id: str, workspace_root: str) -> None:
     """The check's decision and reasons on the audit trail (``drift.checked``)."""
-    from mlops import audit
+    from mlops.governance import audit
 
     audit.record(
         "drift.checked",

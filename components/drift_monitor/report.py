@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.drift_monitor.config import DriftSettings
-from components.drift_monitor.core import DriftResult
+from components.drift_monitor.drift_monitor import DriftResult
 from components.drift_monitor.sample import reference_rows
-from mlops.profile import ReferenceProfile
+from mlops.model.reference_profile import ReferenceProfile
 
 if TYPE_CHECKING:
     import pandas as pd

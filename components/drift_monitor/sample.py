@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mlops.profile import ReferenceProfile
+from mlops.model.reference_profile import ReferenceProfile
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from components.drift_monitor.window import NumericCounts
-from mlops.profile import NumericProfile
+from mlops.model.reference_profile import NumericProfile
 
 
 def _bin_integrals(edges: np.ndarray, counts: np.ndarray, sums: np.ndarray, rows: int) -> np.ndarray:

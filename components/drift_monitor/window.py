@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mlops.profile import CategoricalProfile, NumericProfile, ReferenceProfile
+from mlops.model.reference_profile import CategoricalProfile, NumericProfile, ReferenceProfile
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.evaluate.core`."""
+"""KFP wrapper for :mod:`components.evaluate.evaluate`."""
 
 from typing import NamedTuple
 
@@ -27,9 +27,9 @@ def evaluate_model(
     from collections import namedtuple
     from pathlib import Path
 
-    from components.evaluate.core import CONFUSION_FILE, METRICS_FILE, ROC_FILE, run_evaluation
-    from mlops.dataset import schema_from_metadata
-    from mlops.tracking import TrackingContext
+    from components.evaluate.evaluate import CONFUSION_FILE, METRICS_FILE, ROC_FILE, run_evaluation
+    from mlops.data.dataset import schema_from_metadata
+    from mlops.tracking.context import TrackingContext
 
     with tempfile.TemporaryDirectory(prefix="evaluate-") as tmp:
         out = Path(tmp)

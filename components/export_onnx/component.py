@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.export_onnx.core`."""
+"""KFP wrapper for :mod:`components.export_onnx.export_onnx`."""
 
 from typing import NamedTuple
 
@@ -20,7 +20,7 @@ def export_onnx_model(
     from pathlib import Path
 
     from components.export_onnx.config import ExportSettings
-    from components.export_onnx.core import run_export
+    from components.export_onnx.export_onnx import run_export
     from mlops.settings import from_flat
 
     tolerance = from_flat(ExportSettings, export).onnx_tolerance

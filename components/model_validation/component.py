@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.model_validation.core`."""
+"""KFP wrapper for :mod:`components.model_validation.model_validation`."""
 
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset, Input, Model, Output, OutputPath
@@ -28,10 +28,10 @@ def validate_model(
     from pathlib import Path
 
     from components.model_validation.config import ValidationConfig
-    from components.model_validation.core import run
-    from mlops.dataset import schema_from_metadata
+    from components.model_validation.model_validation import run
+    from mlops.data.dataset import schema_from_metadata
     from mlops.settings import from_flat
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
 
     schema = schema_from_metadata(test_data.metadata, "validate-model's test_data")
     tests = test_data.metadata.get("behavioural") or {"invariance": [], "directional": []}

@@ -3,7 +3,7 @@
 Every threshold is a field here so that an operator changes policy through
 pipeline parameters, never by editing code. Behavioural tests given here replace
 the ones the dataset declares (its schema file; the built-in sample declares
-its own, ``mlops.sample_data``); with neither, none run and the report says so.
+its own, ``mlops.data.sample_data``); with neither, none run and the report says so.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mlops.behaviour import DirectionalTest, InvarianceTest
-from mlops.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
+from mlops.data.behaviour import DirectionalTest, InvarianceTest
+from mlops.data.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
 from mlops.settings import SETTINGS_CONFIG
 
 __all__ = [

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from mlops.features import FeatureSpec
+    from mlops.data.features import FeatureSpec
 
 BATCH_ROWS = 8192
 
@@ -69,7 +69,7 @@ def load_scorer(path: Path) -> Scorer:
         return Scorer(spec, predict)
     onnx_path = path / "model.onnx" if path.is_dir() else path
     if onnx_path.suffix == ".onnx" and onnx_path.is_file():
-        from mlops.onnx_model import OnnxScorer
+        from mlops.model.onnx_model import OnnxScorer
 
         onnx_scorer = OnnxScorer.load(onnx_path)
         return Scorer(onnx_scorer.spec, onnx_scorer.predict_encoded)

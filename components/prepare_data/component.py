@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.prepare_data.core`."""
+"""KFP wrapper for :mod:`components.prepare_data.prepare_data`."""
 
 from typing import NamedTuple
 
@@ -21,7 +21,7 @@ def prepare_data(data: dict, sample: Output[Dataset]) -> NamedTuple(  # type: ig
     from pathlib import Path
 
     from components.prepare_data.config import DataSettings
-    from components.prepare_data.core import resolve_data
+    from components.prepare_data.prepare_data import resolve_data
     from mlops.settings import from_flat
 
     settings = from_flat(DataSettings, data)

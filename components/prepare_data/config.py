@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from mlops.sample_data import SampleDataConfig
+from mlops.data.sample_data import SampleDataConfig
 from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlops.gates import OVERALL, Decision, combine
-from mlops.registry import CHALLENGER, DECISION_TAG, MODEL_VERSION_TAG, REASON_TAG, clip
+from mlops.vocabulary import CHALLENGER, DECISION_TAG, MODEL_VERSION_TAG, REASON_TAG, clip
 
 if TYPE_CHECKING:
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
 
 __all__ = ["combine", "record_overall"]
 
@@ -31,8 +31,8 @@ def record_overall(decision: Decision, model_name: str, version: str, context: T
     every gate has decided (promote or reject), so a run whose gate crashed leaves none behind."""
     import mlflow
 
-    from mlops.audit import record_in_run
-    from mlops.tracking import task_run
+    from mlops.governance.audit import record_in_run
+    from mlops.tracking.context import task_run
 
     with task_run(context, f"gate_{OVERALL}"):
         client = mlflow.MlflowClient()

@@ -1,4 +1,4 @@
-"""KFP wrappers for :mod:`components.promotion_gate.core`."""
+"""KFP wrappers for :mod:`components.promotion_gate.promotion_gate`."""
 
 from kfp import dsl
 from kfp.dsl import Artifact, Output, OutputPath
@@ -25,9 +25,9 @@ def metrics_gate(
     """
     from pathlib import Path
 
-    from components.promotion_gate.core import MetricsGatePolicy, decide, record
+    from components.promotion_gate.promotion_gate import MetricsGatePolicy, decide, record
     from mlops.settings import from_flat
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
 
     decision = decide(from_flat(MetricsGatePolicy, policy), test_auc, champion_auc, has_champion)
     context = TrackingContext.from_dict(tracking)
@@ -44,8 +44,8 @@ def promote_to_champion(
     tracking: dict,
 ) -> str:
     """Moves alias ``champion`` to the version; returns the replaced version or ''."""
-    from components.promotion_gate.core import promote
-    from mlops.tracking import TrackingContext
+    from components.promotion_gate.promotion_gate import promote
+    from mlops.tracking.context import TrackingContext
 
     context = TrackingContext.from_dict(tracking)
     previous = promote(model_name, version, context)
@@ -72,7 +72,7 @@ def combine_gates(
 
     from components.promotion_gate.combine import combine, record_overall
     from mlops.gates import Decision
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
 
     decision = combine(
         [

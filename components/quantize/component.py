@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.quantize.core`."""
+"""KFP wrapper for :mod:`components.quantize.quantize`."""
 
 from typing import NamedTuple
 
@@ -24,9 +24,9 @@ def quantize_model(
     from collections import namedtuple
     from pathlib import Path
 
-    from components.quantize.core import run_quantize
-    from mlops.dataset import schema_from_metadata
-    from mlops.tracking import TrackingContext
+    from components.quantize.quantize import run_quantize
+    from mlops.data.dataset import schema_from_metadata
+    from mlops.tracking.context import TrackingContext
 
     outcome = run_quantize(
         model_name=model_name,

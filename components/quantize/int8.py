@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlops.registry import (
+from components.quantize.quantizer import ParityResult, QuantizeConfig, quantize_with_gate
+from mlops.tracking.context import TrackingContext, task_run
+from mlops.vocabulary import (
     DIGEST_TAG,
     MODEL_NAME_TAG,
     MODEL_VERSION_TAG,
@@ -25,9 +27,7 @@ from mlops.registry import (
     Lineage,
     file_sha256,
 )
-from mlops.tracking import TrackingContext, task_run
-from serving.quantize import ParityResult, QuantizeConfig, quantize_with_gate
-from serving.registry import ModelRegistry
+from serving.model_source import ModelRegistry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,7 +61,7 @@ def register_int8(
     import onnx
     from mlflow.models import infer_signature
 
-    from mlops.onnx_model import OnnxScorer
+    from mlops.model.onnx_model import OnnxScorer
 
     scorer = OnnxScorer.load(int8_path)
     example = scorer.spec.encode(holdout.head(5))
@@ -99,7 +99,7 @@ def register_int8(
         for key, value in tags.items():
             client.set_model_version_tag(model_name, version, key, value)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: version})
-        from mlops.signing import sign_registered_version
+        from mlops.governance.signing import sign_registered_version
 
         sign_registered_version(client, model_name, version, stored.parent, context.pipeline_run_id)
     return version
@@ -119,7 +119,7 @@ def quantize_registered(
 
     The source file is digest-checked like the server does. The INT8 file is written
     to ``out_path`` when given, and registered as a new version when ``register``.
-    Raises :class:`~serving.quantize.QuantizationRejected` when the gate fails.
+    Raises :class:`~components.quantize.quantizer.QuantizationRejected` when the gate fails.
     """
     with tempfile.TemporaryDirectory(prefix="int8-") as tmp:
         registry = ModelRegistry(context.tracking_uri, model_name, Path(tmp) / "cache")

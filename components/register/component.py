@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.register.core`."""
+"""KFP wrapper for :mod:`components.register.register`."""
 
 from typing import NamedTuple
 
@@ -26,9 +26,9 @@ def register_model(
 
     import pandas as pd
 
-    from components.register.core import register_onnx_model
-    from mlops.registry import Lineage, package_version
-    from mlops.tracking import TrackingContext
+    from components.register.register import register_onnx_model
+    from mlops.tracking.context import TrackingContext
+    from mlops.vocabulary import Lineage, package_version
 
     context = TrackingContext.from_dict(tracking)
     registered = register_onnx_model(

@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.retrain_trigger.core`."""
+"""KFP wrapper for :mod:`components.retrain_trigger.retrain_trigger`."""
 
 from kfp import dsl
 
@@ -16,9 +16,9 @@ def trigger_retraining(
 ) -> str:
     """Starts a retraining (local run or KFP run) unless within the cooldown; returns triggered or cooldown."""
     from components.retrain_trigger.config import RetrainSettings
-    from components.retrain_trigger.core import maybe_trigger
+    from components.retrain_trigger.retrain_trigger import maybe_trigger
     from mlops.settings import from_flat
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
 
     settings = from_flat(RetrainSettings, {**retrain, "retrain_overrides": retrain_overrides})
     context = TrackingContext.from_dict(tracking)

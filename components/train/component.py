@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.train.core`."""
+"""KFP wrapper for :mod:`components.train.train`."""
 
 from typing import NamedTuple
 
@@ -28,10 +28,10 @@ def train_model(
     from pathlib import Path
 
     from components.train.config import TrainTaskSettings
-    from components.train.core import launcher_for, resolve_checkpoint_dir, run_training
-    from mlops.dataset import SCHEMA_METADATA_KEY, schema_from_metadata
+    from components.train.train import launcher_for, resolve_checkpoint_dir, run_training
+    from mlops.data.dataset import SCHEMA_METADATA_KEY, schema_from_metadata
     from mlops.settings import from_flat
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
     from training.config import TrainConfig
 
     schema = schema_from_metadata(dataset.metadata, "train-model's dataset")

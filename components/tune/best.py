@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.tune.space import apply
 from components.tune.study import TuningPlan, open_storage
-from mlops.tracking import TrackingContext
+from mlops.tracking.context import TrackingContext
 from training.config import TrainConfig
 
 if TYPE_CHECKING:

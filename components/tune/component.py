@@ -24,10 +24,10 @@ def create_tuning_study(
     """
     from pathlib import Path
 
-    from components.tune.core import prepare_study
     from components.tune.study import TuneSettings, resolve_storage
+    from components.tune.tune import prepare_study
     from mlops.settings import from_flat
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
     from training.config import TrainConfig
 
     settings = from_flat(TuneSettings, {**tune, "tune_search_space": tune_search_space})
@@ -61,10 +61,10 @@ def run_tuning_worker(
     """Runs this worker's share of trials against the shared study; returns how many it ran."""
     from pathlib import Path
 
-    from components.tune.core import run_worker
     from components.tune.study import TuningPlan
-    from mlops.dataset import load_table, schema_from_metadata
-    from mlops.tracking import TrackingContext
+    from components.tune.tune import run_worker
+    from mlops.data.dataset import load_table, schema_from_metadata
+    from mlops.tracking.context import TrackingContext
 
     frame, _ = load_table(dataset.path)
     summary = run_worker(
@@ -92,7 +92,7 @@ def select_best_trial(
     from components.tune.best import select_best
     from components.tune.study import TuningPlan
     from mlops.settings import flat
-    from mlops.tracking import TrackingContext
+    from mlops.tracking.context import TrackingContext
 
     best = select_best(TuningPlan.load(Path(plan.path)), TrackingContext.from_dict(tracking))
     print(f"{int(sum(trials_run))} trials this run; best trial {best.number}: val AUC {best.value:.4f}")

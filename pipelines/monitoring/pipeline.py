@@ -15,7 +15,7 @@ from components.drift_monitor.component import check_drift
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.retrain_trigger.component import trigger_retraining
 from components.retrain_trigger.config import RetrainSettings
-from mlops.tracking import TrackingSettings
+from mlops.tracking.context import TrackingSettings
 from pipelines.signature import Parameters, settings_pipeline
 
 PIPELINE_NAME = "monitoring"

@@ -25,19 +25,19 @@ from components.model_validation.component import validate_model
 from components.model_validation.config import ValidationConfig
 from components.prepare_data.config import DataSettings
 from components.promotion_gate.component import combine_gates, metrics_gate, promote_to_champion
-from components.promotion_gate.core import MetricsGatePolicy
+from components.promotion_gate.promotion_gate import MetricsGatePolicy
 from components.register.component import register_model
 from components.train.component import train_model
 from components.train.config import TrainTaskSettings
 from components.tune.component import fixed_train_config
 from components.tune.study import TuneSettings
-from mlops.registry import RegistrationSettings
-from mlops.sample_data import SAMPLE_SCHEMA
-from mlops.tracking import TrackingSettings
+from delivery.rollout.config import RolloutConfig
+from mlops.data.sample_data import SAMPLE_SCHEMA
+from mlops.tracking.context import TrackingSettings
+from mlops.vocabulary import RegistrationSettings
 from pipelines.fragments import validated_dataset
 from pipelines.signature import Parameters, settings_pipeline
 from pipelines.tuning.pipeline import tuning_stage
-from serving.rollout.config import RolloutConfig
 from training.config import TrainConfig
 
 PIPELINE_NAME = "training"

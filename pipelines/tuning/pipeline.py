@@ -17,8 +17,8 @@ from components.data_validation.config import DataValidationSettings
 from components.prepare_data.config import DataSettings
 from components.tune.component import create_tuning_study, run_tuning_worker, select_best_trial
 from components.tune.study import TuneSettings
-from mlops.sample_data import SAMPLE_SCHEMA
-from mlops.tracking import TrackingSettings
+from mlops.data.sample_data import SAMPLE_SCHEMA
+from mlops.tracking.context import TrackingSettings
 from pipelines.fragments import validated_dataset
 from pipelines.signature import Parameters, settings_pipeline
 from training.config import TrainConfig

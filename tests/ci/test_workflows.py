@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from pipelines.commands import compile as compile_cmd
-from pipelines.commands import submit as submit_cmd
-from pipelines.commands import upload as upload_cmd
+from cli.commands import compile as compile_cmd
+from cli.commands import submit as submit_cmd
+from cli.commands import upload as upload_cmd
 
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
 CI = WORKFLOWS / "ci.yml"

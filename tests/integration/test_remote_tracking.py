@@ -22,9 +22,9 @@ import httpx
 import numpy as np
 import pytest
 
-from mlops.registry import ONNX_FILE
-from mlops.sample_data import SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from mlops.data.sample_data import SampleDataConfig, generate
+from mlops.tracking.context import TrackingContext
+from mlops.vocabulary import ONNX_FILE
 from tests.services.plugin import MlflowService
 from tests.support.serving import direct, free_port, stop, train_onnx, v2_body
 
@@ -48,7 +48,7 @@ def mlops(
     args: list[str], cwd: Path, env: dict[str, str], timeout_s: float = 600
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", *args],
+        [sys.executable, "-m", "cli.main", *args],
         cwd=cwd,
         env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
         capture_output=True,
@@ -94,8 +94,8 @@ def register_remote(
     """Register ``onnx`` on the server the way components.register does; alias champion."""
     import mlflow
 
-    from components.register.core import register_onnx_model
-    from mlops.registry import Lineage
+    from components.register.register import register_onnx_model
+    from mlops.vocabulary import Lineage
 
     previous = mlflow.get_tracking_uri()
     saved = {k: os.environ.get(k) for k in server.s3.env}
@@ -130,7 +130,7 @@ def serving(
             [
                 sys.executable,
                 "-m",
-                "pipelines.cli",
+                "cli.main",
                 "--workspace",
                 str(workspace),
                 "serve",
@@ -174,7 +174,7 @@ def test_serve_follows_mlflow_tracking_uri_and_logs_requests_to_s3(
     env = user_env(mlflow_server, MLFLOW_TRACKING_URI=mlflow_server.tracking_uri)
     log_uri = f"s3://{mlflow_server.s3.bucket}/request-logs"
     flags = ["--model-name", model, "--request-log-uri", log_uri, "--request-log-flush-s", "0.5"]
-    from mlops.onnx_model import OnnxScorer
+    from mlops.model.onnx_model import OnnxScorer
 
     encoded = OnnxScorer.load(onnx_dir / ONNX_FILE).spec.encode(
         generate(SampleDataConfig(sample_rows=3, sample_seed=2))
@@ -250,7 +250,7 @@ def test_serve_against_an_unreachable_server_exits_2_fast(tmp_path: Path) -> Non
     assert not (tmp_path / "ws").exists()
 
 
-# --- run and tune (wired by `mlops run` / `mlops tune` through mlops.tracking.resolve_tracking) -----
+# --- run and tune (wired by `mlops run` / `mlops tune` through mlops.tracking.context.resolve_tracking) -----
 
 TRAINING = ["--set", "sample_rows=1500", "--set", "epochs=2"]
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from mlops import audit
+from mlops.governance import audit
 
 
 def test_record_appends_one_line_per_event_with_actor_time_and_links(tmp_path, monkeypatch):
@@ -115,7 +115,7 @@ def test_location_follows_a_sqlite_tracking_store(tmp_path, monkeypatch):
 
 
 def test_cli_verify_exit_codes(tmp_path, monkeypatch, capsys):
-    from pipelines.cli import main
+    from cli.main import main
 
     path = _three(tmp_path, monkeypatch)
     assert main(["--workspace", str(tmp_path), "audit", "verify"]) == 0

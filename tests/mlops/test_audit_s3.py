@@ -7,7 +7,8 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from mlops import audit, storage
+from mlops import storage
+from mlops.governance import audit
 from tests.services.plugin import S3Service
 
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from mlops.dataset import DatasetError, DatasetSchema, load_table, parse_table, read_bytes
-from mlops.sample_data import (
+from mlops.data.dataset import DatasetError, DatasetSchema, load_table, parse_table, read_bytes
+from mlops.data.sample_data import (
     CATEGORIES,
     NUMERIC,
     SAMPLE_SCHEMA,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mlops.audit import AuditEvent
-from mlops.provenance import history, history_lines, lineage_lines
+from mlops.governance.audit import AuditEvent
+from mlops.governance.provenance import history, history_lines, lineage_lines
 
 
 def move(seq: int, version: str, alias: str, at: str, reason: str) -> AuditEvent:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mlops.signing import (
+from cli.main import main
+from mlops.governance.signing import (
     SignatureError,
     SigningSettings,
     generate_key_pair,
@@ -15,7 +16,6 @@ from mlops.signing import (
     sign_directory,
     verify_directory,
 )
-from pipelines.cli import main
 
 
 @pytest.fixture

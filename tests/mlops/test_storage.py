@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from mlops import storage
-from mlops.dataset import load_table
-from mlops.sample_data import SampleDataConfig, write
+from mlops.data.dataset import load_table
+from mlops.data.sample_data import SampleDataConfig, write
 from tests.services.plugin import S3Service
 
 

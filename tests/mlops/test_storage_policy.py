@@ -104,7 +104,7 @@ def test_mlflow_artifacts_on_s3_get_the_same_policy(
 ) -> None:
     import mlflow
 
-    from mlops.tracking import TrackingContext, task_run
+    from mlops.tracking.context import TrackingContext, task_run
 
     monkeypatch.setenv(storage.MLFLOW_UPLOAD_ARGS_ENV, "")  # unset for the test, restored afterwards
     previous = mlflow.get_tracking_uri()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mlops.tracking import (
+from mlops.tracking.context import (
     ARTIFACT_ROOT_ENV,
     TrackingContext,
     TrackingError,

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.registry import compile_all, compiled_path, pipelines
+from pipelines.catalog import compile_all, compiled_path, pipelines
 
 
 def _normalise(text: str) -> dict:

@@ -13,8 +13,8 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from mlops.audit import read_events
-from pipelines.cli import main
+from cli.main import main
+from mlops.governance.audit import read_events
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ SMALL = [  # 2 epochs that still clear both gates (measured: test AUC 0.80, beha
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """One ``mlops`` command in its own process, as a user runs it (no state left by earlier tests)."""
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", *args],
+        [sys.executable, "-m", "cli.main", *args],
         capture_output=True,
         text=True,
         env=os.environ.copy(),

@@ -14,9 +14,9 @@ import httpx
 import mlflow
 import pytest
 
-from mlops import audit
-from pipelines.cli import main
-from pipelines.local_run import PipelineFailed, run_locally
+from cli.local_run import PipelineFailed, run_locally
+from cli.main import main
+from mlops.governance import audit
 from pipelines.monitoring.pipeline import monitoring_pipeline
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic, write_log
 from tests.support.serving import DemoStore, running_server

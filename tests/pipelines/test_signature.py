@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from mlops.settings import flat, iter_settings
+from pipelines.catalog import compiled_path, pipelines
 from pipelines.monitoring.pipeline import DEFAULTS as MONITORING_DEFAULTS
-from pipelines.registry import compiled_path, pipelines
 from pipelines.signature import packable
 from pipelines.training.pipeline import DEFAULTS as TRAINING_DEFAULTS
 from pipelines.tuning.pipeline import DEFAULTS as TUNING_DEFAULTS

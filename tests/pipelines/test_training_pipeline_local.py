@@ -7,10 +7,10 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from cli.local_run import PipelineFailed, run_locally
 from components.data_validation.suite import DEFAULT_SUITE_PATH
-from mlops.sample_data import SampleDataConfig, generate
+from mlops.data.sample_data import SampleDataConfig, generate
 from mlops.workspace import Workspace
-from pipelines.local_run import PipelineFailed, run_locally
 from pipelines.training.pipeline import training_pipeline
 
 pytestmark = pytest.mark.slow

@@ -8,9 +8,9 @@ import mlflow
 import optuna
 import pytest
 
+from cli.local_run import run_locally
+from cli.main import main
 from mlops.workspace import Workspace
-from pipelines.cli import main
-from pipelines.local_run import run_locally
 from pipelines.tuning.pipeline import tuning_pipeline
 
 pytestmark = pytest.mark.slow

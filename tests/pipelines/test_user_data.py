@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from mlops.onnx_model import OnnxScorer
-from pipelines.cli import main
+from cli.main import main
+from mlops.model.onnx_model import OnnxScorer
 from serving.protocol import model_metadata
 
 pytestmark = pytest.mark.slow

@@ -150,7 +150,7 @@ def rgw() -> Iterator[S3Service]:
                 if attempt == 2:
                     raise
                 print(f"RGW start failed, retrying once with other ports: {exc}", file=sys.stderr)
-        from mlops.signing import generate_key_pair
+        from mlops.governance.signing import generate_key_pair
 
         private_key, public_key = generate_key_pair(state / "signing-secret")  # as a mounted Secret would be
         service = S3Service(

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mlops.registry import file_sha256
+from mlops.vocabulary import file_sha256
 from serving.batching import Batcher, VersionGone
-from serving.registry import ModelArtifact
+from serving.model_source import ModelArtifact
 from serving.reload import ModelHolder
 from serving.runtime import LoadedModel, load_model
 from tests.support.serving import (

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from cli.commands import serve as serve_cmd
 from mlops.workspace import Workspace
-from pipelines.commands import serve as serve_cmd
 from serving.config import ServerConfig
 
 REPO = Path(__file__).resolve().parents[2]

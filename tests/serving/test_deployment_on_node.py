@@ -21,10 +21,11 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from components.register.core import register_onnx_model
-from mlops.registry import Lineage, move_alias
-from mlops.sample_data import SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from components.register.register import register_onnx_model
+from mlops.data.sample_data import SampleDataConfig, generate
+from mlops.tracking.aliases import move_alias
+from mlops.tracking.context import TrackingContext
+from mlops.vocabulary import Lineage
 from tests.services.node import K8sNode
 from tests.services.plugin import MlflowService
 from tests.support.pods import namespace, predictor_deployment
@@ -194,7 +195,7 @@ def _wait_for_pod_name(node: K8sNode, ns: str, labels: dict[str, str]) -> str:
 
 
 def _features(onnx_dir: Path, holdout: pd.DataFrame) -> np.ndarray:
-    from mlops.onnx_model import OnnxScorer
+    from mlops.model.onnx_model import OnnxScorer
 
     return OnnxScorer.load(onnx_dir / "model.onnx").spec.encode(holdout.head(4))
 

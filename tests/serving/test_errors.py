@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
-from mlops.sample_data import SAMPLE_SCHEMA
+from mlops.data.sample_data import SAMPLE_SCHEMA
 from tests.support.serving import (
     MODEL,
     DemoStore,

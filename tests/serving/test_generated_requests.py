@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlops.sample_data import SAMPLE_SCHEMA
+from mlops.data.sample_data import SAMPLE_SCHEMA
 from tests.support.serving import MODEL, DemoStore, ServerProcess, running_server
 
 pytestmark = pytest.mark.slow

@@ -19,11 +19,11 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 
-from mlops.registry import file_sha256
+from mlops.vocabulary import file_sha256
 from serving.app import create_app
 from serving.backend import ModelBackend
 from serving.config import ServerConfig
-from serving.registry import ModelArtifact
+from serving.model_source import ModelArtifact
 from serving.reload import ModelHolder
 from serving.runtime import LoadedModel, load_model
 from tests.support.serving import MODEL, DemoStore, direct, encoded, free_port, v2_body

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mlops.onnx_model import OnnxScorer
-from mlops.sample_data import SAMPLE_SCHEMA
+from mlops.data.sample_data import SAMPLE_SCHEMA
+from mlops.model.onnx_model import OnnxScorer
 from serving.protocol import ProtocolError, RowEncoder, to_matrix
 from serving.tensors import FeatureBounds
 from tests.support.serving import (

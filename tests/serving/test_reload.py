@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.registry import DigestMismatchError, ModelRegistry
+from serving.model_source import DigestMismatchError, ModelRegistry
 from tests.support.serving import (
     DemoStore,
     clean_env,

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlops.onnx_model import OnnxScorer
-from mlops.registry import file_sha256
-from mlops.sample_data import SAMPLE_SCHEMA
-from serving.registry import ModelArtifact
+from mlops.data.sample_data import SAMPLE_SCHEMA
+from mlops.model.onnx_model import OnnxScorer
+from mlops.vocabulary import file_sha256
+from serving.model_source import ModelArtifact
 from serving.request_log import Block, RequestLogger, to_table
 from serving.runtime import load_model
 from tests.support.serving import MODEL, DemoStore, direct, running_server, stop

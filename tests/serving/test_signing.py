@@ -9,9 +9,9 @@ import httpx
 import mlflow
 import pytest
 
-from mlops.registry import DIGEST_TAG, SIGNATURE_URI_TAG, SIGNING_KEY_ID_TAG, file_sha256
-from mlops.signing import SignatureError, generate_key_pair, key_id
-from serving.registry import ModelRegistry
+from mlops.governance.signing import SignatureError, generate_key_pair, key_id
+from mlops.vocabulary import DIGEST_TAG, SIGNATURE_URI_TAG, SIGNING_KEY_ID_TAG, file_sha256
+from serving.model_source import ModelRegistry
 from tests.support.serving import DemoStore, encoded, register, running_server, v2_body
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from mlops.features import FeatureSpec
+from mlops.data.features import FeatureSpec
 from serving.errors import ProtocolError
 from serving.tensors import FeatureBounds, from_binary, split_binary
 

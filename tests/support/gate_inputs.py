@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from components.model_validation.scoring import Scorer
-from mlops.features import FeatureSpec
+from mlops.data.features import FeatureSpec
 
 POSITIVE_SCORE = 0.75
 """A score above the default decision threshold 0.5: predicted positive."""

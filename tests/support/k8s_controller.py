@@ -185,7 +185,7 @@ class JobController(PlayedController):
 
 def install_crds(cluster: Any) -> None:
     """The minimal CRDs of infra/k8s/crds, applied and established."""
-    from pipelines import manifests
+    from cli import manifests
 
     cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifests.render("crds"))
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")

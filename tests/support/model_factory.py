@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from mlops.dataset import DatasetSchema
-from mlops.features import FeatureSpec
-from mlops.sample_data import SAMPLE_SCHEMA
+from mlops.data.dataset import DatasetSchema
+from mlops.data.features import FeatureSpec
+from mlops.data.sample_data import SAMPLE_SCHEMA
 from training.config import ModelConfig
 from training.model import TabularNet
 
@@ -44,7 +44,7 @@ def fit_model(
     """Train a small TabularNet with a plain loop and save it as the train step would."""
     import torch
 
-    from mlops.features import FeatureSpec
+    from mlops.data.features import FeatureSpec
     from training.config import ModelConfig
     from training.model import TabularNet, save_model
 

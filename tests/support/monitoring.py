@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from components.register.core import register_onnx_model
-from mlops.onnx_model import OnnxScorer
-from mlops.registry import CHAMPION, Lineage
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from components.register.register import register_onnx_model
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.model.onnx_model import OnnxScorer
+from mlops.tracking.context import TrackingContext
+from mlops.vocabulary import CHAMPION, Lineage
 from mlops.workspace import Workspace
 from serving.request_log import Block, RequestLogger
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mlops.features import FeatureSpec
-from mlops.onnx_model import OnnxScorer
+from mlops.data.features import FeatureSpec
+from mlops.model.onnx_model import OnnxScorer
 from training.model import ModelConfig, TabularNet
 
 

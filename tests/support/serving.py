@@ -25,10 +25,10 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from components.register.core import register_onnx_model
-from mlops.registry import Lineage
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from components.register.register import register_onnx_model
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.tracking.context import TrackingContext
+from mlops.vocabulary import Lineage
 from mlops.workspace import Workspace
 
 MODEL = "credit-default"
@@ -70,7 +70,7 @@ def train_onnx(
     """
     import torch
 
-    from mlops.features import FeatureSpec
+    from mlops.data.features import FeatureSpec
     from training.config import ModelConfig
     from training.model import TabularNet
     from training.onnx_export import export_onnx
@@ -122,7 +122,7 @@ def demo_store(base: Path) -> DemoStore:
 
 def encoded(store: DemoStore, rows: int, offset: int = 0) -> np.ndarray:
     """Encoded float32 rows of the holdout frame, exactly what a V2 client sends."""
-    from mlops.onnx_model import OnnxScorer
+    from mlops.model.onnx_model import OnnxScorer
 
     spec = OnnxScorer.load(store.onnx_a / "model.onnx").spec
     return spec.encode(store.holdout.iloc[offset : offset + rows])
@@ -130,7 +130,7 @@ def encoded(store: DemoStore, rows: int, offset: int = 0) -> np.ndarray:
 
 def direct(onnx_dir: Path, x: np.ndarray) -> np.ndarray:
     """Reference probabilities straight from ONNX Runtime, no server involved."""
-    from mlops.onnx_model import OnnxScorer
+    from mlops.model.onnx_model import OnnxScorer
 
     return OnnxScorer.load(onnx_dir / "model.onnx").predict_encoded(x)
 
@@ -165,7 +165,7 @@ def serve_command(store: DemoStore, port: int, *flags: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "pipelines.commands.serve",
+        "cli.commands.serve",
         "--workspace",
         str(store.workspace.root),
         "--port",

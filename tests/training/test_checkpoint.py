@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.checkpoint import CHECKPOINT_FILE, EarlyStopping
 from training.config import ModelConfig, TrainConfig
 from training.tracking import NullLogger

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from mlops import storage
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.support.k8s_pods import free_port, run_pod_command
 from training.checkpoint import CHECKPOINT_FILE
 from training.cluster_worker import PrometheusLogger, main

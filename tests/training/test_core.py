@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
-from mlops.dataset import DatasetError
-from mlops.features import FeatureSpec
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.dataset import DatasetError
+from mlops.data.features import FeatureSpec
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.config import ModelConfig, Runtime, TrainConfig
 from training.data import split_frame
 from training.model import load_model

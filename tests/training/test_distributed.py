@@ -23,7 +23,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.checkpoint import CHECKPOINT_FILE
 from training.config import ModelConfig, TrainConfig
 from training.distributed import DistributedTrainingError, launch

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.manifests import validate
+from cli.manifests import validate
 from training.kubernetes_config import KubernetesJobSettings, plan
 from training.kubernetes_jobs import pytorchjob, trainjob
 

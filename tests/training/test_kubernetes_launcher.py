@@ -17,9 +17,9 @@ import pytest
 from kubernetes import client
 
 from components.train.config import TrainTaskSettings
-from components.train.core import launcher_for
-from mlops.audit import read_events
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from components.train.train import launcher_for
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.governance.audit import read_events
 from tests.services.kubernetes import KubeCluster
 from tests.support.k8s_controller import FAILURE_REASON, JobController, install_crds
 from training.config import ModelConfig, TrainConfig
@@ -253,7 +253,7 @@ def test_the_root_cause_is_the_ranks_error_not_torchruns_wrapper() -> None:
         [
             "--- train-x-node-0-0 (Failed) ---",
             "[rank0]: Traceback (most recent call last):",
-            "[rank0]: mlops.dataset.DatasetError: infinite feature values after encoding to float32: 'age' (5 rows).",
+            "[rank0]: mlops.data.dataset.DatasetError: infinite feature values after encoding to float32: 'age' (5 rows).",
             "E1123 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1)",
             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
             "training.cluster_worker FAILED",

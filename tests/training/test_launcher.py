@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import torch.distributed as dist
 
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.config import ModelConfig, TrainConfig
 from training.launcher import InProcessLauncher, Launcher, LocalProcessesLauncher, local_launcher
 from training.loop import WorkerJob, WorkerResult

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from onnx import numpy_helper
 
-from components.export_onnx.core import ParityError, run_export, verify_export
-from mlops.dataset import DatasetError
-from mlops.features import FeatureSpec
-from mlops.onnx_model import CONFIG_KEY, INPUT_NAME, OUTPUT_NAME, SPEC_KEY, OnnxModelError, OnnxScorer
-from mlops.sample_data import SampleDataConfig, generate
+from components.export_onnx.export_onnx import ParityError, run_export, verify_export
+from mlops.data.dataset import DatasetError
+from mlops.data.features import FeatureSpec
+from mlops.data.sample_data import SampleDataConfig, generate
+from mlops.model.onnx_model import CONFIG_KEY, INPUT_NAME, OUTPUT_NAME, SPEC_KEY, OnnxModelError, OnnxScorer
 from tests.support.model_factory import fit_tabular_net
 from training.config import ModelConfig
 from training.model import TabularNet, load_model, save_model

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlops.onnx_model import OnnxModelError
+from mlops.model.onnx_model import OnnxModelError
 from tests.support.gate_inputs import numeric_spec
 from tests.support.parity_stubs import OffsetOnnxScorer, half_probability_net
 from training.onnx_export import check_parity

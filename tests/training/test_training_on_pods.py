@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from kubernetes import client
 
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.services.node import K8sNode
 from tests.services.plugin import MlflowService
 from tests.support.k8s_controller import install_crds

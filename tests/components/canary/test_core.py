@@ -1,4 +1,4 @@
-"""The canary stage's plain logic (the rollout itself is tested end to end in tests/serving/rollout)."""
+"""The canary stage's plain logic (the rollout itself is tested end to end in tests/delivery/rollout)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from components.canary.canary import audit_workspace
 from components.canary.config import CanarySettings
-from components.canary.core import audit_workspace
-from mlops.audit import AUDIT_URI_ENV
+from mlops.governance.audit import AUDIT_URI_ENV
 
 
 def test_the_audit_trail_goes_to_the_workspace_of_a_sqlite_store(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ import mlflow
 import pandas as pd
 import pytest
 
-from components.data_validation.core import (
+from components.data_validation.data_validation import (
     DEFAULT_SUITE_PATH,
     Suite,
     SuiteError,
@@ -25,9 +25,9 @@ from components.data_validation.core import (
     validate,
     write_reports,
 )
-from mlops.dataset import DatasetError, DatasetSchema
-from mlops.sample_data import CATEGORIES, SAMPLE_SCHEMA, SampleDataConfig, generate, write
-from mlops.tracking import TrackingContext
+from mlops.data.dataset import DatasetError, DatasetSchema
+from mlops.data.sample_data import CATEGORIES, SAMPLE_SCHEMA, SampleDataConfig, generate, write
+from mlops.tracking.context import TrackingContext
 
 
 @pytest.fixture(scope="module")

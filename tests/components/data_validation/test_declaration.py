@@ -9,10 +9,10 @@ import pytest
 from components.data_validation.config import DataValidationSettings
 from components.data_validation.declaration import resolve
 from components.data_validation.suite import DEFAULT_SUITE_PATH
-from mlops.behaviour import DirectionalTest, InvarianceTest
-from mlops.dataset import DatasetError, DatasetSchema
-from mlops.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS, SAMPLE_SCHEMA
-from mlops.schema_file import SchemaFile
+from mlops.data.behaviour import DirectionalTest, InvarianceTest
+from mlops.data.dataset import DatasetError, DatasetSchema
+from mlops.data.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS, SAMPLE_SCHEMA
+from mlops.data.schema_file import SchemaFile
 
 USER = DatasetSchema(label="y", numeric_features=("age",), categorical_features=("plan",))
 

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from mlops.registry import PIPELINE_RUN_ID_TAG
-from mlops.sample_data import SampleDataConfig, generate
+from mlops.data.sample_data import SampleDataConfig, generate
+from mlops.vocabulary import PIPELINE_RUN_ID_TAG
 from tests.services.node import K8sNode
 from tests.services.plugin import MlflowService
 from tests.support.pods import (

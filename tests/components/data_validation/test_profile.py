@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.data_validation.core import validate
-from components.data_validation.profile import detect_missing_markers, positive_value, profile
-from mlops.dataset import DatasetError
-from mlops.schema_file import SchemaFile, parse_schema_file
+from components.data_validation.data_profile import detect_missing_markers, positive_value, profile
+from components.data_validation.data_validation import validate
+from mlops.data.dataset import DatasetError
+from mlops.data.schema_file import SchemaFile, parse_schema_file
 
 
 def table(rows: int = 400, seed: int = 0) -> pd.DataFrame:

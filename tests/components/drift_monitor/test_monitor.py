@@ -14,10 +14,10 @@ from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.feedback import FeedbackError, store_labels
 from components.drift_monitor.monitor import check_window, log_check, record_check, write_reports
 from components.drift_monitor.window import WindowError
-from mlops import audit
-from mlops.profile import ProfileError
-from mlops.registry import PROFILE_TAG
-from mlops.tracking import TrackingContext
+from mlops.governance import audit
+from mlops.model.reference_profile import ProfileError
+from mlops.tracking.context import TrackingContext
+from mlops.vocabulary import PROFILE_TAG
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic, write_log
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

@@ -9,9 +9,9 @@ import pytest
 from scipy import stats as scipy_stats
 
 from components.drift_monitor import stats
-from components.drift_monitor.core import estimate_performance
+from components.drift_monitor.drift_monitor import estimate_performance
 from components.drift_monitor.window import CategoricalCounts, NumericCounts, ScoreSummary
-from mlops.profile import categorical_profile, numeric_profile
+from mlops.model.reference_profile import categorical_profile, numeric_profile
 
 
 def counts_of(profile, values: np.ndarray) -> NumericCounts:  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from sklearn import metrics as sk
 
-from components.evaluate.core import (
+from components.evaluate.evaluate import (
     CONFUSION_FILE,
     METRICS_FILE,
     ROC_FILE,
@@ -23,11 +23,11 @@ from components.evaluate.core import (
     run_evaluation,
 )
 from components.evaluate.metrics import EvaluationError, expected_calibration_error, score_probabilities
-from mlops.dataset import SCHEMA_METADATA_KEY
-from mlops.onnx_model import OnnxScorer
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.dataset import SCHEMA_METADATA_KEY
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.model.onnx_model import OnnxScorer
 from mlops.settings import flat
-from mlops.tracking import TrackingContext
+from mlops.tracking.context import TrackingContext
 from tests.support.model_factory import fit_tabular_net
 from training.model import TabularNet, load_model, save_model
 from training.onnx_export import export_onnx, torch_probabilities
@@ -86,7 +86,7 @@ def _context(store: TrackingContext, experiment: str) -> TrackingContext:
 
 
 def _register(onnx_path: Path, name: str) -> str:
-    from mlops.signing import sign_registered_version
+    from mlops.governance.signing import sign_registered_version
 
     with mlflow.start_run():
         # Explicit requirements skip MLflow's slow dependency inference; the model is the same.
@@ -178,7 +178,7 @@ def test_a_champion_signed_with_another_key_is_not_scored(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mlops.signing import SignatureError, generate_key_pair
+    from mlops.governance.signing import SignatureError, generate_key_pair
 
     _context(store, "champion-foreign")
     _register_champion(champion_onnx, "champion-own")  # the workspace key exists

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import mlops.dataset
+import mlops.data.dataset
 import training.model
 import training.onnx_export
-from components.export_onnx.core import ParityError, run_export, verify_export
-from mlops.dataset import DatasetError
-from mlops.onnx_model import OnnxScorer
+from components.export_onnx.export_onnx import ParityError, run_export, verify_export
+from mlops.data.dataset import DatasetError
+from mlops.model.onnx_model import OnnxScorer
 from tests.support.gate_inputs import numeric_spec
 from tests.support.parity_stubs import OffsetOnnxScorer, half_probability_net
 
@@ -136,7 +136,7 @@ def _stub_export(monkeypatch: pytest.MonkeyPatch, frame: pd.DataFrame, offset: f
         return path
 
     monkeypatch.setattr(training.model, "load_model", lambda directory: MODEL)
-    monkeypatch.setattr(mlops.dataset, "load_table", lambda uri: (frame, "sha256"))
+    monkeypatch.setattr(mlops.data.dataset, "load_table", lambda uri: (frame, "sha256"))
     monkeypatch.setattr(training.onnx_export, "export_onnx", fake_export)
     stub = OffsetOnnxScorer(SPEC, offsets)
     monkeypatch.setattr(OnnxScorer, "load", classmethod(lambda cls, path, intra_op_threads=1: stub))

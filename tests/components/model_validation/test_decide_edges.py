@@ -4,9 +4,9 @@ import math
 
 from components.model_validation.behavioural import BehaviouralResult
 from components.model_validation.checks import Violation
-from components.model_validation.core import decide
 from components.model_validation.explainability import ExplainabilityResult, Stability
 from components.model_validation.fairness import AttributeFairness
+from components.model_validation.model_validation import decide
 from components.model_validation.result import GATE
 from mlops.gates import PROMOTE, REJECT
 

@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 from components.model_validation.config import ExplainabilityPolicy
 from components.model_validation.explainability import ExplainabilityResult, _auc_rows, explain
 from components.model_validation.scoring import Scorer, load_scorer
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.support.model_factory import fit_model
 
 # Features the generator's label formula uses, and features it never looks at.

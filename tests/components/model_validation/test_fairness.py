@@ -13,14 +13,14 @@ import pytest
 from pydantic import ValidationError
 
 from components.model_validation.config import FairnessPolicy, ValidationConfig
-from components.model_validation.core import REPORT_URI_TAG, RUN_ID_TAG, run, validate
 from components.model_validation.fairness import evaluate_fairness
+from components.model_validation.model_validation import REPORT_URI_TAG, RUN_ID_TAG, run, validate
 from components.model_validation.scoring import load_scorer
 from components.promotion_gate.combine import combine, record_overall
-from mlops.dataset import DatasetSchema
+from mlops.data.dataset import DatasetSchema
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.gates import Decision
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from mlops.tracking.context import TrackingContext
 from tests.support.model_factory import fit_model
 
 # The model sees `sex`: it stands for a model that learned group membership directly or through proxies,
@@ -181,7 +181,7 @@ def test_run_writes_reports_logs_to_mlflow_and_tags_the_version(
         SAMPLE_INVARIANCE_TESTS,
         BehaviouralSuite,
     )
-    from mlops.sample_data import SAMPLE_SCHEMA
+    from mlops.data.sample_data import SAMPLE_SCHEMA
 
     sample_tests = BehaviouralSuite(invariance=SAMPLE_INVARIANCE_TESTS, directional=SAMPLE_DIRECTIONAL_TESTS)
     config = ValidationConfig(behavioural=sample_tests)
@@ -241,14 +241,14 @@ def test_components_gate_promotion_under_the_local_runner(
     """The KFP wrappers end to end: importer -> validate_model -> combine_gates -> dsl.If."""
     from kfp import dsl
 
+    from cli.local_run import run_locally
     from components.model_validation.component import validate_model
     from components.model_validation.config import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
     from components.promotion_gate.component import combine_gates
-    from mlops.dataset import SCHEMA_METADATA_KEY
-    from mlops.sample_data import SAMPLE_SCHEMA
+    from mlops.data.dataset import SCHEMA_METADATA_KEY
+    from mlops.data.sample_data import SAMPLE_SCHEMA
     from mlops.settings import flat
     from mlops.workspace import Workspace
-    from pipelines.local_run import run_locally
 
     invariance = [t.model_dump() for t in SAMPLE_INVARIANCE_TESTS]
     directional = [t.model_dump() for t in SAMPLE_DIRECTIONAL_TESTS]

@@ -7,8 +7,8 @@ import mlflow
 import pytest
 from pydantic import ValidationError
 
-from components.promotion_gate.core import MetricsGatePolicy, decide, promote, record
-from mlops.tracking import TrackingContext
+from components.promotion_gate.promotion_gate import MetricsGatePolicy, decide, promote, record
+from mlops.tracking.context import TrackingContext
 
 
 def _register_version(context: TrackingContext, name: str) -> str:

@@ -11,13 +11,13 @@ import onnx
 import pandas as pd
 import pytest
 
-from components.quantize.core import ACCEPT, REJECT, run_quantize
-from mlops.onnx_model import OnnxScorer
-from mlops.registry import file_sha256
+from cli.commands import quantize as quantize_cmd
+from components.quantize.quantize import ACCEPT, REJECT, run_quantize
+from components.quantize.quantizer import QuantizationRejected, QuantizeConfig, compare, quantize_with_gate
+from mlops.model.onnx_model import OnnxScorer
+from mlops.vocabulary import file_sha256
 from mlops.workspace import Workspace
-from pipelines.commands import quantize as quantize_cmd
-from serving.quantize import QuantizationRejected, QuantizeConfig, compare, quantize_with_gate
-from serving.registry import ModelRegistry
+from serving.model_source import ModelRegistry
 from serving.runtime import load_model
 from tests.support.serving import DemoStore, demo_store, register
 

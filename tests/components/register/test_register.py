@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 import torch
 
-from components.register.core import register_onnx_model
-from mlops.features import FeatureSpec
-from mlops.onnx_model import OnnxScorer
-from mlops.registry import Lineage, file_sha256
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from components.register.register import register_onnx_model
+from mlops.data.features import FeatureSpec
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.model.onnx_model import OnnxScorer
+from mlops.tracking.context import TrackingContext
+from mlops.vocabulary import Lineage, file_sha256
 from training.config import ModelConfig
 from training.model import TabularNet
 from training.onnx_export import export_onnx
@@ -47,8 +47,8 @@ def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_ga
     onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext
 ) -> None:
     from components.promotion_gate.combine import record_overall
-    from mlops import audit
     from mlops.gates import Decision
+    from mlops.governance import audit
 
     first = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
     second = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
@@ -108,7 +108,7 @@ def test_bad_inputs_register_nothing(
 def test_registration_stores_a_reference_profile(
     onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext
 ) -> None:
-    from mlops.profile import load_version_profile
+    from mlops.model.reference_profile import load_version_profile
 
     registered = register_onnx_model(onnx_dir, frame, "profiled", LINEAGE, tracking, label="default")
     profile = load_version_profile(tracking.tracking_uri, "profiled", registered.version)

@@ -10,7 +10,7 @@ import mlflow
 import pytest
 
 from components.retrain_trigger.config import RetrainSettings
-from components.retrain_trigger.core import (
+from components.retrain_trigger.retrain_trigger import (
     COOLDOWN,
     TRIGGERED,
     TriggerError,
@@ -18,8 +18,8 @@ from components.retrain_trigger.core import (
     maybe_trigger,
     run_command,
 )
-from mlops import audit
-from mlops.registry import LAST_RETRAIN_TAG
+from mlops.governance import audit
+from mlops.vocabulary import LAST_RETRAIN_TAG
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 
@@ -34,7 +34,7 @@ def registry(tmp_path: Path) -> str:
 def test_local_and_kfp_command_lines() -> None:
     local = RetrainSettings(workspace="/ws", retrain_overrides={"epochs": "2"})
     assert command(local, "credit-default", "sqlite:////ws/mlflow.db", "drift-monitor run abc")[1:] == [
-        "-m", "pipelines.cli", "--workspace", "/ws", "run", "training",
+        "-m", "cli.main", "--workspace", "/ws", "run", "training",
         "--set=model_name=credit-default", "--set=trigger=drift-monitor run abc",
         "--set=tracking_uri=sqlite:////ws/mlflow.db", "--set=epochs=2",
     ]  # fmt: skip

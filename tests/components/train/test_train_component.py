@@ -8,10 +8,10 @@ import mlflow
 import pandas as pd
 import pytest
 
-from components.train.core import resolve_checkpoint_dir, run_training
-from mlops.dataset import DatasetSchema
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from components.train.train import resolve_checkpoint_dir, run_training
+from mlops.data.dataset import DatasetSchema
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.tracking.context import TrackingContext
 from training.config import ModelConfig, TrainConfig
 from training.model import load_model
 
@@ -95,11 +95,11 @@ def test_empty_checkpoint_dir_means_next_to_the_model(tmp_path: Path) -> None:
 def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
     from kfp import dsl
 
+    from cli.local_run import run_locally
     from components.train.component import train_model
-    from mlops.dataset import SCHEMA_METADATA_KEY
+    from mlops.data.dataset import SCHEMA_METADATA_KEY
     from mlops.settings import flat
     from mlops.workspace import Workspace
-    from pipelines.local_run import run_locally
 
     @dsl.pipeline(name="train-only")
     def train_only(data: str, tracking_uri: str, artifact_root: str) -> float:
@@ -158,7 +158,7 @@ def test_the_task_settings_pick_the_launcher_that_runs_the_ranks() -> None:
     from pydantic import ValidationError
 
     from components.train.config import TrainTaskSettings
-    from components.train.core import launcher_for
+    from components.train.train import launcher_for
     from training.launcher import InProcessLauncher, LocalProcessesLauncher
 
     assert isinstance(launcher_for(TrainTaskSettings(), nproc=1), InProcessLauncher)

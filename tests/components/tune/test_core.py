@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from components.tune.best import NoCompletedTrial, select_best
-from components.tune.core import prepare_study, run_worker
 from components.tune.study import TuneSettings, TuningPlan
-from mlops.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking import TrackingContext
+from components.tune.tune import prepare_study, run_worker
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.tracking.context import TrackingContext
 from training.config import ModelConfig, TrainConfig
 
 BASE = TrainConfig(

@@ -8,7 +8,6 @@ from pathlib import Path
 import optuna
 import pytest
 
-from components.tune.core import prepare_study
 from components.tune.space import (
     DEFAULT_SPACE_FILE,
     Categorical,
@@ -24,7 +23,8 @@ from components.tune.study import (
     redact,
     resolve_storage,
 )
-from mlops.tracking import TrackingContext
+from components.tune.tune import prepare_study
+from mlops.tracking.context import TrackingContext
 from training.config import TrainConfig
 
 

@@ -1,0 +1,50 @@
+"""``mlops audit verify`` / ``mlops audit show``: check and read the hash-chained audit trail.
+
+The trail is found like every writer finds it (``MLOPS_AUDIT_URI``, else the workspace's
+``audit.jsonl``). ``verify`` exits 1 and names every edited, reordered or deleted record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from mlops.workspace import Workspace
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "audit", help="verify or show the audit trail (who changed what, when, and the ids linking it)"
+    )
+    actions = parser.add_subparsers(dest="audit_action", required=True)
+    verify = actions.add_parser("verify", help="check every record's hash and the chain; name broken records")
+    verify.set_defaults(handler=verify_command)
+    show = actions.add_parser("show", help="print the records, oldest first")
+    show.add_argument("--subject", default="", help="only records whose subject starts with this")
+    show.set_defaults(handler=show_command)
+
+
+def verify_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.governance.audit import verify
+
+    result = verify(workspace.root)
+    print(f"audit trail       {result.location}")
+    print(f"records           {result.records}")
+    print(f"protection        {result.protection}")
+    if result.intact:
+        print("verdict           intact: every record's hash and the chain check out")
+        return 0
+    print(f"verdict           TAMPERED: {len(result.problems)} problem(s)")
+    for problem in result.problems:
+        print(f"  - {problem}")
+    return 1
+
+
+def show_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.governance.audit import read_events
+
+    for event in read_events(workspace.root):
+        if event.subject.startswith(args.subject):
+            details = json.dumps(event.details, sort_keys=True, default=str)
+            print(f"{event.seq:>5} {event.at} {event.actor:<12} {event.action:<18} {event.subject} {details}")
+    return 0

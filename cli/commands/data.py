@@ -1,0 +1,126 @@
+"""``mlops data init``: profile a user's table and write its schema file and expectation suite.
+
+The two files are the data's declaration, meant to be read, edited and versioned with the
+data; ``mlops run training --schema FILE`` then validates, trains and gates with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from components.data_validation.data_profile import Profile
+    from mlops.workspace import Workspace
+
+SCHEMA_SUFFIX = ".schema.yaml"
+SUITE_SUFFIX = ".suite.json"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "data",
+        help="declare your own data: `mlops data init` writes its schema file and expectation suite",
+        description="Work with a dataset's declaration (schema file + Great Expectations suite).",
+    )
+    commands = parser.add_subparsers(dest="data_command", required=True)
+    init = commands.add_parser(
+        "init",
+        help="profile a CSV/Parquet table and write <name>.schema.yaml and <name>.suite.json",
+        description="Profile a table and propose its schema and expectation suite (edit, then version them). "
+        "Then: mlops run training --data FILE --schema <name>.schema.yaml",
+    )
+    init.add_argument("--data", required=True, help="CSV or Parquet file: a local path or s3:// URI")
+    init.add_argument("--label", required=True, help="the binary label column")
+    init.add_argument(
+        "--positive",
+        default=None,
+        help="the label value of the positive class (needed unless obvious: 1, true, yes)",
+    )
+    init.add_argument(
+        "--protected",
+        default="",
+        help="protected attributes, comma-separated (fairness only, never features)",
+    )
+    init.add_argument(
+        "--favourable",
+        choices=("positive", "negative"),
+        default=None,
+        help="which label class benefits the person (an approval: positive; a default: negative); "
+        "required with --protected",
+    )
+    init.add_argument("--out", type=Path, default=Path("."), help="directory for the two files (default: .)")
+    init.add_argument("--name", default="", help="file and suite name (default: the data file's stem)")
+    init.add_argument("--force", action="store_true", help="overwrite existing files")
+    init.set_defaults(handler=init_command)
+
+
+def _name(data: str, given: str) -> str:
+    stem = given or Path(data.rstrip("/").rsplit("/", 1)[-1]).name.split(".")[0]
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem).strip("_.-")
+    if not name:
+        raise ValueError(f"cannot derive a name from {data!r}; pass --name NAME")
+    return name
+
+
+def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from components.data_validation.data_profile import profile
+    from mlops.data.dataset import load_table
+
+    protected = tuple(p.strip() for p in args.protected.split(",") if p.strip())
+    if protected and args.favourable is None:
+        raise ValueError(
+            "--protected needs --favourable positive|negative: fairness compares how often each group gets "
+            "the outcome that benefits a person, and only you know which label class that is"
+        )
+    name = _name(args.data, args.name)
+    out: Path = args.out
+    schema_path, suite_path = out / f"{name}{SCHEMA_SUFFIX}", out / f"{name}{SUITE_SUFFIX}"
+    existing = [str(p) for p in (schema_path, suite_path) if p.exists()]
+    if existing and not args.force:
+        raise ValueError(f"{', '.join(existing)} already exist(s); pass --force to overwrite or --out DIR")
+    frame, digest = load_table(args.data)
+    found = profile(
+        frame,
+        args.label,
+        name=name,
+        positive=args.positive,
+        protected=protected,
+        favourable=args.favourable or "negative",
+        suite_file=suite_path.name,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    header = (
+        f"Declaration of {args.data} (sha256 {digest[:12]}…), proposed by `mlops data init` from "
+        f"{found.rows} rows.\nReview and edit it, then version it with the data. Add behavioural tests under "
+        "invariance/directional,\ne.g. invariance: [{feature: COLUMN}] for a column that must not matter."
+    )
+    schema_path.write_text(found.schema.to_yaml(header), encoding="utf-8")
+    suite_path.write_text(
+        found.suite.model_dump_json(indent=2, exclude_defaults=True) + "\n", encoding="utf-8"
+    )
+    _print_summary(found, schema_path, suite_path, args.data)
+    return 0
+
+
+def _print_summary(found: Profile, schema_path: Path, suite_path: Path, data: str) -> None:
+    schema = found.schema
+    print(f"profiled {found.rows} rows of {data}")
+    print(
+        f"  label        {schema.label}: positive {schema.positive_label!r}, negative {schema.negative_label!r}"
+    )
+    print(f"  numeric      {len(schema.numeric_features)}: {', '.join(schema.numeric_features) or '-'}")
+    print(
+        f"  categorical  {len(schema.categorical_features)}: {', '.join(schema.categorical_features) or '-'}"
+    )
+    if schema.protected_attributes:
+        print(
+            f"  protected    {', '.join(schema.protected_attributes)} "
+            f"(favourable outcome: the {schema.favourable_class} class)"
+        )
+    for note in found.notes:
+        print(f"  note         {note}")
+    print(f"wrote {schema_path} and {suite_path} ({len(found.suite.expectations)} expectations)")
+    print(f"next: mlops run training --data {data} --schema {schema_path}")

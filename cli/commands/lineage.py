@@ -1,0 +1,58 @@
+"""``mlops lineage <model>@<alias>`` and ``mlops history <model>``: provenance from the registry and the audit trail.
+
+``lineage`` follows the alias to its version and prints the chain back to the dataset
+digest, expectation-suite version, code commit, pipeline run, signature and gate
+decisions; ``history`` prints which version held each alias, from when to when, and why
+it moved. The registry is found like every command finds it (``--tracking-uri`` >
+``MLFLOW_TRACKING_URI`` > the workspace); the audit trail like every writer does.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mlops.workspace import Workspace
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    lineage = subparsers.add_parser(
+        "lineage", help="where the model an alias serves came from (data, suite, commit, run, gates)"
+    )
+    lineage.add_argument("model", help="<model-name>@<alias>, e.g. credit-default@champion")
+    lineage.add_argument(
+        "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
+    )
+    lineage.set_defaults(handler=lineage_command)
+    history = subparsers.add_parser("history", help="which version held each alias, when, and why it moved")
+    history.add_argument("model", help="registered model name, e.g. credit-default")
+    history.set_defaults(handler=history_command)
+
+
+def lineage_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    from mlops.governance.audit import read_events
+    from mlops.governance.provenance import lineage_lines
+    from mlops.tracking.context import resolve_tracking
+
+    name, _, alias = str(args.model).partition("@")
+    if not name or not alias:
+        raise ValueError(f"{args.model!r}: write <model-name>@<alias>, e.g. credit-default@champion")
+    uri = resolve_tracking(workspace, tracking_uri=args.tracking_uri).tracking_uri
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    try:
+        version = client.get_model_version_by_alias(name, alias)
+    except MlflowException as exc:
+        raise ValueError(f"{name}@{alias} does not resolve in {uri}: {exc.message}") from exc
+    events = read_events(workspace.root)
+    print("\n".join(lineage_lines(name, alias, str(version.version), dict(version.tags), events)))
+    return 0
+
+
+def history_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.governance.audit import read_events
+    from mlops.governance.provenance import history_lines
+
+    print("\n".join(history_lines(args.model, read_events(workspace.root))))
+    return 0

@@ -1,0 +1,54 @@
+"""``mlops monitor``: run the monitoring pipeline once, now, on this machine (kfp.local).
+
+Checks the request log of ``--since`` .. ``--until`` against the champion's reference
+profile and, if it drifted, runs the training pipeline in this workspace (unless a
+retraining was triggered within the cooldown; ``--force`` overrides). Every other
+monitoring parameter is accepted as ``--set name=value`` (``mlops run monitoring --help``
+lists them). Exit 0 when the check ran (whatever it decided), 1 when it failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mlops.workspace import Workspace
+
+HELP = "check the request log for drift now and retrain if it drifted (the monitoring pipeline, locally)"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("monitor", help=HELP, description=(__doc__ or "").split("\n\n", 1)[1])
+    parser.add_argument(
+        "--since", default="", help="window start, ISO 8601 (default: 24 hours before --until)"
+    )
+    parser.add_argument("--until", default="", help="window end, ISO 8601 (default: now)")
+    parser.add_argument("--model-name", dest="model_name", help="registered model (default credit-default)")
+    parser.add_argument("--model-version", dest="model_version", help="version to check (default: champion)")
+    parser.add_argument("--force", action="store_true", help="trigger a retraining even within the cooldown")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other monitoring pipeline parameter (repeatable)",
+    )
+    parser.set_defaults(handler=monitor_command)
+
+
+def pipeline_argv(args: argparse.Namespace) -> list[str]:
+    """The ``mlops run monitoring`` arguments these flags stand for."""
+    argv = [f"--since={args.since}", f"--until={args.until}"]
+    argv += [
+        f"--{name}={getattr(args, name)}" for name in ("model_name", "model_version") if getattr(args, name)
+    ]
+    if args.force:
+        argv.append("--force=true")
+    return argv + [f"--set={item}" for item in args.overrides]
+
+
+def monitor_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from cli.commands.run import run_command
+
+    run = argparse.Namespace(pipeline="monitoring", arguments=pipeline_argv(args), verbose=False, cache=False)
+    return run_command(run, workspace)

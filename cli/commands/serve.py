@@ -1,0 +1,139 @@
+"""``mlops serve``: serve ``models:/<name>@<alias>`` from the tracking registry over KServe V2/V1.
+
+The flags are generated from :class:`serving.config.ServerConfig`, so every server
+setting has exactly one name and one description; only the workspace-dependent
+defaults (request-log directory, model cache) are filled in here. The registry is
+found like every other command finds it (:func:`mlops.tracking.context.resolve_tracking`:
+``--tracking-uri`` > ``MLFLOW_TRACKING_URI`` > the workspace's store). Bad
+configuration (an unreachable server, missing S3 credentials) is checked before
+anything loads and reported in one line with exit code 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mlops.tracking.context import check_reachable, resolve_tracking
+from mlops.workspace import DEFAULT_WORKSPACE, Workspace
+
+# Fields whose default depends on the workspace; None in the namespace means "use the workspace's".
+WORKSPACE_DEFAULTS = {
+    "tracking_uri": "$MLFLOW_TRACKING_URI, else the workspace's MLflow store",
+    "request_log_uri": "<workspace>/request-logs",
+    "model_cache_dir": "<workspace>/serving-cache",
+}
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from serving.config import ServerConfig
+
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve a registered model (KServe V2 / V1 REST, dynamic batching, hot reload)",
+        description="Serve models:/<model-name>@<alias> with ONNX Runtime; follows the alias as it moves.",
+    )
+    for field, info in ServerConfig.model_fields.items():
+        help_text = info.description or ""
+        if field in WORKSPACE_DEFAULTS:
+            parser.add_argument(
+                _flag(field), default=None, help=f"{help_text} (default {WORKSPACE_DEFAULTS[field]})"
+            )
+        elif info.annotation is bool:
+            parser.add_argument(
+                _flag(field), action=argparse.BooleanOptionalAction, default=info.default, help=help_text
+            )
+        elif field == "auth_token":
+            parser.add_argument(
+                _flag(field), default="", help=f"{help_text} Visible in ps; prefer --auth-token-file."
+            )
+        else:
+            kind = info.annotation if info.annotation in (int, float) else str
+            parser.add_argument(
+                _flag(field), type=kind, default=info.default, help=f"{help_text} (default %(default)s)"
+            )
+    parser.add_argument(
+        "--auth-token-file", type=Path, default=None, help="read the bearer token from this file"
+    )
+    parser.add_argument("--no-request-log", action="store_true", help="do not log requests")
+    parser.set_defaults(handler=serve_command)
+
+
+def server_config(args: argparse.Namespace, workspace: Workspace, tracking_uri: str = "") -> Any:
+    """The :class:`ServerConfig` the flags describe (validation errors are ValueErrors).
+
+    ``tracking_uri`` is the resolved store, used when ``--tracking-uri`` is not given.
+    """
+    from serving.config import ServerConfig
+
+    values = {field: getattr(args, field) for field in ServerConfig.model_fields}
+    if values["tracking_uri"] is None:
+        values["tracking_uri"] = tracking_uri or resolve_tracking(workspace).tracking_uri
+    if values["model_cache_dir"] is None:
+        values["model_cache_dir"] = str(workspace.root / "serving-cache")
+    if args.no_request_log:
+        values["request_log_uri"] = ""
+    elif values["request_log_uri"] is None:
+        values["request_log_uri"] = str(workspace.root / "request-logs")
+    if args.auth_token_file is not None:
+        if values["auth_token"]:
+            raise ValueError("pass either --auth-token or --auth-token-file, not both")
+        try:
+            values["auth_token"] = args.auth_token_file.read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"--auth-token-file {args.auth_token_file}: {exc.strerror}") from exc
+    return ServerConfig(**values)
+
+
+def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops import storage
+    from serving.server import serve
+
+    resolved = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "")
+    config = server_config(args, workspace, resolved.tracking_uri)
+    if resolved.workspace_store and not workspace.tracking_db.is_file():
+        raise ValueError(
+            f"workspace {workspace.root} has no MLflow store ({workspace.tracking_db}); "
+            "run `mlops run training` first, or pass --workspace / --tracking-uri or set MLFLOW_TRACKING_URI"
+        )
+    check_reachable(resolved.tracking_uri)
+    if config.request_log_uri:
+        storage.check_access(config.request_log_uri)  # fail now, not on the first flush minutes later
+    print("\n".join(["Serving with:", *resolved.describe()[:1]]), flush=True)
+    from mlops.governance.signing import workspace_defaults
+
+    with workspace_defaults(workspace.root, sign=False):
+        serve(config)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m cli.commands.serve [--workspace DIR] [serve flags]``: the same command, standalone."""
+    parser = argparse.ArgumentParser(prog="mlops")
+    parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
+    subparsers = parser.add_subparsers(dest="command")
+    add_parser(subparsers)
+    args = parser.parse_args(_with_command(argv))
+    try:
+        return serve_command(args, Workspace(args.workspace))
+    except ValueError as exc:
+        print(f"mlops serve: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _with_command(argv: Sequence[str] | None) -> list[str]:
+    """Insert the ``serve`` subcommand after the global ``--workspace`` option."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    head = args[:2] if args[:1] == ["--workspace"] else []
+    return head + ["serve"] + args[len(head) :]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

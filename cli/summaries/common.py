@@ -1,0 +1,94 @@
+"""What ``mlops run`` prints around a run: where it logs, what it found, and where it stopped if it failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cli.console.display import duration
+from cli.console.figures import MAX_REASONS, short, split_reasons
+from cli.local_run import LocalRun, PipelineFailed
+from mlops.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mlops.tracking.context import ResolvedTracking
+
+# (task folder, output name, label) of the files a person wants to open after a run.
+REPORTS = (
+    ("validate-data", "report_html", "data report"),
+    ("validate-data", "report_json", "data report json"),
+    ("evaluate-model", "confusion_matrix", "confusion"),
+    ("evaluate-model", "roc_curve", "ROC curve"),
+    ("metrics-gate", "report", "metrics gate"),
+    ("validate-model", "report_html", "model report"),
+    ("validate-model", "report_json", "model report json"),
+)
+SUCCESS_REPORTS = ("data report", "model report", "metrics gate")
+"""After a successful run: the reports a person opens first (the others sit beside them)."""
+
+
+def report_paths(run_dir: Path | None, labels: tuple[str, ...] | None = None) -> list[tuple[str, Path]]:
+    if run_dir is None:
+        return []
+    found = []
+    for task, output, label in REPORTS:
+        if labels is not None and label not in labels:
+            continue
+        path = run_dir / task / output
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file())
+            path = files[0] if files else path
+        if path.exists():
+            found.append((label, path))
+    return found
+
+
+def row(label: str, value: object) -> str:
+    return f"  {label:<17} {value}"
+
+
+def reason_lines(reasons: list[str], more_in: str = "the report") -> list[str]:
+    """At most :data:`MAX_REASONS` short lines, then how many more the full text holds."""
+    lines = [f"    - {short(reason)}" for reason in reasons[:MAX_REASONS]]
+    if len(reasons) > MAX_REASONS:
+        lines.append(f"    … and {len(reasons) - MAX_REASONS} more in {more_in}")
+    return lines
+
+
+def decision_lines(decision: str, reason: str) -> list[str]:
+    """The gates' decision on one line, each reason on its own short line below it."""
+    if decision == "promote" or not reason:
+        return [row("decision", f"{decision}" + (f" ({short(reason, 100)})" if reason else ""))]
+    return [row("decision", decision), *reason_lines(split_reasons(reason), "the gate reports")]
+
+
+def print_start(pipeline: str, workspace: Workspace, tracking: ResolvedTracking) -> None:
+    """The resolved configuration, before anything runs: a wrong store is visible at once."""
+    lines = [f"Running pipeline {pipeline!r} with kfp.local.", row("workspace", workspace.root)]
+    print("\n".join([*lines, *tracking.describe()]), flush=True)
+
+
+def run_lines(result: LocalRun) -> list[str]:
+    """Where the run's files and logs are."""
+    lines = []
+    if result.run_dir is not None:
+        lines.append(row("pipeline run", result.run_dir))
+    if result.log_dir is not None:
+        lines.append(row("step logs", f"{result.log_dir}/<step>.log"))
+    return lines
+
+
+def print_failure(failure: PipelineFailed, workspace: Workspace) -> None:
+    """The failed step, why (at most five reasons), the reports, and last the step's log."""
+    run = failure.run
+    lines = ["", f"Run FAILED at step {failure.task} after {duration(run.seconds)}."]
+    lines.append(row("reason", short(failure.headline)))
+    lines += reason_lines(failure.details, "the report" if report_paths(run.run_dir) else "the log")
+    lines += [
+        row(label, path) for label, path in report_paths(run.run_dir, ("data report", "data report json"))
+    ]
+    if run.run_dir is not None:
+        lines.append(row("pipeline run", run.run_dir))
+    log = run.log_path(failure.task)
+    lines.append(row("log", log if log is not None and log.exists() else run.log_dir))
+    print("\n".join(lines))

@@ -1,0 +1,63 @@
+"""What ``mlops run training`` prints at the end: the key metrics, the decision and where everything is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cli.console.display import duration
+from cli.console.figures import split_reasons, task_outputs
+from cli.local_run import LocalRun
+from cli.summaries.common import SUCCESS_REPORTS, decision_lines, report_paths, row, run_lines
+from mlops.vocabulary import DECISION_TAG, PIPELINE_RUN_ID_TAG, REASON_TAG, TAG_PREFIX, TASK_TAG
+from mlops.workspace import Workspace
+
+KFP_RUN_ID_TAG = f"{TAG_PREFIX}kfp_run_id"  # the Lineage field the register step tags
+
+
+def test_auc(client: Any, result: LocalRun, experiment: str, kfp_run_id: str) -> float | None:
+    """The evaluate step's test ROC AUC: from this run's folder, else (a cached step) from MLflow."""
+    if result.run_dir is not None:
+        params, _ = task_outputs(result.run_dir / "evaluate-model")
+        if isinstance(params.get("test_auc"), int | float):
+            return float(params["test_auc"])
+    found = client.get_experiment_by_name(experiment)
+    if found is None or not kfp_run_id:
+        return None
+    runs = client.search_runs(
+        [found.experiment_id],
+        f"tags.`{PIPELINE_RUN_ID_TAG}` = '{kfp_run_id}' and tags.`{TASK_TAG}` = 'evaluate'",
+        max_results=1,
+    )
+    return runs[0].data.metrics.get("test_roc_auc") if runs else None
+
+
+def print_summary(workspace: Workspace, arguments: dict[str, Any], result: LocalRun) -> dict[str, str]:
+    """Test AUC, model version and aliases, the gates' decision (a reason a line), reports; returns the facts."""
+    import mlflow
+
+    version = str(result.output)
+    model_name = arguments["model_name"]
+    tracking_uri = arguments["tracking_uri"]
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    model_version = client.get_model_version(model_name, version)
+    aliases = ", ".join(sorted(model_version.aliases)) or "none"
+    tags = model_version.tags
+    auc = test_auc(client, result, arguments["experiment"], tags.get(KFP_RUN_ID_TAG, ""))
+    decision = tags.get(DECISION_TAG, "?")
+    lines = [
+        "",
+        f"Run finished in {duration(result.seconds)}.",
+        row("test AUC", f"{auc:.4f}" if auc is not None else "?"),
+        row("model", f"{model_name} version {version} (aliases: {aliases})"),
+        row("model URI", f"models:/{model_name}/{version}"),
+        *decision_lines(decision, tags.get(REASON_TAG, "")),
+        *run_lines(result),
+        *[row(label, path) for label, path in report_paths(result.run_dir, SUCCESS_REPORTS)],
+        row("browse runs", "mlops ui · mlops runs"),
+    ]
+    print("\n".join(lines))
+    facts = {"model": f"{model_name} v{version}", "decision": decision, "aliases": aliases}
+    if auc is not None:
+        facts["test AUC"] = f"{auc:.4f}"
+    facts["reasons"] = "\n".join(split_reasons(tags.get(REASON_TAG, "")))
+    return facts

@@ -1,0 +1,210 @@
+"""Validate a dataset against a versioned expectation suite with Great Expectations 1.x.
+
+The schema check (columns, numeric dtypes, 0/1 labels) runs first and GE runs
+anyway, so one report lists every problem instead of the first. Reports are
+written whether or not validation passes: a failed pipeline step is only
+actionable if its report says which rule broke and by how much.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from components.data_validation.gx_run import run_suite
+from components.data_validation.report import render_html, render_json
+from components.data_validation.result import CheckResult, ValidationFailed, ValidationResult
+from components.data_validation.suite import DEFAULT_SUITE_PATH, Suite, SuiteError, load_suite
+from mlops.data.dataset import DatasetError, DatasetSchema, load_table
+from mlops.tracking.context import TrackingContext, task_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "DEFAULT_SUITE_PATH",
+    "CheckResult",
+    "Suite",
+    "SuiteError",
+    "ValidationFailed",
+    "ValidationResult",
+    "load_suite",
+    "run_validation",
+    "validate",
+    "write_reports",
+]
+
+SCHEMA_CHECK = "dataset_schema"
+
+
+def _schema_check(
+    frame: pd.DataFrame, schema: DatasetSchema, source: str
+) -> tuple[CheckResult, pd.DataFrame]:
+    """The schema check, and the table the suite then checks: the prepared one (markers read as
+    missing, declared columns, label 0/1) or, when the schema check fails, the raw one with markers read."""
+    try:
+        table = schema.prepare(frame, source)
+    except DatasetError as exc:
+        ok, text = False, str(exc)
+        table = schema.read_missing(frame)
+    else:
+        ok, text = (
+            True,
+            f"all {len(schema.columns)} declared columns present and numeric as declared; label "
+            f"{schema.label!r} holds {schema.positive_label!r} (1) and {schema.negative_label!r} (0)",
+        )
+    check = CheckResult(
+        expectation=SCHEMA_CHECK,
+        column=None,
+        success=ok,
+        observed=text,
+        observed_text=text,
+        kwargs={
+            "label": schema.label,
+            "positive_label": schema.positive_label,
+            "numeric_features": len(schema.numeric_features),
+            "categorical_features": len(schema.categorical_features),
+            "protected_attributes": list(schema.protected_attributes),
+            "ignored_columns": list(schema.ignored_columns),
+            "missing_values": list(schema.missing_values),
+        },
+    )
+    return check, table
+
+
+def validate(
+    frame: pd.DataFrame, schema: DatasetSchema, suite: Suite, source: str = "dataset", digest: str = ""
+) -> ValidationResult:
+    """Run the schema check and the suite; never raises for bad data, only reports it.
+
+    The suite checks the prepared table (what training reads), so a generated suite's label
+    expectations are about 0/1 whatever the label's values are in the file.
+    """
+    result, _ = validate_and_prepare(frame, schema, suite, source, digest)
+    return result
+
+
+def validate_and_prepare(
+    frame: pd.DataFrame, schema: DatasetSchema, suite: Suite, source: str = "dataset", digest: str = ""
+) -> tuple[ValidationResult, pd.DataFrame]:
+    """:func:`validate`, and the prepared table it checked."""
+    started = time.perf_counter()
+    schema_check, table = _schema_check(frame, schema, source)
+    checks = [schema_check, *run_suite(table, suite)]
+    result = ValidationResult(
+        suite_name=suite.name,
+        suite_version=suite.version,
+        source=source,
+        dataset_digest=digest,
+        rows=len(frame),
+        columns=len(frame.columns),
+        duration_s=round(time.perf_counter() - started, 4),
+        checks=tuple(checks),
+    )
+    return result, table
+
+
+def write_reports(result: ValidationResult, html_path: Path, json_path: Path) -> None:
+    for path, text in ((html_path, render_html(result)), (json_path, render_json(result))):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _setup_failure(stage: str, exc: Exception, source: str, suite: Suite | None) -> ValidationResult:
+    """A result for data or a suite that could not even be loaded, so the reports still explain why."""
+    return ValidationResult(
+        suite_name=suite.name if suite else "",
+        suite_version=suite.version if suite else "",
+        source=source,
+        rows=0,
+        columns=0,
+        duration_s=0.0,
+        checks=(
+            CheckResult(
+                expectation=stage,
+                column=None,
+                success=False,
+                observed=str(exc),
+                observed_text=str(exc),
+                kwargs={},
+            ),
+        ),
+    )
+
+
+def _record(result: ValidationResult, html_path: Path, json_path: Path) -> None:
+    """Write both reports and log them, with summary metrics, to the active MLflow run."""
+    import mlflow
+
+    write_reports(result, html_path, json_path)
+    mlflow.log_text(html_path.read_text(encoding="utf-8"), "validation/report.html")
+    mlflow.log_text(json_path.read_text(encoding="utf-8"), "validation/report.json")
+    mlflow.log_metrics(
+        {
+            "rows": result.rows,
+            "columns": result.columns,
+            "n_expectations": len(result.checks),
+            "n_failed_expectations": len(result.failed),
+            "success": float(result.success),
+            "validation_seconds": result.duration_s,
+        }
+    )
+
+
+def run_validation(
+    data_uri: str,
+    schema: DatasetSchema,
+    suite_path: str | Path | None,
+    tracking_context: TrackingContext,
+    dataset_out_path: Path,
+    html_path: Path,
+    json_path: Path,
+) -> tuple[str, str]:
+    """Validate ``data_uri`` and return ``(dataset_digest, suite_version)``.
+
+    Both reports are written and logged in every outcome; the validated, prepared table
+    (declared columns only, missing markers as NaN, label 0/1) is written as Parquet only on
+    success, so nothing downstream can read rejected data.
+
+    Raises:
+        SuiteError: the suite file is missing or malformed.
+        DatasetError: the data cannot be read or parsed.
+        ValidationFailed: the data broke the schema or the suite.
+    """
+    import mlflow
+
+    with task_run(tracking_context, "data_validation"):
+        mlflow.log_param("data_uri", data_uri)
+        try:
+            suite = load_suite(suite_path or DEFAULT_SUITE_PATH)
+        except SuiteError as exc:
+            _record(_setup_failure("load_suite", exc, data_uri, None), html_path, json_path)
+            raise
+        mlflow.log_params({"suite_name": suite.name, "suite_version": suite.version})
+        try:
+            frame, digest = load_table(data_uri)
+        except DatasetError as exc:
+            _record(_setup_failure("load_table", exc, data_uri, suite), html_path, json_path)
+            raise
+        mlflow.log_param("dataset_digest", digest)
+        result, table = validate_and_prepare(frame, schema, suite, source=data_uri, digest=digest)
+        _record(result, html_path, json_path)
+        from mlops.governance.audit import record_in_run
+
+        record_in_run(
+            "data.validated",
+            data_uri,
+            {
+                "success": result.success,
+                "dataset_digest": digest,
+                "suite": suite.name,
+                "suite_version": suite.version,
+            },
+            pipeline_run_id=tracking_context.pipeline_run_id,
+        )
+        if not result.success:
+            raise ValidationFailed(result)
+        dataset_out_path.parent.mkdir(parents=True, exist_ok=True)
+        table.to_parquet(dataset_out_path, index=False)
+    return digest, suite.version

@@ -1,0 +1,73 @@
+"""The INT8 step of a pipeline: quantise a registered version and register the result if the gate passes.
+
+The logic lives in :mod:`components.quantize.int8` (``mlops quantize`` runs the same code); this
+module turns a gate refusal into a recorded decision instead of a failed task,
+like the promotion gates: a pipeline whose INT8 copy is not accurate enough still
+succeeds and keeps serving FP32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlops.gates import REJECT
+from mlops.tracking.context import TrackingContext, task_run
+from mlops.vocabulary import DECISION_TAG, REASON_TAG
+
+ACCEPT = "accept"
+
+
+@dataclass(frozen=True)
+class QuantizeOutcome:
+    decision: str
+    """``accept`` (INT8 version registered) or ``reject`` (gate refused, nothing registered)."""
+    reason: str
+    """The parity figures and the bound, in words."""
+    version: str
+    """The new INT8 version; empty on reject."""
+    auc_fp32: float
+    """Held-out AUC of the FP32 source."""
+    auc_int8: float
+    """Held-out AUC of the INT8 model."""
+
+    @property
+    def auc_drop(self) -> float:
+        return self.auc_fp32 - self.auc_int8
+
+
+def run_quantize(
+    model_name: str,
+    source_version: str,
+    holdout_path: Path,
+    label_column: str,
+    max_auc_drop: float,
+    out_dir: Path,
+    context: TrackingContext,
+) -> QuantizeOutcome:
+    """Quantise ``model_name`` version ``source_version``; the INT8 file goes to ``out_dir/model.onnx``."""
+    import mlflow
+
+    from components.quantize.int8 import quantize_registered
+    from components.quantize.quantizer import QuantizationRejected, QuantizeConfig
+    from mlops.data.dataset import load_table
+
+    if not source_version.isdigit():
+        raise ValueError(f"source_version {source_version!r} must be a registry version number such as '3'")
+    config = QuantizeConfig(max_auc_drop=max_auc_drop)
+    holdout, _ = load_table(str(holdout_path))
+    out_path = Path(out_dir) / "model.onnx"
+    try:
+        result = quantize_registered(
+            context, model_name, source_version, holdout, label_column, config, out_path=out_path
+        )
+    except QuantizationRejected as rejected:
+        with task_run(context, "quantize"):
+            parity = rejected.result
+            mlflow.log_metrics(
+                {"auc_fp32": parity.auc_fp32, "auc_int8": parity.auc_int8, "auc_drop": parity.auc_drop}
+            )
+            mlflow.set_tags({DECISION_TAG: REJECT, REASON_TAG: str(rejected)})
+        return QuantizeOutcome(REJECT, str(rejected), "", parity.auc_fp32, parity.auc_int8)
+    parity = result.parity
+    return QuantizeOutcome(ACCEPT, parity.message(), result.version, parity.auc_fp32, parity.auc_int8)

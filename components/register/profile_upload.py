@@ -1,0 +1,42 @@
+"""The reference profile a version is registered with (see :mod:`mlops.model.reference_profile`).
+
+Logged as ``reference_profile.json`` in the register task's run and named on the
+version by :data:`mlops.vocabulary.PROFILE_TAG`, so the drift monitor finds it from
+the version alone and never reads the training data again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mlops.model.reference_profile import PROFILE_FILE, build_profile
+from mlops.vocabulary import PROFILE_TAG
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mlops.model.onnx_model import OnnxScorer
+
+
+def log_reference_profile(
+    scorer: OnnxScorer, frame: pd.DataFrame, label: str | None, model_name: str, version: str
+) -> str:
+    """Profile ``frame`` (and the model's scores on it) into the active run; tag the version; return the URI
+    (empty, with no tag, when the model scores no row finitely)."""
+    import mlflow
+    import numpy as np
+
+    labels = frame[label].to_numpy() if label and label in frame.columns else None
+    scores = scorer.predict_encoded(scorer.spec.encode(frame))
+    if not np.isfinite(scores).any():
+        # A model that scores nothing has no score distribution to drift from; the gates reject it
+        # (its test AUC is undefined) and monitoring refuses the version for want of a profile.
+        print(
+            f"{model_name} version {version} scores no finite value on the reference rows: no reference profile"
+        )
+        return ""
+    profile = build_profile(frame, scorer.spec, scores, labels)
+    mlflow.log_text(profile.to_json(), PROFILE_FILE)
+    uri = f"{mlflow.get_artifact_uri()}/{PROFILE_FILE}"
+    mlflow.MlflowClient().set_model_version_tag(model_name, version, PROFILE_TAG, uri)
+    return uri

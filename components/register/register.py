@@ -1,0 +1,107 @@
+"""Register an exported ONNX model as a new MLflow model version with its lineage.
+
+The registry is the single source of truth for "which model is which": the
+version carries lineage tags (where its data, code and pipeline run came from)
+and the SHA-256 of its ONNX file, which the server checks before loading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from components.register.profile_upload import log_reference_profile
+from mlops.governance.signing import sign_registered_version
+from mlops.tracking.context import TrackingContext, task_run
+from mlops.vocabulary import (
+    DIGEST_TAG,
+    MODEL_NAME_TAG,
+    MODEL_VERSION_TAG,
+    ONNX_FILE,
+    Lineage,
+    file_sha256,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class RegisteredVersion:
+    model_name: str
+    version: str
+    model_uri: str
+    onnx_sha256: str
+
+
+def register_onnx_model(
+    onnx_dir: Path,
+    example_frame: pd.DataFrame,
+    model_name: str,
+    lineage: Lineage,
+    context: TrackingContext,
+    label: str | None = None,
+) -> RegisteredVersion:
+    """Log the ONNX model with signature and input example and register it with its lineage.
+
+    No alias yet: ``challenger`` moves only once every gate has decided (``combine_gates``), so a
+    run whose gate crashes leaves no challenger behind. ``example_frame`` (the test split) is also
+    the version's reference profile for drift monitoring; ``label`` names its label column, for the
+    calibration and reference metrics.
+    """
+    from importlib.metadata import version
+
+    import mlflow
+    import onnx
+    from mlflow.models import infer_signature
+
+    from mlops.model.onnx_model import OnnxScorer
+
+    if not model_name or "/" in model_name or "@" in model_name:
+        raise ValueError(f"model name {model_name!r} is invalid; use letters, digits, '-', '_' or '.'")
+    onnx_path = Path(onnx_dir) / ONNX_FILE
+    if not onnx_path.is_file():
+        raise FileNotFoundError(f"{onnx_dir} holds no {ONNX_FILE}; run the export_onnx step first")
+
+    scorer = OnnxScorer.load(onnx_path)
+    example = scorer.spec.encode(example_frame.head(5))
+    signature = infer_signature(example, scorer.predict_encoded(example))
+
+    with task_run(context, "register"):
+        # One self-contained file: the digest below then covers every weight the server will load.
+        info = mlflow.onnx.log_model(
+            onnx.load(str(onnx_path)),
+            name="model",
+            signature=signature,
+            input_example=example,
+            registered_model_name=model_name,
+            save_as_external_data=False,
+            # Stated, not inferred: inference scans imports (~2 s) and could pick up torch.
+            pip_requirements=[f"onnx=={version('onnx')}", f"onnxruntime=={version('onnxruntime')}"],
+        )
+        number = str(info.registered_model_version)
+        local_copy = Path(mlflow.artifacts.download_artifacts(f"models:/{model_name}/{number}"))
+        onnx_sha256 = file_sha256(local_copy / ONNX_FILE)
+        client = mlflow.MlflowClient()
+        for key, value in {**lineage.tags(), DIGEST_TAG: onnx_sha256}.items():
+            client.set_model_version_tag(model_name, number, key, value)
+        log_reference_profile(scorer, example_frame, label, model_name, number)
+        mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
+        _audit_registration(model_name, number, onnx_sha256, lineage)
+        # Signed at registration: the challenger alias only moves after the gates (combine-gates),
+        # so a version that cannot be signed never becomes challenger.
+        sign_registered_version(client, model_name, number, local_copy, lineage.kfp_run_id)
+        mlflow.log_params({"model_name": model_name, "model_version": number})
+    return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
+
+
+def _audit_registration(model_name: str, number: str, onnx_sha256: str, lineage: Lineage) -> None:
+    from mlops.governance.audit import record_in_run
+
+    subject = f"{model_name}/{number}"
+    tags = lineage.tags()
+    details = {"onnx_sha256": onnx_sha256, **{k.removeprefix("mlops."): v for k, v in tags.items()}}
+    record_in_run(
+        "model.registered", subject, details, pipeline_run_id=lineage.kfp_run_id, model_version=subject
+    )

@@ -1,0 +1,124 @@
+"""Trigger a retraining when a drift check asks for one, unless the cooldown says not yet.
+
+The trigger runs the platform's own command line, exactly what an operator would type:
+``mlops run training`` (local runner, waits for it) or ``mlops submit`` (a run of the
+uploaded training pipeline through ``kfp.Client``; credentials stay in the task's
+environment). The triggered run records ``trigger`` on the version it registers, so
+its lineage names the monitoring run that caused it. The cooldown's clock is a tag on
+the registered model (the registry is reachable from a laptop and from a pod alike);
+every decision, fired or held back, goes to the audit trail.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from components.retrain_trigger.config import RetrainSettings
+from mlops.vocabulary import LAST_RETRAIN_TAG
+
+TRIGGERED = "triggered"
+COOLDOWN = "cooldown"
+
+
+class TriggerError(RuntimeError):
+    """The triggered retraining could not be started (or, locally, failed); the message says where."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    """``triggered`` or ``cooldown``."""
+    reason: str
+    trigger: str
+    """The text the triggered run records on its model version (``mlops.trigger``)."""
+
+
+def cooldown_left(last: str | None, now: datetime, hours: float) -> timedelta | None:
+    """Time left in the cooldown after a trigger at ``last`` (ISO); None when none is left."""
+    if not last:
+        return None
+    left = datetime.fromisoformat(last) + timedelta(hours=hours) - now
+    return left if left > timedelta(0) else None
+
+
+def command(settings: RetrainSettings, model_name: str, tracking_uri: str, trigger: str) -> list[str]:
+    """The ``mlops`` command line that starts the retraining."""
+    sets = {"model_name": model_name, "trigger": trigger}
+    if settings.retrain_target == "local":
+        if not settings.workspace:
+            raise TriggerError("retrain_target local needs the workspace setting (mlops monitor fills it in)")
+        if tracking_uri:
+            sets["tracking_uri"] = tracking_uri
+        head = ["--workspace", settings.workspace, "run", "training"]
+    else:
+        head = ["submit", "--pipeline", settings.kfp_pipeline, "--experiment", settings.kfp_experiment]
+        if settings.kfp_host:
+            head += ["--host", settings.kfp_host]
+    sets.update({k: v for k, v in settings.retrain_overrides.items() if k not in ("model_name", "trigger")})
+    return [sys.executable, "-m", "cli.main", *head, *(f"--set={k}={v}" for k, v in sets.items())]
+
+
+def run_command(argv: list[str]) -> str:
+    print("retraining:", " ".join(argv[2:]), flush=True)
+    # A KFP task runs with _KFP_RUNTIME=true, which makes kfp.dsl import only what an executor
+    # needs; the mlops command line compiles and runs pipelines, so it must not inherit it.
+    env = {key: value for key, value in os.environ.items() if key != "_KFP_RUNTIME"}
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    print(result.stdout[-4000:], flush=True)
+    if result.returncode != 0:
+        raise TriggerError(
+            f"the triggered retraining failed (exit {result.returncode}): {result.stderr.strip()[-2000:]}"
+        )
+    return result.stdout
+
+
+def maybe_trigger(
+    settings: RetrainSettings,
+    model_name: str,
+    tracking_uri: str,
+    check_run_id: str,
+    reasons: str,
+    now: datetime | None = None,
+    run: object = run_command,
+) -> Outcome:
+    import mlflow
+
+    from mlops.governance import audit
+
+    now = now or datetime.now(UTC)
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri or None, registry_uri=tracking_uri or None)
+    last = client.get_registered_model(model_name).tags.get(LAST_RETRAIN_TAG)
+    trigger = f"drift-monitor run {check_run_id}"
+    left = cooldown_left(last, now, settings.cooldown_hours)
+    details = {
+        "reasons": reasons,
+        "last_trigger": last or "",
+        "cooldown_hours": settings.cooldown_hours,
+        "force": settings.force,
+        "target": settings.retrain_target,
+    }
+    links = {"mlflow_run_id": check_run_id}
+    root = settings.workspace or None
+    if left is not None and not settings.force:
+        reason = f"cooldown: last retraining triggered at {last}, {left} left of {settings.cooldown_hours} h"
+        audit.record(
+            "retrain.suppressed", model_name, {**details, "why": reason}, links=links, workspace_root=root
+        )
+        return Outcome(COOLDOWN, reason, trigger)
+    argv = command(settings, model_name, tracking_uri, trigger)
+    details["command"] = argv[3:]
+    audit.record("retrain.triggered", model_name, details, links=links, workspace_root=root)
+    try:
+        run(argv)  # type: ignore[operator]
+    except TriggerError as exc:
+        audit.record(
+            "retrain.failed", model_name, {**details, "error": str(exc)}, links=links, workspace_root=root
+        )
+        raise
+    # The cooldown starts once a retraining really started: a failed start is retried by the next check.
+    client.set_registered_model_tag(model_name, LAST_RETRAIN_TAG, now.isoformat())
+    return Outcome(TRIGGERED, f"retraining started: {reasons}", trigger)

@@ -1,0 +1,220 @@
+"""Set up a tuning run and run one worker's trials; the training core does the training.
+
+The set-up step checks everything that can be wrong before any trial starts
+(search space, storage, study direction), opens the MLflow parent run and
+writes the :class:`~components.tune.study.TuningPlan`. Each worker then asks
+the shared study for trials and trains them with :func:`training.trainer.train`;
+pruning hooks into the per-epoch metrics the core already reports to its
+:class:`~training.tracking.MetricsLogger`, so the training loop needs no
+Optuna-specific code.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from components.tune.space import SearchSpace, load_space
+from components.tune.study import (
+    StudyStorageError,
+    TuneSettings,
+    TuningPlan,
+    open_storage,
+    open_study,
+    redact,
+)
+from mlops.data.dataset import DatasetSchema
+from mlops.progress import Progress, emit
+from mlops.tracking.context import PIPELINE_RUN_ID_TAG, TASK_TAG, TrackingContext, task_run
+from training.config import TrainConfig
+
+if TYPE_CHECKING:
+    import optuna
+    import pandas as pd
+
+    from training.tracking import MetricsLogger
+
+TASK_NAME = "tune"
+TRIAL_TASK_NAME = "tune_trial"
+STATE_TAG = "optuna.state"
+MLFLOW_STATUS = {"complete": "FINISHED", "pruned": "KILLED", "failed": "FAILED"}
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerSummary:
+    """What one worker did; the fan-in step sums these."""
+
+    complete: int
+    pruned: int
+    failed: int
+
+    @property
+    def trials(self) -> int:
+        return self.complete + self.pruned + self.failed
+
+
+def prepare_study(
+    settings: TuneSettings,
+    base: TrainConfig,
+    storage_url: str,
+    tracking: TrackingContext,
+    space_file: str = "",
+    space_overrides: Mapping[str, Any] | None = None,
+) -> TuningPlan:
+    """Validate the inputs, create or resume the study and open the MLflow parent run.
+
+    Nothing is written to MLflow until the space and the storage have passed,
+    so bad input leaves no half-started tuning run behind.
+    """
+    import mlflow
+    import optuna
+
+    if settings.tune_trials < 1:
+        raise ValueError(f"tune_trials is {settings.tune_trials}: nothing to tune; set tune_trials >= 1")
+    space: SearchSpace = load_space(space_file, space_overrides)
+    space.check_against(base)
+    storage = open_storage(storage_url)
+    study = optuna.create_study(
+        study_name=settings.tune_study_name, storage=storage, direction="maximize", load_if_exists=True
+    )
+    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
+        raise StudyStorageError(
+            f"study {settings.tune_study_name!r} in {redact(storage_url)} minimises its objective; this component "
+            "maximises validation AUC: pick another study_name"
+        )
+    trials_before = len(study.get_trials(deepcopy=False))
+    with task_run(tracking, TASK_NAME) as run:
+        mlflow.log_params(
+            {
+                **{f"tune.{k}": v for k, v in settings.model_dump().items()},
+                "tune.storage": redact(storage_url),
+                "tune.trials_before": trials_before,
+                **{f"base.{k}": v for k, v in base.flat_params().items()},
+            }
+        )
+        mlflow.log_dict(space.model_dump(mode="json"), "tuning/search_space.json")
+        mlflow.set_tags({"optuna.study_name": settings.tune_study_name})
+        parent_run_id = run.info.run_id
+    return TuningPlan(
+        settings=settings,
+        storage=storage_url,
+        space=space,
+        base=base,
+        deadline=time.time() + settings.tune_max_minutes * 60,
+        parent_run_id=parent_run_id,
+        trials_before=trials_before,
+    )
+
+
+@dataclass(frozen=True)
+class PruningLogger:
+    """Forwards to the trial's MLflow logger and reports each epoch's validation AUC to Optuna.
+
+    Raising :class:`optuna.TrialPruned` from ``log_metrics`` stops the training
+    loop right after the epoch the pruner judged hopeless. Trials always run
+    in one process, so the trial object never has to be pickled.
+    """
+
+    inner: MetricsLogger
+    trial: optuna.Trial
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        self.inner.log_params(params)
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        import optuna
+
+        self.inner.log_metrics(metrics, step)
+        if "val_auc" in metrics:
+            self.trial.report(float(metrics["val_auc"]), step)
+            if self.trial.should_prune():
+                raise optuna.TrialPruned(f"validation AUC {metrics['val_auc']:.4f} at epoch {step}")
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
+        pass  # trial models are thrown away; the best parameters are retrained by the train step
+
+
+def run_worker(
+    plan: TuningPlan,
+    worker_index: int,
+    frame: pd.DataFrame,
+    schema: DatasetSchema,
+    tracking: TrackingContext,
+) -> WorkerSummary:
+    """Run this worker's quota of trials (or fewer, if the deadline passes); failures do not stop it."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    schema.check(frame, "tuning data")
+    study = open_study(plan, worker_index)
+    tracking.apply()
+    states = {"complete": 0, "pruned": 0, "failed": 0}
+    for _ in range(plan.quota(worker_index)):
+        if time.time() >= plan.deadline:
+            log.warning("worker %d: wall-time budget reached, starting no more trials", worker_index)
+            break
+        trial = study.ask()
+        state = _run_trial(study, trial, plan, worker_index, frame, schema, tracking)
+        states[state] += 1
+    return WorkerSummary(**states)
+
+
+def _run_trial(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    plan: TuningPlan,
+    worker_index: int,
+    frame: pd.DataFrame,
+    schema: DatasetSchema,
+    tracking: TrackingContext,
+) -> str:
+    import mlflow
+    import optuna
+
+    from components.tune.space import apply
+    from training.tracking import MlflowLogger
+    from training.trainer import train
+
+    tags = {
+        TASK_TAG: TRIAL_TASK_NAME,
+        "optuna.study_name": plan.settings.tune_study_name,
+        "optuna.trial_number": str(trial.number),
+        "optuna.worker": str(worker_index),
+    }
+    if tracking.pipeline_run_id:
+        tags[PIPELINE_RUN_ID_TAG] = tracking.pipeline_run_id
+    run = mlflow.start_run(run_name=f"trial-{trial.number}", parent_run_id=plan.parent_run_id, tags=tags)
+    trial.set_user_attr("mlflow_run_id", run.info.run_id)
+    state, value, error = "failed", None, ""
+    try:
+        params = plan.space.suggest(trial)
+        mlflow.log_params({f"trial.{k}": v for k, v in params.items()})
+        config = apply(plan.base, params)
+        logger = PruningLogger(MlflowLogger(run.info.run_id, mlflow.get_tracking_uri()), trial)
+        with tempfile.TemporaryDirectory(prefix="mlops-trial-") as scratch:
+            result = train(frame, schema, config, Path(scratch) / "model", logger=logger)
+        state, value = "complete", result.best_val_auc
+    except optuna.TrialPruned as pruned:
+        state, error = "pruned", str(pruned)
+    except Exception as exc:  # a crashing trial is recorded and the study goes on
+        error = f"{type(exc).__name__}: {exc}"
+        log.warning("trial %d failed: %s", trial.number, error)
+    finally:
+        if state == "complete":
+            study.tell(trial, value)
+            mlflow.log_metric("trial_value", float(value or 0.0))
+        else:
+            failed = optuna.trial.TrialState.FAIL
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED if state == "pruned" else failed)
+        mlflow.set_tags({STATE_TAG: state, **({"optuna.reason": error[:500]} if error else {})})
+        mlflow.end_run(status=MLFLOW_STATUS[state])
+    print(f"tune worker {worker_index}: trial {trial.number} {state}" + (f" ({error})" if error else ""))
+    figure = f"trial {trial.number} {state}" + (f", val AUC {value:.4f}" if value is not None else "")
+    emit(Progress(unit="trial", total=plan.quota(worker_index), advance=1, text=figure))
+    return state

@@ -1,0 +1,95 @@
+"""What a rollout writes to the MLflow registry: the verdict on the challenger, and the challenger alias.
+
+The champion alias itself moves only through the target's ``deploy`` (which calls
+:func:`mlops.vocabulary.move_alias`), so the registry and the serving side move together.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from mlops.gates import PROMOTE, REJECT
+from mlops.vocabulary import (
+    CHALLENGER,
+    CHAMPION,
+    ROLLED_BACK_AT_TAG,
+    ROLLOUT_GATE,
+    ROLLOUT_STAGE_TAG,
+    clip,
+    gate_tag,
+)
+from serving.model_source import registry_client
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+
+class RolloutRegistry:
+    """Reads the pair a rollout starts from and records how it ended, for one registered model."""
+
+    def __init__(self, tracking_uri: str, model_name: str):
+        self.tracking_uri = tracking_uri
+        self.model_name = model_name
+
+    @cached_property
+    def client(self) -> MlflowClient:
+        return registry_client(self.tracking_uri)
+
+    def alias(self, alias: str) -> str | None:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return str(self.client.get_model_version_by_alias(self.model_name, alias).version)
+        except MlflowException:
+            return None
+
+    def pair(self, challenger: str | None = None) -> tuple[str, str]:
+        """(champion, challenger): the aliases' versions, or ``challenger`` when given."""
+        champion = self.alias(CHAMPION)
+        chosen = challenger or self.alias(CHALLENGER)
+        if champion is None:
+            raise ValueError(
+                f"models:/{self.model_name}@{CHAMPION} is not set: there is nothing to roll out against; "
+                "deploy a first version instead"
+            )
+        if chosen is None:
+            raise ValueError(
+                f"models:/{self.model_name}@{CHALLENGER} is not set; register a new version or pass --challenger"
+            )
+        if chosen == champion:
+            raise ValueError(
+                f"version {chosen} is already the champion of {self.model_name}; nothing to roll out"
+            )
+        self.client.get_model_version(self.model_name, chosen)  # raises naming a missing version
+        return champion, chosen
+
+    def stage(self, version: str, stage: str) -> None:
+        """Record on the version where its rollout is now (the audit trail keeps every step)."""
+        self.client.set_model_version_tag(self.model_name, version, ROLLOUT_STAGE_TAG, stage)
+
+    def promoted(self, version: str, reason: str) -> None:
+        self.stage(version, "promoted")
+        self._verdict(version, PROMOTE, reason)
+        self._drop_challenger_alias(version)
+
+    def rolled_back(self, version: str, reason: str) -> None:
+        self.stage(version, "rolled_back")
+        self._verdict(version, REJECT, reason)
+        self.client.set_model_version_tag(
+            self.model_name, version, ROLLED_BACK_AT_TAG, datetime.now(UTC).isoformat()
+        )
+        self._drop_challenger_alias(version)
+
+    def _verdict(self, version: str, decision: str, reason: str) -> None:
+        self.client.set_model_version_tag(
+            self.model_name, version, gate_tag(ROLLOUT_GATE, "decision"), decision
+        )
+        self.client.set_model_version_tag(
+            self.model_name, version, gate_tag(ROLLOUT_GATE, "reason"), clip(reason)
+        )
+
+    def _drop_challenger_alias(self, version: str) -> None:
+        if self.alias(CHALLENGER) == version:
+            self.client.delete_registered_model_alias(self.model_name, CHALLENGER)

@@ -1,0 +1,287 @@
+"""Model signing with OpenSSF ``model-signing``: every registered version is signed, every loader verifies.
+
+At registration the version's artifact directory (``model.onnx``, ``MLmodel`` …) is signed
+with a P-256 private key: the bundle lists each file's SHA-256 and is signed as a whole.
+It is logged as an artifact of the registering run and named on the version (tag
+``mlops.signature_uri``, plus ``mlops.signing_key_id``, the key's fingerprint — never the
+key). A loader verifies the files it downloaded against the bundle and the configured
+*public* key before ONNX Runtime sees a byte; a changed file or another key's signature
+is refused (:class:`SignatureError`).
+
+Keys are configuration, never data: ``MLOPS_SIGNING_KEY`` (private key file, e.g. a
+Kubernetes Secret mounted into the registering pod) and ``MLOPS_SIGNING_PUBLIC_KEY`` (what
+servers verify against). Locally both default to ``<workspace>/keys/`` and the pair is
+generated on the first registration (``mlops keys init`` makes it explicitly).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ValidationError
+
+from mlops.settings import SETTINGS_CONFIG
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+ENV_PREFIX = "MLOPS_"
+KEYS_DIR = "keys"
+PRIVATE_KEY_FILE = "signing.key"
+PUBLIC_KEY_FILE = "signing.pub"
+SIGNATURE_FILE = "model.sig"
+SIGNATURE_ARTIFACT_DIR = "signature"
+REGISTRY_DOWNLOAD_FILES = ("registered_model_meta",)
+"""Files MLflow writes into a ``models:/`` download that are not artifacts of the version."""
+
+
+class SignatureError(ValueError):
+    """A model's files do not match a signature by the configured key, or no usable key/signature exists."""
+
+
+class SigningSettings(BaseModel):
+    """Where the signing keys are and whether loaders insist on a signature (``MLOPS_<FIELD>`` each)."""
+
+    model_config = SETTINGS_CONFIG
+
+    signing_key: str = ""
+    """Private key (P-256 PEM) that signs registered versions; empty: <workspace>/keys/signing.key, made on first use."""
+    signing_public_key: str = ""
+    """Public key (PEM) loaders verify versions against; empty: <workspace>/keys/signing.pub."""
+    signing_required: bool = True
+    """Refuse to load a version that carries no signature (turn off only for models registered before signing)."""
+
+    @classmethod
+    def env_name(cls, field: str) -> str:
+        return ENV_PREFIX + field.upper()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SigningSettings:
+        environ = os.environ if environ is None else environ
+        values = {f: environ[cls.env_name(f)] for f in cls.model_fields if environ.get(cls.env_name(f), "")}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise SignatureError(f"invalid signing settings in the environment: {exc}") from exc
+
+    def private_key(self, workspace_root: Path | None) -> Path:
+        """The private key file; the workspace default is generated when missing, a configured one never."""
+        if self.signing_key:
+            path = Path(self.signing_key).expanduser()
+            if not path.is_file():
+                raise SignatureError(
+                    f"{self.env_name('signing_key')}={path} does not exist; mount the signing key there "
+                    "(a Kubernetes Secret) or run `mlops keys init`"
+                )
+            return path
+        directory = _keys_dir(workspace_root, self.env_name("signing_key"))
+        if not (directory / PRIVATE_KEY_FILE).is_file():
+            generate_key_pair(directory)
+        return directory / PRIVATE_KEY_FILE
+
+    def public_key(self, workspace_root: Path | None) -> Path:
+        if self.signing_public_key:
+            path = Path(self.signing_public_key).expanduser()
+        else:
+            path = _keys_dir(workspace_root, self.env_name("signing_public_key")) / PUBLIC_KEY_FILE
+        if not path.is_file():
+            raise SignatureError(
+                f"no public key to verify model signatures at {path}; set {self.env_name('signing_public_key')} "
+                "to the signer's public key file (or register a model in this workspace first)"
+            )
+        return path
+
+
+def _keys_dir(workspace_root: Path | None, variable: str) -> Path:
+    if workspace_root is None:
+        raise SignatureError(f"no signing key configured: set {variable} (no local workspace to keep one in)")
+    return Path(workspace_root) / KEYS_DIR
+
+
+def generate_key_pair(directory: Path) -> tuple[Path, Path]:
+    """A new P-256 key pair: ``signing.key`` (mode 0600) and ``signing.pub`` in ``directory``."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    directory.mkdir(parents=True, exist_ok=True)
+    private, public = directory / PRIVATE_KEY_FILE, directory / PUBLIC_KEY_FILE
+    if private.exists():
+        raise SignatureError(f"{private} exists; remove it first if you really mean to replace the key")
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    descriptor = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(pem)
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return private, public
+
+
+def key_id(public_key: Path) -> str:
+    """Fingerprint of a public key: SHA-256 of its DER form, first 16 hex digits (safe to log and tag)."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_public_key(public_key.read_bytes())
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return hashlib.sha256(der).hexdigest()[:16]
+
+
+def public_key_of(private_key: Path) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(private_key.read_bytes(), password=None)
+    return key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+def sign_directory(model_dir: Path, signature: Path, private_key: Path) -> None:
+    """Sign every file under ``model_dir``; the bundle goes to ``signature`` (outside ``model_dir``)."""
+    from model_signing import signing
+
+    signing.Config().use_elliptic_key_signer(private_key=private_key).sign(model_dir, signature)
+
+
+def verify_directory(model_dir: Path, signature: Path, public_key: Path, what: str) -> None:
+    """Raise :class:`SignatureError` unless ``model_dir``'s files match ``signature`` made by ``public_key``'s pair.
+
+    Files the bundle does not list (e.g. metadata a registry adds on download) are ignored;
+    every file it lists must be present with the signed digest.
+    """
+    from model_signing import verifying
+
+    try:
+        verifying.Config().use_elliptic_key_verifier(public_key=public_key).set_ignore_unsigned_files(
+            True
+        ).verify(model_dir, signature)
+    except Exception as exc:  # model_signing raises ValueError and library-specific errors alike
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SignatureError(
+            f"refusing to load {what}: its signature does not verify with the public key {public_key} "
+            f"(key id {key_id(public_key)}): {first}. The files were changed after signing or were signed "
+            "with another key; re-register the model instead of editing it"
+        ) from exc
+
+
+@dataclass(frozen=True)
+class Signed:
+    signature_uri: str
+    key_id: str
+
+
+def sign_registered_version(
+    client: MlflowClient, model_name: str, version: str, local_dir: Path, pipeline_run_id: str = ""
+) -> Signed:
+    """Inside the registering MLflow run: sign ``local_dir`` (the version's downloaded artifacts),
+    log the bundle, tag the version and record ``model.signed`` in the audit trail."""
+    import mlflow
+
+    from mlops.governance.audit import record_in_run
+    from mlops.vocabulary import SIGNATURE_URI_TAG, SIGNING_KEY_ID_TAG
+    from mlops.workspace import workspace_of
+
+    workspace = workspace_of(mlflow.get_tracking_uri())
+    private = SigningSettings.from_env().private_key(workspace)
+    with tempfile.TemporaryDirectory(prefix="mlops-signature-") as tmp:
+        bundle = Path(tmp) / SIGNATURE_FILE
+        # MLflow adds registered_model_meta to a models:/ download; it is not one of the version's
+        # artifacts (a loader downloading the version's source does not get it), so it is not signed.
+        signed = Path(tmp) / "model"
+        shutil.copytree(local_dir, signed, ignore=shutil.ignore_patterns(*REGISTRY_DOWNLOAD_FILES))
+        sign_directory(signed, bundle, private)
+        files = sorted(p.name for p in signed.iterdir())
+        public = Path(tmp) / PUBLIC_KEY_FILE
+        public.write_bytes(public_key_of(private))
+        signer = key_id(public)
+        mlflow.log_artifact(str(bundle), artifact_path=SIGNATURE_ARTIFACT_DIR)
+    run = mlflow.active_run()
+    if run is None:
+        raise SignatureError("sign_registered_version must run inside the registering MLflow run")
+    uri = f"runs:/{run.info.run_id}/{SIGNATURE_ARTIFACT_DIR}/{SIGNATURE_FILE}"
+    client.set_model_version_tag(model_name, version, SIGNATURE_URI_TAG, uri)
+    client.set_model_version_tag(model_name, version, SIGNING_KEY_ID_TAG, signer)
+    subject = f"{model_name}/{version}"
+    record_in_run(
+        "model.signed",
+        subject,
+        {
+            "signing_key_id": signer,
+            "signature_uri": uri,
+            "files": files,
+        },
+        pipeline_run_id=pipeline_run_id,
+        model_version=subject,
+    )
+    return Signed(uri, signer)
+
+
+def public_key_for(tags: Mapping[str, str], what: str, tracking_uri: str) -> Path | None:
+    """The key a loader verifies a version with (its tags in hand); None when it is unsigned and
+    signatures are optional; an unsigned version is refused when they are required."""
+    from mlops.vocabulary import SIGNATURE_URI_TAG
+    from mlops.workspace import workspace_of
+
+    settings = SigningSettings.from_env()
+    if not tags.get(SIGNATURE_URI_TAG):
+        if settings.signing_required:
+            raise SignatureError(
+                f"refusing to load {what}: it carries no signature ({SIGNATURE_URI_TAG} tag). Register it "
+                f"through components.register, which signs it, or set {settings.env_name('signing_required')}"
+                "=false for versions registered before signing"
+            )
+        return None
+    return settings.public_key(workspace_of(tracking_uri))
+
+
+def verify_registered(model_name: str, version: str, local_dir: Path, tracking_uri: str) -> None:
+    """Verify a downloaded registered version (``local_dir``) against its signature bundle."""
+    import mlflow
+
+    from mlops.vocabulary import SIGNATURE_URI_TAG
+
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    tags = dict(client.get_model_version(model_name, version).tags)
+    what = f"{model_name} version {version}"
+    public = public_key_for(tags, what, tracking_uri)
+    if public is None:
+        return
+    with tempfile.TemporaryDirectory(prefix="mlops-signature-") as tmp:
+        bundle = mlflow.artifacts.download_artifacts(
+            artifact_uri=tags[SIGNATURE_URI_TAG], dst_path=tmp, tracking_uri=tracking_uri
+        )
+        verify_directory(local_dir, Path(bundle), public, what)
+
+
+@contextmanager
+def workspace_defaults(workspace_root: Path, *, sign: bool) -> Iterator[None]:
+    """While a CLI command runs (and in the tasks it starts): the audit trail and the signing keys
+    default to the workspace unless the environment names them; ``sign`` makes the key pair if missing."""
+    from mlops.governance.audit import AUDIT_FILE, AUDIT_URI_ENV
+
+    settings = SigningSettings.from_env()
+    keys = Path(workspace_root) / KEYS_DIR
+    values = {AUDIT_URI_ENV: str(Path(workspace_root) / AUDIT_FILE)}
+    if not settings.signing_key and sign:
+        values[settings.env_name("signing_key")] = str(settings.private_key(Path(workspace_root)))
+    if not settings.signing_public_key and (keys / PUBLIC_KEY_FILE).is_file():
+        values[settings.env_name("signing_public_key")] = str(keys / PUBLIC_KEY_FILE)
+    added = {name: value for name, value in values.items() if not os.environ.get(name)}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)

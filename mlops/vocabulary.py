@@ -1,0 +1,128 @@
+"""The registry vocabulary: every alias, file name and ``mlops.*`` tag name in one place.
+
+The MLflow model registry is the one source of truth for which model is which and
+why (lineage, digests, gate decisions). Every layer that reads or writes those tags
+names them through this module, so a tag is spelt once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from mlops.settings import SETTINGS_CONFIG
+
+CHALLENGER = "challenger"
+"""Alias of the newest registered version awaiting the gates."""
+CHAMPION = "champion"
+"""Alias of the version that serves; moved only by a promotion."""
+ONNX_FILE = "model.onnx"
+"""The file a registered model version's artifacts hold and the server loads."""
+
+TAG_PREFIX = "mlops."
+PIPELINE_RUN_ID_TAG = f"{TAG_PREFIX}pipeline_run_id"
+"""Run tag tying every task's MLflow run to its pipeline run."""
+TASK_TAG = f"{TAG_PREFIX}task"
+"""Run tag naming the pipeline task that logged the run."""
+MODEL_NAME_TAG = f"{TAG_PREFIX}model_name"
+MODEL_VERSION_TAG = f"{TAG_PREFIX}model_version"
+DIGEST_TAG = f"{TAG_PREFIX}onnx_sha256"
+"""Version tag: SHA-256 of the registered ``model.onnx``; checked before every load."""
+SIGNATURE_URI_TAG = f"{TAG_PREFIX}signature_uri"
+"""Version tag: where the version's OpenSSF model-signing bundle is (``runs:/<run>/signature/model.sig``)."""
+SIGNING_KEY_ID_TAG = f"{TAG_PREFIX}signing_key_id"
+"""Version tag: fingerprint of the public key whose private half signed the version."""
+PRECISION_TAG = f"{TAG_PREFIX}precision"
+QUANTIZED_FROM_TAG = f"{TAG_PREFIX}quantized_from"
+DATASET_DIGEST_TAG = f"{TAG_PREFIX}dataset_digest"
+DATASET_URI_TAG = f"{TAG_PREFIX}dataset_uri"
+DECISION_TAG = f"{TAG_PREFIX}decision"
+"""Version tag: the overall verdict of every gate (``promote`` or ``reject``)."""
+REASON_TAG = f"{TAG_PREFIX}reason"
+"""Version tag: why the overall verdict is what it is."""
+PROMOTED_AT_TAG = f"{TAG_PREFIX}promoted_at"
+REPLACED_BY_TAG = f"{TAG_PREFIX}replaced_by"
+HAS_CHAMPION_TAG = f"{TAG_PREFIX}has_champion"
+PROFILE_TAG = f"{TAG_PREFIX}reference_profile"
+"""Version tag: URI of the version's reference profile (``mlops.model.reference_profile``), written at registration."""
+LAST_RETRAIN_TAG = f"{TAG_PREFIX}last_retrain_trigger"
+"""Registered-model tag: UTC time of the last retraining the monitor triggered (the cooldown reads it)."""
+ROLLOUT_GATE = "canary"
+"""Gate name of a rollout's verdict: ``mlops.gate.canary.decision`` / ``.reason`` on the challenger."""
+ROLLOUT_STAGE_TAG = f"{TAG_PREFIX}rollout.stage"
+"""Version tag: where its rollout is (``shadow``, a canary percentage, ``promoted``, ``rolled_back``)."""
+ROLLED_BACK_AT_TAG = f"{TAG_PREFIX}rolled_back_at"
+"""Version tag: when a rollout took this version out of traffic (the reason is the canary gate's)."""
+MAX_TAG_CHARS = 4000
+"""Longest tag value written; longer reasons are clipped (the reports keep the full text)."""
+
+
+def gate_tag(gate: str, field: str) -> str:
+    """``mlops.gate.<gate>.<field>``: one gate's decision, reason or violation on a version."""
+    return f"{TAG_PREFIX}gate.{gate}.{field}"
+
+
+def clip(text: str) -> str:
+    """A tag value no longer than :data:`MAX_TAG_CHARS`."""
+    return text if len(text) <= MAX_TAG_CHARS else text[: MAX_TAG_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where a model version came from; each field becomes a ``mlops.<field>`` version tag."""
+
+    kfp_run_id: str
+    """KFP pipeline run id (the local runner's run id under the embedded default)."""
+    git_commit: str
+    """Commit of the pipeline code; empty when not run from a git checkout."""
+    dataset_digest: str
+    """SHA-256 of the training data file's bytes."""
+    suite_version: str
+    """Version of the expectation suite the data passed."""
+    package_version: str
+    """Version of the mlops package that trained the model."""
+    train_run_id: str
+    """MLflow run id of the training task."""
+    trigger: str = ""
+    """Why the run was started: empty for a manual run, else the monitoring decision that triggered it."""
+
+    def tags(self) -> dict[str, str]:
+        return {f"{TAG_PREFIX}{k}": v for k, v in asdict(self).items()}
+
+    @classmethod
+    def tag_names(cls) -> tuple[str, ...]:
+        return tuple(f"{TAG_PREFIX}{name}" for name in cls.__dataclass_fields__)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def package_version() -> str:
+    """Version of the installed mlops distribution ('unknown' in a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mlops")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class RegistrationSettings(BaseModel):
+    """Which registered model a run adds a version to, and the code it came from."""
+
+    model_config = SETTINGS_CONFIG
+
+    model_name: str = Field(default="credit-default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Registered model name in the MLflow model registry."""
+    git_commit: str = Field(default="")
+    """Commit of the pipeline code, recorded on the model version."""
+    trigger: str = Field(default="")
+    """Why this run was started, recorded on the model version: empty for a manual run, else set by the monitor."""

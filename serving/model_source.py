@@ -1,0 +1,211 @@
+"""Find the model version an alias points at, fetch its ``model.onnx`` and prove it is the registered file.
+
+The registry is the only source of truth for "which model is live": the server
+never serves a path, only ``models:/<name>@<alias>``. The version's model-signing
+bundle is verified against the configured public key (:mod:`mlops.governance.signing`) and the
+SHA-256 recorded at registration (version tag ``mlops.onnx_sha256``) is checked on
+every fetch, so a file altered in the artifact store after the gates approved it, or
+signed by another key, is refused rather than served.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mlops.governance.signing import SignatureError, public_key_for, verify_directory
+from mlops.tracking.context import redact_uri
+from mlops.vocabulary import (
+    DIGEST_TAG,
+    ONNX_FILE,
+    PRECISION_TAG,
+    QUANTIZED_FROM_TAG,
+    SIGNATURE_URI_TAG,
+    file_sha256,
+)
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+__all__ = ["DIGEST_TAG", "PRECISION_TAG", "QUANTIZED_FROM_TAG", "ModelRegistry", "RegistryError"]
+
+
+class RegistryError(ValueError):
+    """The registry cannot provide a servable model; the message says what to fix."""
+
+
+class DigestMismatchError(RegistryError):
+    """The downloaded file is not the one registered: never serve it."""
+
+
+@dataclass(frozen=True)
+class ModelArtifact:
+    """A verified local copy of one registered model version."""
+
+    name: str
+    """Registered model name."""
+    version: str
+    """Registry version number, as a string."""
+    path: Path
+    """The verified ``model.onnx``."""
+    sha256: str
+    """Its digest, equal to the version's ``mlops.onnx_sha256`` tag."""
+    tags: dict[str, str]
+    """All version tags (lineage, precision, gate decisions), for metadata endpoints."""
+
+
+def registry_client(tracking_uri: str) -> MlflowClient:
+    """An MLflow client whose registry is the tracking store. Callers build it on first use (a
+    ``cached_property``): opening a SQLite store runs MLflow's schema check (~1 s)."""
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+
+
+class ModelRegistry:
+    """Reads one registered model's aliases and versions from an MLflow registry."""
+
+    def __init__(self, tracking_uri: str, model_name: str, cache_dir: Path):
+        self.tracking_uri = tracking_uri
+        self.model_name = model_name
+        self.cache_dir = Path(cache_dir)
+
+    @cached_property
+    def client(self) -> MlflowClient:
+        return registry_client(self.tracking_uri)
+
+    def version_for(self, alias: str) -> str:
+        """The version ``alias`` points at now."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return str(self.client.get_model_version_by_alias(self.model_name, alias).version)
+        except MlflowException as exc:
+            if _unreachable(exc):
+                raise RegistryError(
+                    f"cannot reach the MLflow registry at {redact_uri(self.tracking_uri)}: {_first_line(exc.message)}; "
+                    "start the server or fix --tracking-uri / MLFLOW_TRACKING_URI"
+                ) from exc
+            raise RegistryError(
+                f"models:/{self.model_name}@{alias} does not resolve in {self.tracking_uri}: {exc.message}. "
+                f"Register the model and point the alias at a version "
+                f"(e.g. MlflowClient().set_registered_model_alias({self.model_name!r}, {alias!r}, '1'))"
+            ) from exc
+
+    def fetch(self, version: str) -> ModelArtifact:
+        """Download ``version`` (or reuse a verified cached copy) and check its digest."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            tags = dict(self.client.get_model_version(self.model_name, version).tags)
+        except MlflowException as exc:
+            raise RegistryError(
+                f"model {self.model_name!r} has no version {version!r} in {self.tracking_uri}: {exc.message}"
+            ) from exc
+        expected = tags.get(DIGEST_TAG, "")
+        if not expected:
+            raise RegistryError(
+                f"{self.model_name} version {version} has no {DIGEST_TAG} tag, so its file cannot be verified; "
+                "register models with components.register (mlops run training) which records the digest"
+            )
+
+        public_key = self._public_key(tags, version)
+        target = self.cache_dir / self.model_name / version
+        bundle = target.with_name(f"{version}.sig")
+        cached = target / ONNX_FILE
+        if (
+            cached.is_file()
+            and file_sha256(cached) == expected
+            and self._verified(target, bundle, public_key)
+        ):
+            return ModelArtifact(self.model_name, version, cached, expected, tags)
+
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{self.model_name}-{version}-", dir=self.cache_dir))
+        try:
+            # Resolve the storage location with our own client: mlflow's models:/ download path
+            # looks the version up in the *global* registry URI, not the one passed to it.
+            location = self.client.get_model_version_download_uri(self.model_name, version)
+            (staging / "model").mkdir()
+            (staging / "signature").mkdir()
+            downloaded = self._download(location, staging / "model", version)
+            onnx_path = downloaded / ONNX_FILE
+            if not onnx_path.is_file():
+                raise RegistryError(
+                    f"{self.model_name} version {version} has no {ONNX_FILE} in its artifacts "
+                    f"({sorted(p.name for p in downloaded.iterdir())}); it was not logged with mlflow.onnx"
+                )
+            actual = file_sha256(onnx_path)
+            if actual != expected:
+                raise DigestMismatchError(
+                    f"refusing to load {self.model_name} version {version}: {ONNX_FILE} has SHA-256 {actual} "
+                    f"but the registry recorded {expected} at registration. The artifact was changed after "
+                    "it passed the gates; re-register the model instead of editing its files."
+                )
+            # The digest tag alone trusts whoever can edit tags; the signature needs the private key.
+            if public_key is not None:
+                signature = self._download(tags[SIGNATURE_URI_TAG], staging / "signature", version)
+                verify_directory(downloaded, signature, public_key, f"{self.model_name} version {version}")
+            if target.exists():
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            downloaded.replace(target)
+            if public_key is not None:
+                signature.replace(bundle)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return ModelArtifact(self.model_name, version, cached, expected, tags)
+
+    def _public_key(self, tags: dict[str, str], version: str) -> Path | None:
+        """The key to verify ``version`` with; None for an unsigned version when signatures are optional."""
+        return public_key_for(tags, f"{self.model_name} version {version}", self.tracking_uri)
+
+    def _verified(self, directory: Path, bundle: Path, public_key: Path | None) -> bool:
+        """A cached copy is reused only if it still verifies; otherwise it is fetched again."""
+        if public_key is None:
+            return True
+        if not bundle.is_file():
+            return False
+        try:
+            verify_directory(directory, bundle, public_key, f"cached {directory}")
+        except SignatureError:
+            return False
+        return True
+
+    def _download(self, location: str, staging: Path, version: str) -> Path:
+        """Fetch a version's artifacts; any store failure becomes one :class:`RegistryError` line with the fix."""
+        import mlflow
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return Path(
+                mlflow.artifacts.download_artifacts(
+                    artifact_uri=location, dst_path=str(staging), tracking_uri=self.tracking_uri
+                )
+            )
+        except MlflowException as exc:
+            raise RegistryError(
+                f"cannot download {self.model_name} version {version} from {location}: "
+                f"{_first_line(exc.message)}"
+            ) from exc
+        except Exception as exc:  # boto3/botocore, requests, OSError: whatever the artifact store raised
+            from mlops.storage import describe_error
+
+            raise RegistryError(
+                f"cannot download {self.model_name} version {version}: {describe_error(exc, 'download', location)}"
+            ) from exc
+
+
+def _unreachable(exc: Exception) -> bool:
+    text = str(exc)
+    return any(s in text for s in ("Max retries exceeded", "Connection refused", "Failed to establish"))
+
+
+def _first_line(text: str) -> str:
+    """MLflow messages can carry a server traceback; the first line is the useful part."""
+    lines = text.strip().splitlines()
+    return lines[0][:400] if lines else text

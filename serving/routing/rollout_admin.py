@@ -1,0 +1,69 @@
+"""The admin route a rollout drives the server through: ``GET|PUT /v2/models/<name>/rollout``.
+
+``GET`` answers the live plan (champion version, challenger, percent, shadow). ``PUT``
+with a JSON :class:`~serving.routing.rollout_router.TrafficPlan` changes it without a restart:
+the challenger is fetched from the registry, its digest checked and its input contract
+compared with the champion's before it takes any traffic. The route sits behind the
+same bearer token as every other non-health route (``--auth-token``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import orjson
+from pydantic import ValidationError
+from starlette.routing import Route
+
+from serving import protocol
+from serving.http import json_response
+from serving.protocol import ProtocolError
+from serving.routing.rollout_router import TrafficPlan
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from serving.routing.rollout_router import RolloutRouter
+
+ROLLOUT_PATH = "/v2/models/{name}/rollout"
+
+
+def admin_routes(router: RolloutRouter) -> list[Route]:
+    """The GET and PUT routes of ``router``'s traffic plan."""
+
+    def describe() -> dict[str, object]:
+        return {
+            "name": router.name,
+            "champion": router.primary.holder.current.version,
+            **router.plan.model_dump(),
+        }
+
+    def check_name(request: Request) -> None:
+        if request.path_params["name"] != router.name:
+            raise ProtocolError(
+                404, f"model {request.path_params['name']!r} is not served here ({router.name!r} is)"
+            )
+
+    async def get(request: Request) -> Response:
+        try:
+            check_name(request)
+        except ProtocolError as exc:
+            return json_response(protocol.error_body(exc.message), status=exc.status)
+        return json_response(describe())
+
+    async def put(request: Request) -> Response:
+        try:
+            check_name(request)
+            try:
+                plan = TrafficPlan.model_validate(orjson.loads(await request.body()))
+            except (orjson.JSONDecodeError, ValidationError) as exc:
+                raise ProtocolError(
+                    400, f"bad rollout plan: {exc}; send e.g. {{'challenger': '2', 'percent': 10}}"
+                ) from exc
+            await router.apply(plan)
+        except ProtocolError as exc:
+            return json_response(protocol.error_body(exc.message), status=exc.status)
+        return json_response(describe())
+
+    return [Route(ROLLOUT_PATH, get, methods=["GET"]), Route(ROLLOUT_PATH, put, methods=["PUT"])]

@@ -1,0 +1,52 @@
+"""``mlops monitor`` (argument mapping) and ``mlops feedback`` (labels stored beside the request log)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cli.commands.monitor import pipeline_argv
+from cli.main import build_parser, main
+from mlops.data.features import FeatureSpec
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from serving.request_log import Block, RequestLogger
+
+
+def test_monitor_flags_become_the_monitoring_pipeline_parameters() -> None:
+    args = build_parser().parse_args(
+        ["monitor", "--since", "2026-11-01T00:00Z", "--model-name", "m", "--force", "--set", "min_rows=5"]
+    )
+    assert isinstance(args, argparse.Namespace)
+    assert pipeline_argv(args) == [
+        "--since=2026-11-01T00:00Z", "--until=", "--model_name=m", "--force=true", "--set=min_rows=5"
+    ]  # fmt: skip
+
+
+def test_feedback_stores_labels_and_counts_the_ones_matching_logged_requests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frame = generate(SampleDataConfig(sample_rows=30, sample_seed=4))
+    spec = FeatureSpec.fit(frame, SAMPLE_SCHEMA)
+    block = Block("1", spec, 30)
+    x = spec.encode(frame)
+    for i in range(0, 30, 3):  # ten requests of three rows
+        block.add(x[i : i + 3], x[i : i + 3, 0] * 0, 0, f"id-{i // 3}")
+    RequestLogger(str(tmp_path / "ws" / "request-logs"), "credit-default", 1.0, 60, 100).write([block])
+    labels = pd.DataFrame({"request_id": ["id-0", "id-0", "id-9", "unknown"], "request_row": [0, 2, 1, 0]})
+    labels["label"] = [1, 0, 1, 1]
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+
+    assert (
+        main(["--workspace", str(tmp_path / "ws"), "feedback", "--labels", str(tmp_path / "labels.csv")]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "stored 4 label(s)" in out and "; 3 match logged request rows" in out
+    stored = list((tmp_path / "ws" / "request-logs" / "credit-default" / "labels").glob("labels-*.parquet"))
+    assert len(stored) == 1 and len(pd.read_parquet(stored[0])) == 4
+
+    pd.DataFrame({"request_id": ["id-1"], "label": ["yes"]}).to_csv(tmp_path / "bad.csv", index=False)
+    assert main(["--workspace", str(tmp_path / "ws"), "feedback", "--labels", str(tmp_path / "bad.csv")]) == 2
+    assert "other than 0/1" in capsys.readouterr().err
