@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from cli import manifests
 from cli.main import main
 from mlops.images import PLATFORM_IMAGE
-from cli import manifests
 from serving.metrics import ServingMetrics
 
 
