@@ -32,7 +32,7 @@ def validated_dataset(parameters: Parameters) -> PipelineTask:
         **parameters.of(DatasetSchema),
         validation=parameters.of(DataValidationSettings),
         **behavioural_tests(parameters),
-        tracking=parameters.tracking(),
+        **parameters.tracking(),
     )
 
 

@@ -56,8 +56,8 @@ class Parameters:
         return {leaf.name: self._values[leaf.name] for leaf in self._leaves(config) if not packable(leaf)}
 
     def tracking(self) -> dict[str, Any]:
-        """Tracking as the one value every logging task takes, tagged with the KFP run id."""
-        return {**self.of(TrackingSettings), "pipeline_run_id": dsl.PIPELINE_JOB_ID_PLACEHOLDER}
+        """The keyword arguments every logging task takes: the tracking settings and, beside them, the KFP run id."""
+        return {"tracking": self.of(TrackingSettings), "pipeline_run_id": dsl.PIPELINE_JOB_ID_PLACEHOLDER}
 
 
 def parameter_table(defaults: Sequence[BaseModel]) -> list[tuple[type[BaseModel], Leaf, Any]]:

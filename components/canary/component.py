@@ -13,6 +13,7 @@ def canary_rollout(
     canary_server_url: str,
     rollout: dict,
     tracking: dict,
+    pipeline_run_id: str,
     report: Output[Artifact],
 ) -> str:
     """Rolls the gated version out (shadow, canary steps) and returns ``promoted`` or ``rolled_back``."""
@@ -24,7 +25,7 @@ def canary_rollout(
     from mlops.tracking.context import TrackingContext
 
     config = from_flat(RolloutConfig, rollout)
-    context = TrackingContext.from_dict(tracking)
+    context = TrackingContext.from_dict(tracking, pipeline_run_id)
     state = run_rollout(
         model_name, version, canary_server_url, config, context.tracking_uri, Path(report.path)
     )

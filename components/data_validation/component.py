@@ -25,6 +25,7 @@ def validate_data(
     invariance: List[dict],  # noqa: UP006
     directional: List[dict],  # noqa: UP006
     tracking: dict,
+    pipeline_run_id: str,
     dataset: Output[Dataset],
     report_html: Output[HTML],
     report_json: Output[Artifact],
@@ -71,7 +72,7 @@ def validate_data(
         data_uri=data_uri,
         schema=dataset_schema,
         suite_path=declaration.suite_uri,
-        tracking_context=TrackingContext.from_dict(tracking),
+        tracking_context=TrackingContext.from_dict(tracking, pipeline_run_id),
         dataset_out_path=Path(dataset.path),
         html_path=Path(report_html.path),
         json_path=Path(report_json.path),

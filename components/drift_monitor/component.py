@@ -14,6 +14,7 @@ def check_drift(
     feature_thresholds: dict,
     audit_workspace: str,
     tracking: dict,
+    pipeline_run_id: str,
     report_json: Output[Artifact],
     report_html: Output[HTML],
     reasons: OutputPath(str),  # type: ignore[valid-type]
@@ -31,7 +32,7 @@ def check_drift(
     from mlops.settings import from_flat
     from mlops.tracking.context import TrackingContext
 
-    context = TrackingContext.from_dict(tracking)
+    context = TrackingContext.from_dict(tracking, pipeline_run_id)
     window_settings = from_flat(WindowSettings, window)
     drift_settings = from_flat(
         DriftSettings, {**drift, "feature_methods": feature_methods, "feature_thresholds": feature_thresholds}

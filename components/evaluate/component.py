@@ -14,6 +14,7 @@ def evaluate_model(
     test_data: Input[Dataset],
     model_name: str,
     tracking: dict,
+    pipeline_run_id: str,
     metrics: Output[Metrics],
     confusion_matrix: Output[Artifact],
     roc_curve: Output[Artifact],
@@ -38,7 +39,7 @@ def evaluate_model(
             test_data_path=Path(test_data.path),
             label_column=schema_from_metadata(test_data.metadata, "evaluate-model's test_data").label,
             model_name=model_name,
-            tracking_context=TrackingContext.from_dict(tracking),
+            tracking_context=TrackingContext.from_dict(tracking, pipeline_run_id),
             metrics_out=out,
         )
         report = json.loads((out / METRICS_FILE).read_text())

@@ -14,6 +14,7 @@ def validate_model(
     version: str,
     validation: dict,
     tracking: dict,
+    pipeline_run_id: str,
     report_html: Output[HTML],
     report_json: Output[Artifact],
     reason: OutputPath(str),  # type: ignore[valid-type]
@@ -42,7 +43,7 @@ def validate_model(
         config=from_flat(ValidationConfig, {**validation, **tests}),
         model_name=model_name,
         version=version,
-        context=TrackingContext.from_dict(tracking),
+        context=TrackingContext.from_dict(tracking, pipeline_run_id),
         html_path=Path(report_html.path),
         json_path=Path(report_json.path),
     )

@@ -15,6 +15,7 @@ def metrics_gate(
     has_champion: bool,
     policy: dict,
     tracking: dict,
+    pipeline_run_id: str,
     report: Output[Artifact],
     reason: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
@@ -30,7 +31,7 @@ def metrics_gate(
     from mlops.tracking.context import TrackingContext
 
     decision = decide(from_flat(MetricsGatePolicy, policy), test_auc, champion_auc, has_champion)
-    context = TrackingContext.from_dict(tracking)
+    context = TrackingContext.from_dict(tracking, pipeline_run_id)
     record(decision, model_name, version, context, Path(report.path))
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
@@ -42,12 +43,13 @@ def promote_to_champion(
     model_name: str,
     version: str,
     tracking: dict,
+    pipeline_run_id: str,
 ) -> str:
     """Moves alias ``champion`` to the version; returns the replaced version or ''."""
     from components.promotion_gate.promotion_gate import promote
     from mlops.tracking.context import TrackingContext
 
-    context = TrackingContext.from_dict(tracking)
+    context = TrackingContext.from_dict(tracking, pipeline_run_id)
     previous = promote(model_name, version, context)
     print(f"{model_name} version {version} is now champion (was {previous or 'none'})")
     return previous or ""
@@ -62,6 +64,7 @@ def combine_gates(
     validation_decision: str,
     validation_reason: str,
     tracking: dict,
+    pipeline_run_id: str,
     reason: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
     """``promote`` only when both gates promote; writes the overall mlops.decision/mlops.reason tags.
@@ -84,7 +87,7 @@ def combine_gates(
         decision,
         model_name,
         version,
-        TrackingContext.from_dict(tracking),
+        TrackingContext.from_dict(tracking, pipeline_run_id),
     )
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"overall gate: {decision.decision} ({decision.reason})")

@@ -15,6 +15,7 @@ def quantize_model(
     test_data: Input[Dataset],
     max_auc_drop: float,
     tracking: dict,
+    pipeline_run_id: str,
     int8_model: Output[Model],
 ) -> NamedTuple(  # type: ignore[valid-type]
     "QuantizeOutputs",
@@ -35,7 +36,7 @@ def quantize_model(
         label_column=schema_from_metadata(test_data.metadata, "quantize-model's test_data").label,
         max_auc_drop=max_auc_drop,
         out_dir=Path(int8_model.path),
-        context=TrackingContext.from_dict(tracking),
+        context=TrackingContext.from_dict(tracking, pipeline_run_id),
     )
     int8_model.metadata.update(
         {

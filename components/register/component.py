@@ -18,6 +18,7 @@ def register_model(
     train_run_id: str,
     git_commit: str,
     tracking: dict,
+    pipeline_run_id: str,
     trigger: str = "",
 ) -> NamedTuple("RegisterOutputs", [("version", str), ("onnx_sha256", str)]):  # type: ignore[valid-type]
     """Registers the ONNX model as a new version with lineage tags and alias ``challenger``."""
@@ -30,7 +31,7 @@ def register_model(
     from mlops.tracking.context import TrackingContext
     from mlops.vocabulary import Lineage, package_version
 
-    context = TrackingContext.from_dict(tracking)
+    context = TrackingContext.from_dict(tracking, pipeline_run_id)
     registered = register_onnx_model(
         onnx_dir=Path(onnx_model.path),
         example_frame=pd.read_parquet(test_data.path),

@@ -13,6 +13,7 @@ def trigger_retraining(
     retrain: dict,
     retrain_overrides: dict,
     tracking: dict,
+    pipeline_run_id: str,
 ) -> str:
     """Starts a retraining (local run or KFP run) unless within the cooldown; returns triggered or cooldown."""
     from components.retrain_trigger.config import RetrainSettings
@@ -21,7 +22,7 @@ def trigger_retraining(
     from mlops.tracking.context import TrackingContext
 
     settings = from_flat(RetrainSettings, {**retrain, "retrain_overrides": retrain_overrides})
-    context = TrackingContext.from_dict(tracking)
+    context = TrackingContext.from_dict(tracking, pipeline_run_id)
     outcome = maybe_trigger(settings, model_name, context.tracking_uri, check_run_id, reasons)
     print(f"{outcome.status}: {outcome.reason}")
     return outcome.status

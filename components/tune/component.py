@@ -14,6 +14,7 @@ def create_tuning_study(
     tune: dict,
     tune_search_space: dict,
     tracking: dict,
+    pipeline_run_id: str,
     plan: Output[Artifact],
 ) -> List[int]:  # noqa: UP006
     """Validates the search space and storage, creates or resumes the study; returns the worker indices.
@@ -31,7 +32,7 @@ def create_tuning_study(
     from training.config import TrainConfig
 
     settings = from_flat(TuneSettings, {**tune, "tune_search_space": tune_search_space})
-    context = TrackingContext.from_dict(tracking)
+    context = TrackingContext.from_dict(tracking, pipeline_run_id)
     tuning_plan = prepare_study(
         settings=settings,
         base=from_flat(TrainConfig, train_config),
@@ -57,6 +58,7 @@ def run_tuning_worker(
     plan: Input[Artifact],
     worker_index: int,
     tracking: dict,
+    pipeline_run_id: str,
 ) -> int:
     """Runs this worker's share of trials against the shared study; returns how many it ran."""
     from pathlib import Path
@@ -72,7 +74,7 @@ def run_tuning_worker(
         worker_index=int(worker_index),  # a ParallelFor item may arrive as a float under kfp.local
         frame=frame,
         schema=schema_from_metadata(dataset.metadata, "the tuning worker's dataset"),
-        tracking=TrackingContext.from_dict(tracking),
+        tracking=TrackingContext.from_dict(tracking, pipeline_run_id),
     )
     return summary.trials
 
@@ -82,6 +84,7 @@ def select_best_trial(
     plan: Input[Artifact],
     trials_run: List[int],  # noqa: UP006
     tracking: dict,
+    pipeline_run_id: str,
 ) -> NamedTuple(  # type: ignore[valid-type]
     "BestTrial", [("train_config", dict), ("best_val_auc", float), ("best_trial", int)]
 ):
@@ -94,7 +97,7 @@ def select_best_trial(
     from mlops.settings import flat
     from mlops.tracking.context import TrackingContext
 
-    best = select_best(TuningPlan.load(Path(plan.path)), TrackingContext.from_dict(tracking))
+    best = select_best(TuningPlan.load(Path(plan.path)), TrackingContext.from_dict(tracking, pipeline_run_id))
     print(f"{int(sum(trials_run))} trials this run; best trial {best.number}: val AUC {best.value:.4f}")
     BestTrial = namedtuple("BestTrial", ["train_config", "best_val_auc", "best_trial"])
     return BestTrial(flat(best.config), best.value, best.number)

@@ -71,8 +71,11 @@ class TrackingContext:
         }
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> TrackingContext:
-        """Rebuild a context from :meth:`as_dict` output; unknown keys are an error, missing ones default."""
+    def from_dict(cls, values: Mapping[str, Any], pipeline_run_id: str | None = None) -> TrackingContext:
+        """Rebuild a context from :meth:`as_dict` output (or the ``tracking`` section a task receives, with the
+        run id beside it); unknown keys are an error, missing ones default."""
+        if pipeline_run_id is not None:
+            values = {**values, "pipeline_run_id": pipeline_run_id}
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(

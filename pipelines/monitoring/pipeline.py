@@ -35,7 +35,7 @@ def monitoring_pipeline(parameters: Parameters) -> Any:
         drift=parameters.of(DriftSettings),
         **parameters.unpacked(DriftSettings),
         audit_workspace=parameters["workspace"],
-        tracking=tracking,
+        **tracking,
     )
     # The condition uses the single return value: kfp.local cannot resolve named outputs here.
     with dsl.If(check.outputs["Output"] == "retrain", name="drifted"):
@@ -45,6 +45,6 @@ def monitoring_pipeline(parameters: Parameters) -> Any:
             reasons=check.outputs["reasons"],
             retrain=parameters.of(RetrainSettings),
             **parameters.unpacked(RetrainSettings),
-            tracking=tracking,
+            **tracking,
         )
     return check.outputs["Output"]

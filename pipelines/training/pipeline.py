@@ -74,7 +74,7 @@ def training_pipeline(parameters: Parameters) -> Any:
         dataset=validation.outputs["dataset"],
         train_config=dsl.OneOf(tuned.outputs["train_config"], fixed.outputs["train_config"]),
         train_task=parameters.of(TrainTaskSettings),
-        tracking=tracking,
+        **tracking,
     )
     # The task's own pod: the ranks run in it with launcher=local; it only submits and waits otherwise.
     training.set_cpu_request(parameters["task_cpu_request"]).set_memory_request(
@@ -83,7 +83,7 @@ def training_pipeline(parameters: Parameters) -> Any:
     training.set_accelerator_type(parameters["task_accelerator_type"])
     training.set_accelerator_limit(parameters["task_accelerator_limit"])
     model, test_data = training.outputs["model"], training.outputs["test_data"]
-    evaluation = evaluate_model(model=model, test_data=test_data, model_name=model_name, tracking=tracking)
+    evaluation = evaluate_model(model=model, test_data=test_data, model_name=model_name, **tracking)
     export = export_onnx_model(model=model, test_data=test_data, export=parameters.of(ExportSettings))
     registration = register_model(
         onnx_model=export.outputs["onnx_model"],
@@ -93,12 +93,12 @@ def training_pipeline(parameters: Parameters) -> Any:
         suite_version=validation.outputs["suite_version"],
         train_run_id=training.outputs["run_id"],
         git_commit=parameters["git_commit"],
-        tracking=tracking,
+        **tracking,
         trigger=parameters["trigger"],
     )
     version = registration.outputs["version"]
     # Every gate task and the promotion act on this version and log alike.
-    on_version = {"model_name": model_name, "version": version, "tracking": tracking}
+    on_version = {"model_name": model_name, "version": version, **tracking}
     gate = metrics_gate(
         test_auc=evaluation.outputs["test_auc"],
         champion_auc=evaluation.outputs["champion_auc"],

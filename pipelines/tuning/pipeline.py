@@ -47,17 +47,15 @@ def tuning_stage(parameters: Parameters, dataset: Any) -> dsl.PipelineTask:
         train_config=parameters.of(TrainConfig),
         tune=parameters.of(TuneSettings),
         **parameters.unpacked(TuneSettings),
-        tracking=tracking,
+        **tracking,
     )
     setup.set_caching_options(False)  # it opens a run and stamps the deadline: never reuse it
     with dsl.ParallelFor(setup.outputs["Output"], name="tuning-workers") as worker_index:
         worker = run_tuning_worker(
-            dataset=dataset, plan=setup.outputs["plan"], worker_index=worker_index, tracking=tracking
+            dataset=dataset, plan=setup.outputs["plan"], worker_index=worker_index, **tracking
         )
         worker.set_caching_options(False)
-    best = select_best_trial(
-        plan=setup.outputs["plan"], trials_run=dsl.Collected(worker.output), tracking=tracking
-    )
+    best = select_best_trial(plan=setup.outputs["plan"], trials_run=dsl.Collected(worker.output), **tracking)
     best.set_caching_options(False)
     return best
 

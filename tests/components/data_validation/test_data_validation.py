@@ -476,7 +476,8 @@ def test_component_runs_under_the_kfp_local_runner(
         validation={"expectation_suite": "", "schema_uri": ""},
         invariance=[],
         directional=[],
-        tracking={**context.as_dict(), "pipeline_run_id": "local-1"},
+        tracking={k: v for k, v in context.as_dict().items() if k != "pipeline_run_id"},
+        pipeline_run_id="local-1",
     )
 
     assert task.outputs["dataset_digest"] == hashlib.sha256(Path(data).read_bytes()).hexdigest()

@@ -303,9 +303,9 @@ def test_component_runs_under_the_kfp_local_runner(
             tracking={
                 "tracking_uri": tracking_uri,
                 "experiment": "component-test",
-                "pipeline_run_id": "kfp-local",
                 "artifact_root": artifact_root,
             },
+            pipeline_run_id="kfp-local",
         )
         return task.outputs["test_auc"]
 

@@ -124,9 +124,9 @@ def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
             tracking={
                 "tracking_uri": tracking_uri,
                 "experiment": "component-test",
-                "pipeline_run_id": "local",
                 "artifact_root": artifact_root,
             },
+            pipeline_run_id="local",
         )
         return task.outputs["val_auc"]
 
