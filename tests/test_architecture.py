@@ -1,0 +1,84 @@
+"""The rooms stay as ARCHITECTURE.md draws them: every package under a layer contract, every component
+under the independence contract (generated from the folders), and the page naming what exists.
+
+``lint-imports`` enforces the contracts; these tests make sure the contracts cover everything, so a
+new component or package cannot slip past them.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+IMPORTLINTER = PYPROJECT["tool"]["importlinter"]
+CONTRACTS = {contract["name"]: contract for contract in IMPORTLINTER["contracts"]}
+ARCHITECTURE = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+
+
+def top_level_packages() -> list[str]:
+    """Every importable top-level package the distribution installs (setuptools' include list)."""
+    include = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
+    names = sorted(path.parent.name for path in ROOT.glob("*/__init__.py"))
+    return [name for name in names if f"{name}*" in include]
+
+
+def component_folders() -> list[str]:
+    return sorted(path.parent.name for path in (ROOT / "components").glob("*/component.py"))
+
+
+def contract_of_type(kind: str, containing: str) -> dict:
+    matches = [c for c in CONTRACTS.values() if c["type"] == kind and containing in c["name"]]
+    assert len(matches) == 1, f"expected one {kind} contract named like {containing!r}, found {len(matches)}"
+    return matches[0]
+
+
+def test_every_installed_package_is_a_root_package_and_in_the_layers_contract() -> None:
+    packages = top_level_packages()
+    assert set(packages) == set(IMPORTLINTER["root_packages"])
+    layers = contract_of_type("layers", "Layers:")["layers"]
+    layered = {name.strip() for layer in layers for name in layer.split("|")}
+    assert layered == set(packages), "add the new package to the layers contract in pyproject.toml"
+
+
+def test_the_component_independence_contract_lists_exactly_the_component_folders() -> None:
+    contract = contract_of_type("independence", "component never imports another")
+    assert contract["modules"] == [f"components.{name}" for name in component_folders()], (
+        "a components/<name>/ folder is missing from (or gone from) the independence contract in "
+        "pyproject.toml: list every components.<name>, sorted"
+    )
+
+
+def test_the_bottom_package_contract_is_exhaustive() -> None:
+    """A new module in ``mlops/`` must be placed in a layer of the bottom package's contract."""
+    contract = contract_of_type("layers", "bottom package")
+    assert contract["containers"] == ["mlops"]
+    assert contract.get("exhaustive") is True
+    children = {p.stem for p in (ROOT / "mlops").glob("*.py") if p.stem != "__init__"}
+    children |= {p.parent.name for p in (ROOT / "mlops").glob("*/__init__.py")}
+    layered = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+    assert children == layered
+
+
+def test_the_serving_process_is_kept_apart_from_the_control_plane() -> None:
+    contract = contract_of_type("forbidden", "serving process")
+    assert contract["source_modules"] == ["serving"]
+    assert {"delivery", "cli", "pipelines", "components"} <= set(contract["forbidden_modules"])
+
+
+@pytest.mark.parametrize(
+    "package",
+    sorted(
+        {
+            str(path.parent.relative_to(ROOT))
+            for path in ROOT.glob("*/*/__init__.py")
+            if path.parts[-3] in {"mlops", "serving", "delivery", "cli"} and path.parent.name != "proto"
+        }
+        | {f"{name}" for name in top_level_packages()}
+    ),
+)
+def test_architecture_md_names_every_package(package: str) -> None:
+    assert f"`{package}/" in ARCHITECTURE, f"ARCHITECTURE.md does not say what {package}/ is"
