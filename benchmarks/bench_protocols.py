@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import httpx
 import numpy as np
@@ -30,6 +28,7 @@ from benchmarks.bench_serving import (
     MODEL,
     OUT,
     free_port,
+    mlflow_serve_command,
     register_model,
     started,
     train_and_export,
@@ -223,15 +222,7 @@ def main() -> int:
         GRANIAN, [*ceiling, "--server", "granian"], ready, v2, ("rest-json", "rest-binary"), x, None, args
     )
     if not args.skip_mlflow:
-        command = [
-            python, "-m", "mlflow", "models", "serve", "-m", f"models:/{MODEL}@champion",
-            "--env-manager", "local", "-h", "127.0.0.1", "-p", "{port}",
-        ]  # fmt: skip
-        env = {
-            **os.environ,
-            "MLFLOW_TRACKING_URI": tracking_uri,
-            "PATH": f"{Path(python).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
+        command, env = mlflow_serve_command(python, tracking_uri)
         points += measure_server(
             MLFLOW, command, "/ping", "/invocations", ("mlflow-json",), x, scorer.predict_encoded, args, env
         )

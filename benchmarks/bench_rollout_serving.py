@@ -26,7 +26,15 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.bench_serving import OUT, REPO, free_port, started, train_and_export, tree_cpu_seconds
+from benchmarks.bench_serving import (
+    OUT,
+    REPO,
+    free_port,
+    serve_command,
+    started,
+    train_and_export,
+    tree_cpu_seconds,
+)
 from benchmarks.serving_load import run_load, wrk_available
 
 MODEL = "bench-rollout"
@@ -90,13 +98,7 @@ def main() -> int:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     command = [
-        sys.executable,
-        "-m",
-        "cli.commands.serve",
-        "--workspace",
-        str(workspace_root),
-        "--model-name",
-        MODEL,
+        *serve_command(workspace_root, MODEL),
         "--port",
         str(port),
         "--no-request-log",

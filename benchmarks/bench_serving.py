@@ -221,6 +221,34 @@ def int8_speedups(fp32_path: Path, x: np.ndarray, batches: tuple[int, ...]) -> d
     return out
 
 
+def serve_command(workspace_root: Path, model: str) -> list[str]:
+    """``mlops serve`` of ``model``'s champion from a workspace (add ``--port {port}`` and flags)."""
+    return [
+        sys.executable,
+        "-m",
+        "cli.commands.serve",
+        "--workspace",
+        str(workspace_root),
+        "--model-name",
+        model,
+    ]
+
+
+def mlflow_serve_command(python: str, tracking_uri: str) -> tuple[list[str], dict[str, str]]:
+    """``mlflow models serve`` of the champion (``{port}`` filled in later) and the environment it needs."""
+    command = [
+        python, "-m", "mlflow", "models", "serve", "-m", f"models:/{MODEL}@champion",
+        "--env-manager", "local", "-h", "127.0.0.1", "-p", "{port}",
+    ]  # fmt: skip
+    # mlflow execs `uvicorn` from PATH: the venv's bin must be on it.
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": tracking_uri,
+        "PATH": f"{Path(python).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    return command, env
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -266,15 +294,7 @@ def main() -> int:
     v2_check: Callable[[dict[str, Any]], float] = lambda body: float(body["outputs"][0]["data"][0])  # noqa: E731
 
     python = sys.executable
-    ours = [
-        python,
-        "-m",
-        "cli.commands.serve",
-        "--workspace",
-        str(workspace_root),
-        "--model-name",
-        MODEL,
-    ]
+    ours = serve_command(workspace_root, MODEL)
     v2_path = f"/v2/models/{MODEL}/infer"
     ready = "/v2/health/ready"
     mlflow_body = json.dumps({"inputs": [row]}).encode()
@@ -310,16 +330,7 @@ def main() -> int:
     else:
         print(f"skipping kserve: no interpreter at {args.kserve_python} (see this script's docstring)")
     if not args.skip_mlflow:
-        command = [
-            python, "-m", "mlflow", "models", "serve", "-m", f"models:/{MODEL}@champion",
-            "--env-manager", "local", "-h", "127.0.0.1", "-p", "{port}",
-        ]  # fmt: skip
-        # mlflow execs `uvicorn` from PATH: the venv's bin must be on it.
-        env = {
-            **os.environ,
-            "MLFLOW_TRACKING_URI": tracking_uri,
-            "PATH": f"{Path(python).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
+        command, env = mlflow_serve_command(python, tracking_uri)
         # The pyfunc ONNX flavor answers {"predictions": {"probability": [...]}} for a named output.
         check = lambda body: float(np.ravel(body["predictions"]["probability"])[0])  # noqa: E731
         targets.append(Target(MLFLOW, command, "/ping", "/invocations", mlflow_body, check, env))

@@ -10,10 +10,9 @@ the server, so it measures the server lower than a native generator (ghz) would.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import time
 
-from benchmarks.serving_load import LoadResult
+from benchmarks.serving_load import LoadResult, fan_out
 
 METHOD = "/inference.GRPCInferenceService/ModelInfer"
 
@@ -51,20 +50,4 @@ def run_grpc_load(target: str, request: bytes, concurrency: int, duration_s: flo
     """Load ``target`` (``127.0.0.1:port``) with ``concurrency`` calls in flight for ``duration_s`` seconds."""
     if not target.startswith("127.0.0.1:"):
         raise ValueError(f"load is only generated against 127.0.0.1, not {target}")
-    processes = min(concurrency, 2)
-    shares = [concurrency // processes + (1 if i < concurrency % processes else 0) for i in range(processes)]
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        results = pool.starmap(_worker, [(target, request, share, duration_s) for share in shares])
-    latencies = sorted(x for lat, _, _ in results for x in lat)
-    elapsed = max(seconds for _, _, seconds in results)
-    if not latencies:
-        raise RuntimeError(f"no call to {target} completed")
-    return LoadResult(
-        concurrency,
-        len(latencies),
-        len(latencies) / elapsed,
-        latencies[len(latencies) // 2] * 1e3,
-        latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3,
-        sum(err for _, err, _ in results),
-        "python-grpc",
-    )
+    return fan_out(_worker, (target, request), concurrency, duration_s, "python-grpc", f"call to {target}")

@@ -15,8 +15,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 
@@ -143,6 +145,35 @@ def _worker(
     return latencies, errors, time.perf_counter() - started
 
 
+def fan_out(
+    worker: Callable[..., tuple[list[float], int, float]],
+    head: tuple[Any, ...],
+    concurrency: int,
+    duration_s: float,
+    generator: str,
+    what: str,
+) -> LoadResult:
+    """Split ``concurrency`` over two spawned worker processes (``worker(*head, share, duration_s)``) and
+    merge their latencies into one result; both generators (HTTP and gRPC) load the same way."""
+    processes = min(concurrency, 2)
+    shares = [concurrency // processes + (1 if i < concurrency % processes else 0) for i in range(processes)]
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        results = pool.starmap(worker, [(*head, share, duration_s) for share in shares])
+    latencies = sorted(x for lat, _, _ in results for x in lat)
+    elapsed = max(seconds for _, _, seconds in results)
+    if not latencies:
+        raise RuntimeError(f"no {what} completed")
+    return LoadResult(
+        concurrency,
+        len(latencies),
+        len(latencies) / elapsed,
+        latencies[len(latencies) // 2] * 1e3,
+        latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3,
+        sum(err for _, err, _ in results),
+        generator,
+    )
+
+
 def run_python(
     url: str, body: bytes, concurrency: int, duration_s: float, headers: dict[str, str]
 ) -> LoadResult:
@@ -152,23 +183,7 @@ def run_python(
         f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n{extra}"
         f"Content-Length: {len(body)}\r\n\r\n"
     ).encode() + body
-    processes = min(concurrency, 2)
-    shares = [concurrency // processes + (1 if i < concurrency % processes else 0) for i in range(processes)]
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        results = pool.starmap(_worker, [(host, port, request, share, duration_s) for share in shares])
-    latencies = sorted(x for lat, _, _ in results for x in lat)
-    elapsed = max(seconds for _, _, seconds in results)
-    if not latencies:
-        raise RuntimeError(f"no request to {url} completed")
-    return LoadResult(
-        concurrency,
-        len(latencies),
-        len(latencies) / elapsed,
-        latencies[len(latencies) // 2] * 1e3,
-        latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3,
-        sum(err for _, err, _ in results),
-        "python",
-    )
+    return fan_out(_worker, (host, port, request), concurrency, duration_s, "python", f"request to {url}")
 
 
 def run_load(

@@ -10,13 +10,5 @@ for pair in radosgw:radosgw radosgw-admin:radosgw ceph-mon:ceph-mon ceph-osd:cep
             ceph:ceph-common monmaptool:ceph-common curl:curl; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "test services: packages present"
-  exit 0
-fi
-mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-echo "test services: installing ${missing[*]}"
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+source "$(dirname "$0")/apt_install_missing.sh"
+apt_install_missing "test services" "${missing[@]}"

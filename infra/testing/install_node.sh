@@ -11,13 +11,5 @@ for pair in containerd:containerd ctr:containerd runc:runc buildah:buildah deboo
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "node: packages present"
-  exit 0
-fi
-mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-echo "node: installing ${missing[*]}"
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+source "$(dirname "$0")/apt_install_missing.sh"
+apt_install_missing "node" "${missing[@]}"
