@@ -1,7 +1,7 @@
 """The protocol ceiling: our stack parsing the same V2 request, answering a constant, no model.
 
 Same uvicorn settings, same Starlette routing, same body reading, JSON or binary
-decoding and V2 validation (``serving.protocol``, ``serving.tensors``) as the model
+decoding and V2 validation (``serving.protocol``, ``serving.dataplane.ModelContract``) as the model
 server; only the model call, batching, metrics and the response encoding of real
 predictions are missing. The model server's throughput divided by this one's is the
 share of the transport's limit it reaches.
@@ -31,7 +31,10 @@ from starlette.routing import Route
 from mlops.data.features import FeatureSpec
 from mlops.model.onnx_model import OnnxScorer
 from serving import protocol
-from serving.tensors import HEADER_LENGTH, FeatureBounds, split_binary
+from serving.dataplane import InferResponse, ModelContract
+from serving.errors import ServingError
+from serving.http import error_response
+from serving.tensors import HEADER_LENGTH, split_binary
 
 GRPC_PORT_ENV = "MLOPS_CEILING_GRPC_PORT"
 ONNX_ENV = "MLOPS_CEILING_ONNX"
@@ -44,18 +47,20 @@ def numeric_spec(width: int) -> FeatureSpec:
 
 
 def create_app(name: str, spec: FeatureSpec) -> Starlette:
-    bounds = FeatureBounds(spec)
+    contract = ModelContract(spec)
 
     async def infer(request: Request) -> Response:
         try:
             header, binary = split_binary(await request.body(), request.headers.get(HEADER_LENGTH))
-            parsed = protocol.parse_v2_infer(protocol.decode_json(header), bounds, binary)
-        except protocol.ProtocolError as exc:
-            return Response(
-                protocol.error_body(exc.message), status_code=exc.status, media_type="application/json"
-            )
-        constant = np.full(len(parsed.x), 0.5, dtype=np.float32)
-        body, header_length = protocol.v2_response(name, "1", constant, parsed)
+            payload = protocol.decode_json(header)
+            binary_output, _ = protocol.requested_outputs(payload)
+            inputs = protocol.V2Inputs(payload, binary)
+            x = contract.bounds.admit(inputs.read(contract), inputs.where)
+        except ServingError as exc:
+            return error_response(exc)
+        constant = np.full(len(x), 0.5, dtype=np.float32)
+        answer = InferResponse(name, "1", protocol.request_id(payload), constant)
+        body, header_length = protocol.v2_response(answer, binary_output)
         if header_length is None:
             return Response(body, media_type="application/json")
         return Response(
@@ -82,18 +87,18 @@ def _grpc_lifespan(name: str, spec: FeatureSpec, port: int) -> Any:
             return
         import grpc
 
-        from serving.grpc_service import parse_infer
+        from serving.grpc_service import GrpcInputs
         from serving.proto import grpc_predict_v2_pb2 as pb
         from serving.proto import grpc_predict_v2_pb2_grpc as pb_grpc
 
-        bounds = FeatureBounds(spec)
+        contract = ModelContract(spec)
 
         class Constant(pb_grpc.GRPCInferenceServiceServicer):
             async def ModelInfer(self, request: Any, context: Any) -> Any:
                 try:
-                    values, raw = parse_infer(request, len(bounds.names))
-                    x = bounds.admit(values, "input 'features'")
-                except protocol.ProtocolError as exc:
+                    inputs = GrpcInputs(request)
+                    x = contract.bounds.admit(inputs.read(contract), inputs.where)
+                except ServingError as exc:
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
                 output = pb.ModelInferResponse.InferOutputTensor(
                     name="probability", datatype="FP32", shape=[len(x)]

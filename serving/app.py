@@ -1,4 +1,4 @@
-"""The ASGI app of the model server: wires the handlers, the routing table and the lifecycle together.
+"""The ASGI app of the model server: wires the data plane, its REST face, the routing table and the lifecycle.
 
 Built on Starlette + orjson rather than kserve's ModelServer: on the same model and
 machine the lean stack answered several times more requests per second (numbers in
@@ -6,10 +6,13 @@ machine the lean stack answered several times more requests per second (numbers 
 Runtime, sets the limit. The routes and payloads follow the protocols, so KServe
 and Triton clients work unchanged.
 
-The pieces: :mod:`serving.handlers` (one method per route), :mod:`serving.routes`
-(the path table), :mod:`serving.routing.model_router` (the :class:`~serving.routing.model_router.ModelRouter`
-choosing which model answers), :mod:`serving.backend` (a model's holder and batcher)
-and :mod:`serving.lifecycle` (what runs beside the routes).
+The pieces: :mod:`serving.dataplane` (the protocol-neutral answers both transports give),
+:mod:`serving.handlers` (REST's face: one method per route), :mod:`serving.routes` (the path
+table), :mod:`serving.grpc_service` (gRPC's face, started by the lifecycle with
+``--grpc-port``), :mod:`serving.routing.model_router` (the
+:class:`~serving.routing.model_router.ModelRouter` choosing which model answers),
+:mod:`serving.backend` (a model's holder and batcher) and :mod:`serving.lifecycle` (what
+runs beside the routes).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from starlette.applications import Starlette
 
 from serving.backend import ModelBackend
 from serving.config import ServerConfig
+from serving.dataplane import DataPlane
 from serving.handlers import Handlers
 from serving.http import BearerAuth
 from serving.lifecycle import ServerLifecycle
@@ -39,14 +43,39 @@ def create_app(
     load: Callable[[str], LoadedModel] | None = None,
     make_router: Callable[[ServerConfig, ModelBackend], ModelRouter] | None = None,
 ) -> Starlette:
-    """The ASGI app serving ``model``.
+    """The ASGI app serving ``model``: REST over :func:`create_plane`'s data plane (and gRPC with ``grpc_port``).
 
     ``resolve`` (the version the alias points at now) and ``load`` (fetch, verify and
     open a version) enable hot reload every ``config.reload_interval_s`` seconds.
+    """
+    plane = create_plane(config, model, load, make_router)
+    router = plane.router
+    handlers = Handlers(plane, config.max_payload_bytes)
+    lifecycle = ServerLifecycle(config, plane, resolve, load)
+    app = Starlette(
+        routes=route_table(handlers) + (admin_routes(router) if isinstance(router, RolloutRouter) else []),
+        lifespan=lifecycle.lifespan,
+        exception_handlers={404: handlers.no_route, 405: handlers.no_route},
+    )
+    app.state.plane = plane
+    if config.auth_token:
+        app.add_middleware(BearerAuth, token=config.auth_token, on_reject=plane.failed)
+    return app
+
+
+def create_plane(
+    config: ServerConfig,
+    model: LoadedModel,
+    load: Callable[[str], LoadedModel] | None = None,
+    make_router: Callable[[ServerConfig, ModelBackend], ModelRouter] | None = None,
+) -> DataPlane:
+    """The data plane serving ``model``, with its metrics, batching backend and router (not yet started).
+
     ``make_router`` builds the :class:`~serving.routing.model_router.ModelRouter` from the backend serving
     ``model``; by default a :class:`~serving.routing.rollout_router.RolloutRouter`, which answers like
     :class:`~serving.routing.model_router.AliasRouter` until a challenger is set through its admin route
-    (``PUT /v2/models/<name>/rollout``, :mod:`serving.routing.rollout_admin`).
+    (``PUT /v2/models/<name>/rollout``, :mod:`serving.routing.rollout_admin`) and loads challengers
+    with ``load``. The app's lifespan (:class:`~serving.lifecycle.ServerLifecycle`) starts and stops it.
     """
     metrics = ServingMetrics()
     metrics.served(model.name, model.version, model.sha256, model.precision)
@@ -60,18 +89,4 @@ def create_app(
     router = (
         RolloutRouter(config, backend, metrics, load) if make_router is None else make_router(config, backend)
     )
-    handlers = Handlers(config, router, metrics)
-    lifecycle = ServerLifecycle(config, handlers, metrics, resolve, load)
-    app = Starlette(
-        routes=route_table(handlers) + (admin_routes(router) if isinstance(router, RolloutRouter) else []),
-        lifespan=lifecycle.lifespan,
-        exception_handlers={404: handlers.no_route, 405: handlers.no_route},
-    )
-    app.state.handlers = handlers
-    if config.auth_token:
-        app.add_middleware(
-            BearerAuth,
-            token=config.auth_token,
-            on_reject=lambda: metrics.error(config.model_name, handlers.live_version, "unauthorized"),
-        )
-    return app
+    return DataPlane(config.model_name, router, metrics)

@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from serving.errors import VersionGone
+
 if TYPE_CHECKING:
     from serving.reload import ModelHolder
     from serving.runtime import LoadedModel
 
 
-class VersionGone(Exception):
-    """A request pinned to a version that a hot reload replaced while it waited in the queue."""
+# VersionGone, raised through submit(), is one of serving.errors' refusals; importable here too.
+__all__ = ["Batcher", "VersionGone"]
 
 
 @dataclass

@@ -1,12 +1,128 @@
-"""The one client-error type every protocol path raises (REST answers it as HTTP, gRPC as a status code)."""
+"""Why the server refused a request, independent of the transport that carried it, and how each transport says so.
+
+The data plane (:mod:`serving.dataplane`) and everything below it raise a
+:class:`ServingError` subclass carrying only *why* (the class) and the message for the
+client. Each transport turns the class into its own status through one table here:
+:data:`HTTP_STATUS` for REST and :data:`GRPC_STATUS` for gRPC, so the same refusal reads
+alike on both, and a new error class is one line per table (``tests/serving/test_dataplane.py``
+fails when a class is neither listed nor a subclass of a listed one). Both tables sit in
+this module, beside the classes, because the metrics use HTTP's numbers for every
+protocol (the ``code`` label of ``mlops_serving_requests_total``), and so that checking
+them needs neither Starlette nor the generated gRPC stubs.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar, TypeVar
 
-class ProtocolError(Exception):
-    """A client error: ``status`` is the HTTP code, ``message`` the explanation returned to the client."""
+_Status = TypeVar("_Status")
 
-    def __init__(self, status: int, message: str):
+
+class ServingError(Exception):
+    """A request the server refuses; ``message`` names the bad value and the fix, ``reason`` labels the error metric."""
+
+    reason: ClassVar[str] = "internal"
+    """The ``reason`` label of ``mlops_serving_errors_total``."""
+
+    def __init__(self, message: str):
         super().__init__(message)
-        self.status = status
         self.message = message
+
+
+class InvalidInput(ServingError):
+    """The request is malformed or holds a value the model cannot take."""
+
+    reason = "bad_request"
+
+
+class Unauthenticated(ServingError):
+    """The bearer token is missing or wrong."""
+
+    reason = "unauthorized"
+
+
+class NotFound(ServingError):
+    """Nothing answers at the path (REST) the request names."""
+
+    reason = "not_found"
+
+
+class ModelNotFound(NotFound):
+    """The request names a model, or a model version, this server does not serve."""
+
+
+class VersionGone(ModelNotFound):
+    """A request pinned to a version that a hot reload replaced while it waited in the batch queue."""
+
+
+class MethodNotAllowed(ServingError):
+    """The path exists but not for this method (REST only)."""
+
+    reason = "client_error"
+
+
+class Conflict(ServingError):
+    """The request contradicts the server's state (e.g. a rollout plan naming the champion as challenger)."""
+
+    reason = "client_error"
+
+
+class PayloadTooLarge(ServingError):
+    """The request body exceeds ``--max-payload-bytes``."""
+
+    reason = "payload_too_large"
+
+
+class ClientClosed(ServingError):
+    """The client went away before its request arrived; nobody is answered, the metrics count it."""
+
+    reason = "client_closed"
+
+
+class InternalError(ServingError):
+    """The server failed on a request that passed every check (the model raised); logged with its traceback."""
+
+
+HTTP_STATUS: dict[type[ServingError], int] = {
+    InvalidInput: 400,
+    Unauthenticated: 401,
+    NotFound: 404,
+    MethodNotAllowed: 405,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    ClientClosed: 499,  # nginx's code for a client that closed the connection; only ever counted
+    InternalError: 500,
+    ServingError: 500,
+}
+"""REST's status code for each error class (a subclass takes its nearest listed ancestor's)."""
+
+GRPC_STATUS: dict[type[ServingError], str] = {
+    InvalidInput: "INVALID_ARGUMENT",
+    Unauthenticated: "UNAUTHENTICATED",
+    NotFound: "NOT_FOUND",
+    MethodNotAllowed: "UNIMPLEMENTED",
+    Conflict: "FAILED_PRECONDITION",
+    PayloadTooLarge: "RESOURCE_EXHAUSTED",
+    ClientClosed: "CANCELLED",
+    InternalError: "INTERNAL",
+    ServingError: "INTERNAL",
+}
+"""gRPC's status for each error class, by ``grpc.StatusCode`` member name (a subclass takes its nearest ancestor's)."""
+
+
+def _lookup(table: Mapping[type[ServingError], _Status], error: ServingError) -> _Status:
+    for cls in type(error).__mro__:
+        if cls in table:
+            return table[cls]
+    raise TypeError(f"{type(error).__name__} is not a ServingError")  # unreachable: ServingError is listed
+
+
+def http_status(error: ServingError) -> int:
+    """The HTTP status REST answers ``error`` with; also the ``code`` label the metrics count it under."""
+    return _lookup(HTTP_STATUS, error)
+
+
+def grpc_status(error: ServingError) -> str:
+    """The name of the ``grpc.StatusCode`` gRPC answers ``error`` with."""
+    return _lookup(GRPC_STATUS, error)

@@ -1,208 +1,158 @@
-"""The route handlers: KServe V2 Open Inference Protocol, V1 predict, health, metadata and /metrics.
+"""REST's face of the data plane: V2 (JSON and binary tensors), V1, health, metadata and /metrics.
 
-One :class:`Handlers` object per app holds what the routes share (the router that
-picks the answering model, metrics, the request log) and has one method per route,
-so each route reads on its own and a new route or protocol is one more method.
-The inference path is the measured hot path: orjson in, orjson out, one await for
-the model, no per-request objects beyond the parsed matrix and the response.
+One :class:`Handlers` object per app has one method per route (the path table is
+:mod:`serving.routes`). Each decodes its request with :mod:`serving.protocol`, calls the
+same :class:`~serving.dataplane.DataPlane` method gRPC calls, and encodes the answer; a
+:class:`~serving.errors.ServingError` becomes ``{"error": message}`` with the status of
+:data:`~serving.errors.HTTP_STATUS`. Routing, input checks, scoring, the request log and the
+metrics are the data plane's. The inference path is the measured hot path: orjson in,
+orjson out, one await for the model, the Starlette request itself as the router's target.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from serving import protocol
-from serving.batching import VersionGone
-from serving.http import JSON, json_response, read_body
+from serving.dataplane import InferRequest
+from serving.errors import ClientClosed, MethodNotAllowed, NotFound, ServingError, VersionGone
+from serving.http import JSON, error_response, json_response, read_body
 from serving.metrics import CONTENT_TYPE
-from serving.protocol import ProtocolError, RowEncoder
-from serving.tensors import BINARY_EXTENSION, HEADER_LENGTH, FeatureBounds, split_binary
+from serving.tensors import HEADER_LENGTH, split_binary
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from serving.config import ServerConfig
-    from serving.metrics import ServingMetrics
-    from serving.request_log import RequestLogger
-    from serving.routing.model_router import ModelRouter, Scorer
-    from serving.runtime import LoadedModel
+    from serving.dataplane import DataPlane
 
-log = logging.getLogger("serving")
 REQUEST_ID_HEADER = "x-request-id"
 """The id a response carries and the request log keeps: the V2 body's ``id``, else this header, else a new one."""
-REASONS = {
-    400: "bad_request",
-    401: "unauthorized",
-    404: "not_found",
-    413: "payload_too_large",
-    499: "client_closed",
-}
-CLIENT_CLOSED = 499
-"""Counted (nginx's code) when a client disconnects before its request body arrived; nobody is answered."""
-EXTENSIONS = [BINARY_EXTENSION]
+V2, V1 = "v2", "v1"
+"""The ``protocol`` labels of REST's inference requests in the metrics."""
 
 
 class Handlers:
-    """Request handlers sharing one router, one metrics registry and (once started) one request log."""
+    """The REST routes over one :class:`~serving.dataplane.DataPlane`."""
 
-    def __init__(self, config: ServerConfig, router: ModelRouter, metrics: ServingMetrics):
-        self.config = config
-        self.name = config.model_name
-        self.router = router
-        self.metrics = metrics
-        self.request_log: RequestLogger | None = None
-        """Set by the app's lifespan when request logging is on."""
-        self._inputs: dict[str, tuple[RowEncoder, FeatureBounds]] = {}
-
-    @property
-    def live_version(self) -> str:
-        """The primary model's version: the label of metrics not tied to a scored request."""
-        return self.router.primary.holder.current.version
-
-    def inputs(self, model: LoadedModel) -> tuple[RowEncoder, FeatureBounds]:
-        """The named-feature encoder and the input bounds of ``model``, built once per model file."""
-        found = self._inputs.get(model.sha256)
-        if found is None:
-            found = self._inputs[model.sha256] = (RowEncoder(model.spec), FeatureBounds(model.spec))
-        return found
-
-    async def score(
-        self, backend: Scorer, version: str | None, x: np.ndarray, request_id: str = ""
-    ) -> tuple[np.ndarray, LoadedModel]:
-        """Probabilities for an admitted matrix (batched), checked finite, and logged; every protocol ends here."""
-        y, used = await backend.predict(x, version)
-        if len(y) and not np.isfinite(y).all():
-            row = int(np.flatnonzero(~np.isfinite(y))[0])
-            raise ProtocolError(
-                400,
-                f"the model produced no finite probability for row {row}: its values lie far outside "
-                "anything it was trained on; check the row's units and scale",
-            )
-        if self.request_log is not None and len(x):
-            self.request_log.record(used, x, y, request_id)
-        return y, used
+    def __init__(self, plane: DataPlane, max_payload_bytes: int):
+        self.plane = plane
+        self.max_payload_bytes = max_payload_bytes
 
     @staticmethod
-    def reason(status: int) -> str:
-        """The ``reason`` label of the error metric for an HTTP status."""
-        return REASONS.get(status, "internal" if status >= 500 else "client_error")
+    def _payload(request: Request, body: bytes) -> tuple[Any, bytes]:
+        """The body's JSON and its binary tensor section (``Inference-Header-Content-Length``)."""
+        header, binary = split_binary(body, request.headers.get(HEADER_LENGTH))
+        return protocol.decode_json(header), binary
 
-    def error(self, status: int, message: str, reason: str | None = None) -> Response:
-        """A JSON error response, counted under ``reason`` (by default derived from the status)."""
-        self.metrics.error(self.name, self.live_version, reason or self.reason(status))
-        return json_response(protocol.error_body(message), status=status)
+    def _refused(self, exc: Exception, proto: str) -> Response:
+        """A request refused before it reached the data plane, counted like those the data plane refuses."""
+        if isinstance(exc, ClientDisconnect):
+            error: ServingError = ClientClosed("client disconnected before its request body arrived")
+        elif isinstance(exc, ServingError):
+            error = exc
+        else:
+            error = self.plane.internal_error(exc)
+        self.plane.failed(error, proto)
+        return error_response(error)
+
+    @staticmethod
+    def _error(error: ServingError) -> Response:
+        if isinstance(error, VersionGone):
+            return error_response(error, f"{error.message}; retry without /versions/ to follow the alias")
+        return error_response(error)
 
     async def v2_infer(self, request: Request) -> Response:
-        return await self._infer(request, "v2")
+        received = time.perf_counter()
+        try:
+            # 413 before or while reading an oversized body
+            payload, binary = self._payload(request, await read_body(request, self.max_payload_bytes))
+            binary_output, outputs = protocol.requested_outputs(payload)
+        except Exception as exc:  # ClientDisconnect included
+            return self._refused(exc, V2)
+        client_id = protocol.request_id(payload)
+        # The id labels are joined by later (mlops feedback): the client's, else one made here.
+        log_id = (
+            str(client_id)
+            if client_id is not None
+            else request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
+        )
+        inputs = protocol.V2Inputs(payload, binary)
+        try:
+            answer = await self.plane.infer(
+                InferRequest(request, inputs, V2, outputs, client_id, log_id, received)
+            )
+        except ServingError as exc:
+            return self._error(exc)
+        content, header_length = protocol.v2_response(answer, binary_output)
+        headers = {"x-model-version": answer.model_version, REQUEST_ID_HEADER: log_id}
+        if header_length is None:
+            return Response(content, media_type=JSON, headers=headers)
+        headers[HEADER_LENGTH] = str(header_length)
+        return Response(content, media_type="application/octet-stream", headers=headers)
 
     async def v1_predict(self, request: Request) -> Response:
-        return await self._infer(request, "v1")
-
-    async def _infer(self, request: Request, proto: str) -> Response:
-        started = time.perf_counter()
-        name, metrics = self.name, self.metrics
+        received = time.perf_counter()
         try:
-            backend, version = self.router.select(request)
-            encoder, bounds = self.inputs(backend.holder.current)
-            body = await read_body(request, self.config.max_payload_bytes)
-            header, binary = split_binary(body, request.headers.get(HEADER_LENGTH))
-            payload = protocol.decode_json(header)
-            if proto == "v2":
-                parsed = protocol.parse_v2_infer(payload, bounds, binary)
-                x, client_id = parsed.x, parsed.request_id
-            else:
-                x, client_id = protocol.parse_v1_predict(payload, bounds, encoder), None
-            # The id labels are joined by later (mlops feedback): the client's, else one made here.
-            header_id = request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
-            log_id = str(client_id) if client_id is not None else header_id
-            y, used = await self.score(backend, version, x, log_id)
-        except ProtocolError as exc:
-            metrics.answered(name, self.live_version, proto, exc.status)
-            return self.error(exc.status, exc.message)
-        except VersionGone as exc:
-            metrics.answered(name, self.live_version, proto, 404)
-            return self.error(404, f"{exc}; retry without /versions/ to follow the alias")
-        except ClientDisconnect:
-            metrics.answered(name, self.live_version, proto, CLIENT_CLOSED)
-            return self.error(CLIENT_CLOSED, "client disconnected before its request body arrived")
-        except Exception as exc:
-            log.exception("inference failed")
-            metrics.answered(name, self.live_version, proto, 500)
-            return self.error(500, f"inference failed: {type(exc).__name__}: {exc}", "internal")
-        headers = {"x-model-version": used.version, REQUEST_ID_HEADER: log_id}
-        if proto == "v1":
-            content = protocol.v1_response(y)
-        else:
-            content, header_length = protocol.v2_response(name, used.version, y, parsed)
-            if header_length is not None:
-                headers[HEADER_LENGTH] = str(header_length)
-                metrics.answered(name, used.version, proto, 200, time.perf_counter() - started)
-                return Response(content, media_type="application/octet-stream", headers=headers)
-        metrics.answered(name, used.version, proto, 200, time.perf_counter() - started)
-        return Response(content, media_type=JSON, headers=headers)
+            payload, _ = self._payload(request, await read_body(request, self.max_payload_bytes))
+        except Exception as exc:  # ClientDisconnect included
+            return self._refused(exc, V1)
+        log_id = request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
+        inputs = protocol.V1Inputs(payload)
+        try:
+            answer = await self.plane.infer(InferRequest(request, inputs, V1, (), None, log_id, received))
+        except ServingError as exc:
+            return self._error(exc)
+        headers = {"x-model-version": answer.model_version, REQUEST_ID_HEADER: log_id}
+        return Response(protocol.v1_response(answer.probabilities), media_type=JSON, headers=headers)
 
     async def live(self, request: Request) -> Response:
-        return json_response({"live": True})
+        return json_response({"live": self.plane.live()})
 
     async def ready(self, request: Request) -> Response:
-        return json_response({"ready": True})
+        return json_response({"ready": self.plane.ready()})
 
     async def server_metadata(self, request: Request) -> Response:
-        return json_response(
-            {"name": "mlops-serving", "version": package_version(), "extensions": EXTENSIONS}
-        )
+        return json_response(self.plane.server_metadata())
 
     async def model_metadata(self, request: Request) -> Response:
         try:
-            backend, _ = self.router.select(request)
-        except ProtocolError as exc:
-            return self.error(exc.status, exc.message)
-        current = backend.holder.current
-        return json_response(
-            protocol.model_metadata(self.name, current.version, current.spec, current.precision)
-        )
+            return json_response(self.plane.model_metadata(request))
+        except ServingError as exc:
+            return self._error(exc)
 
     async def model_ready(self, request: Request) -> Response:
         try:
-            backend, _ = self.router.select(request)
-        except ProtocolError as exc:
-            return self.error(exc.status, exc.message)
-        return json_response({"name": self.name, "version": backend.holder.current.version, "ready": True})
+            return json_response(self.plane.model_ready(request))
+        except ServingError as exc:
+            self.plane.failed(exc)
+            return self._error(exc)
 
     async def v1_models(self, request: Request) -> Response:
-        return json_response({"models": [self.name]})
+        return json_response({"models": self.plane.models()})
 
     async def v1_model(self, request: Request) -> Response:
         try:
-            self.router.select(request)
-        except ProtocolError as exc:
-            return self.error(exc.status, exc.message)
-        return json_response({"name": self.name, "ready": True})
+            status = self.plane.model_ready(request)
+        except ServingError as exc:
+            self.plane.failed(exc)
+            return self._error(exc)
+        return json_response({"name": status.name, "ready": status.ready})
 
     async def prometheus(self, request: Request) -> Response:
-        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+        return Response(self.plane.metrics.render(), media_type=CONTENT_TYPE)
 
     async def no_route(self, request: Request, exc: Exception) -> Response:
         """404/405 for paths and methods no route takes, pointing at the ones that exist."""
-        status = getattr(exc, "status_code", 404)
+        name = self.plane.name
         message = (
-            f"no route {request.method} {request.url.path}; see GET /v2/models/{self.name} (V2) "
-            f"or POST /v1/models/{self.name}:predict (V1)"
+            f"no route {request.method} {request.url.path}; see GET /v2/models/{name} (V2) "
+            f"or POST /v1/models/{name}:predict (V1)"
         )
-        return self.error(status, message)
-
-
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mlops")
-    except PackageNotFoundError:
-        return "unknown"
+        error = MethodNotAllowed(message) if getattr(exc, "status_code", 404) == 405 else NotFound(message)
+        self.plane.failed(error)
+        return error_response(error)

@@ -1,4 +1,4 @@
-"""HTTP plumbing shared by the routes: JSON responses, bearer-token auth, a bounded body read."""
+"""HTTP plumbing shared by the REST routes: JSON and error responses, bearer-token auth, a bounded body read."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from serving import protocol
-from serving.protocol import ProtocolError
+from serving.errors import PayloadTooLarge, ServingError, Unauthenticated, http_status
 
 # Probes (kubelet, load balancers) cannot send a token: these paths never need one. The protocol
 # groups model readiness (/v2/models/{name}[/versions/{v}]/ready) with them; see is_open().
@@ -23,6 +22,18 @@ JSON = "application/json"
 def json_response(content: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     body = content if isinstance(content, bytes) else orjson.dumps(content)
     return Response(body, status_code=status, media_type=JSON, headers=headers)
+
+
+def error_body(message: str) -> bytes:
+    """REST's error body, ``{"error": message}``."""
+    return orjson.dumps({"error": message})
+
+
+def error_response(error: ServingError, message: str | None = None) -> Response:
+    """``{"error": message}`` with the status :data:`~serving.errors.HTTP_STATUS` gives ``error``'s class."""
+    status = http_status(error)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return json_response(error_body(error.message if message is None else message), status, headers)
 
 
 def is_open(path: str) -> bool:
@@ -39,7 +50,7 @@ def bearer_matches(supplied: bytes, token: bytes) -> bool:
 class BearerAuth:
     """ASGI middleware: 401 unless ``Authorization: Bearer <token>``; health checks stay open."""
 
-    def __init__(self, app: ASGIApp, token: str, on_reject: Callable[[], None]):
+    def __init__(self, app: ASGIApp, token: str, on_reject: Callable[[ServingError], None]):
         self.app = app
         self.token = token.encode()
         self.on_reject = on_reject
@@ -52,27 +63,23 @@ class BearerAuth:
         if bearer_matches(supplied, self.token):
             await self.app(scope, receive, send)
             return
-        self.on_reject()
-        message = "missing bearer token" if not supplied else "invalid bearer token"
-        response = json_response(
-            protocol.error_body(f"{message}; send 'Authorization: Bearer <token>'"),
-            status=401,
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-        await response(scope, receive, send)
+        what = "missing" if not supplied else "invalid"
+        error = Unauthenticated(f"{what} bearer token; send 'Authorization: Bearer <token>'")
+        self.on_reject(error)
+        await error_response(error)(scope, receive, send)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The body, refusing (413) anything over ``limit`` bytes before or while reading it."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ProtocolError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes")
+        raise PayloadTooLarge(f"request body of {declared} bytes exceeds the limit of {limit} bytes")
     if declared is not None:
         return await request.body()
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise ProtocolError(413, f"request body exceeds the limit of {limit} bytes")
+            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)

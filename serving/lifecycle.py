@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from serving.config import ServerConfig
-    from serving.handlers import Handlers
-    from serving.metrics import ServingMetrics
+    from serving.dataplane import DataPlane
     from serving.runtime import LoadedModel
 
 
@@ -31,8 +30,7 @@ class ServerLifecycle:
     """Starts and stops the background work of one app; records hot-reload outcomes in the metrics."""
 
     config: ServerConfig
-    handlers: Handlers
-    metrics: ServingMetrics
+    plane: DataPlane
     resolve: Callable[[], str] | None
     """The version the alias points at now; with ``load``, enables hot reload."""
     load: Callable[[str], LoadedModel] | None
@@ -42,40 +40,41 @@ class ServerLifecycle:
     _retired: list[tuple[str, str, str]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        current = self.handlers.router.primary.holder.current
+        current = self.plane.router.primary.holder.current
         self._retired.append((current.version, current.sha256, current.precision))
 
     def reloaded(self, outcome: str, version: str) -> None:
         """Count a reload attempt; on a swap mark the new version live and the previous one retired."""
         name = self.config.model_name
-        self.metrics.reloads.labels(name, outcome).inc()
+        metrics = self.plane.metrics
+        metrics.reloads.labels(name, outcome).inc()
         if outcome == "swapped":
             # The new version's long-lived objects join those frozen at start (see server.serve).
             gc.collect()
             gc.freeze()
-            current = self.handlers.router.primary.holder.current
-            self.metrics.served(name, current.version, current.sha256, current.precision, self._retired[-1])
+            current = self.plane.router.primary.holder.current
+            metrics.served(name, current.version, current.sha256, current.precision, self._retired[-1])
             self._retired.append((current.version, current.sha256, current.precision))
 
     async def start(self) -> None:
-        config, handlers = self.config, self.handlers
-        for backend in handlers.router.backends:
+        config, plane = self.config, self.plane
+        for backend in plane.router.backends:
             backend.start()
         if config.request_log_uri:
-            handlers.request_log = RequestLogger(
+            plane.request_log = RequestLogger(
                 config.request_log_uri,
                 config.model_name,
                 config.request_log_sample_rate,
                 config.request_log_flush_s,
                 config.request_log_max_rows,
-                on_error=lambda exc: self.metrics.error(
-                    config.model_name, handlers.live_version, "request_log"
+                on_error=lambda exc: plane.metrics.error(
+                    config.model_name, plane.live_version, "request_log"
                 ),
             )
-            handlers.request_log.start()
+            plane.request_log.start()
         if self.resolve is not None and self.load is not None and config.reload_interval_s > 0:
             self.watcher = ReloadWatcher(
-                handlers.router.primary.holder,
+                plane.router.primary.holder,
                 self.resolve,
                 self.load,
                 config.reload_interval_s,
@@ -85,7 +84,7 @@ class ServerLifecycle:
         if config.grpc_port:
             from serving.grpc_service import create_server
 
-            self.grpc, _ = create_server(handlers)
+            self.grpc, _ = create_server(plane, config)
             await self.grpc.start()
 
     async def stop(self) -> None:
@@ -93,10 +92,10 @@ class ServerLifecycle:
             await self.grpc.stop(grace=30)
         if self.watcher is not None:
             await self.watcher.stop()
-        for backend in self.handlers.router.backends:
+        for backend in self.plane.router.backends:
             await backend.stop()
-        if self.handlers.request_log is not None:
-            await self.handlers.request_log.stop()
+        if self.plane.request_log is not None:
+            await self.plane.request_log.stop()
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:

@@ -1,43 +1,44 @@
-"""Request parsing and response building for the KServe V2 (Open Inference) and V1 REST protocols.
+"""REST's wire formats: the KServe V2 (Open Inference) JSON and binary-tensor bodies, and V1.
 
-Every malformed request ends here as a :class:`ProtocolError` carrying the HTTP
-status and a message that names the bad value and the expected form, so a client
-can fix its request from the error alone. JSON has no NaN: a ``null`` inside a
-tensor stands for a missing value, which the model imputes like training did.
+Decoding turns a body into the data plane's terms (:mod:`serving.dataplane`): the
+request id and requested outputs, and an :class:`~serving.dataplane.Inputs` that reads
+the tensor against the model contract the data plane hands it. Encoding writes an
+:class:`~serving.dataplane.InferResponse` or the metadata records back as JSON (plus the
+binary section when asked). Every malformed body ends as an
+:class:`~serving.errors.InvalidInput` whose message names the bad value and the
+expected form, so a client can fix its request from the error alone. JSON has no NaN: a
+``null`` inside a tensor stands for a missing value, which the model imputes like
+training did.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import orjson
 
-from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
-from serving.errors import ProtocolError
-from serving.tensors import DTYPES, FeatureBounds, binary_size, from_binary
+from mlops.model.onnx_model import OUTPUT_NAME
+from serving.dataplane import INPUT_WHERE, describe
+from serving.errors import InvalidInput
+from serving.tensors import binary_size, from_binary
 
 if TYPE_CHECKING:
     from mlops.data.features import FeatureSpec
-
-__all__ = ["ProtocolError"]  # raised by every parser here; defined in serving.errors
-
-V2_DATATYPES = tuple(DTYPES)
-PLATFORM = "onnxruntime_onnx"
+    from serving.dataplane import InferResponse, ModelContract
 
 
 def decode_json(body: bytes) -> Any:
     if not body:
-        raise ProtocolError(400, "request body is empty; send a JSON object")
+        raise InvalidInput("request body is empty; send a JSON object")
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         hint = ""
         if b"NaN" in body or b"Infinity" in body:
             hint = "; NaN and Infinity are not JSON: send null for a missing value (or use binary data)"
-        raise ProtocolError(400, f"request body is not valid JSON: {exc}{hint}") from exc
+        raise InvalidInput(f"request body is not valid JSON: {exc}{hint}") from exc
 
 
 def _numbers_or_nulls(data: Any, where: str) -> np.ndarray:
@@ -51,9 +52,7 @@ def _numbers_or_nulls(data: Any, where: str) -> np.ndarray:
         elif item is None:
             flat.append(math.nan)
         elif isinstance(item, bool) or not isinstance(item, int | float):
-            raise ProtocolError(
-                400, f"{where} holds {item!r}; only numbers (or null for missing) are accepted"
-            )
+            raise InvalidInput(f"{where} holds {item!r}; only numbers (or null for missing) are accepted")
         else:
             flat.append(item)
     return np.asarray(flat, dtype=np.float64)
@@ -62,210 +61,155 @@ def _numbers_or_nulls(data: Any, where: str) -> np.ndarray:
 def to_matrix(data: Any, rows: int, width: int, where: str) -> np.ndarray:
     """``data`` (flat or nested list of numbers, ``null`` = missing) as a [rows, width] array, unconverted."""
     if not isinstance(data, list):
-        raise ProtocolError(400, f"{where} must be a list of numbers, got {type(data).__name__}")
+        raise InvalidInput(f"{where} must be a list of numbers, got {type(data).__name__}")
     try:
         array = np.asarray(data)
     except (ValueError, OverflowError) as exc:  # ragged nesting; an integer beyond 64 bits
-        raise ProtocolError(
-            400, f"{where} is ragged or out of range ({exc}); every row must have {width} numbers"
+        raise InvalidInput(
+            f"{where} is ragged or out of range ({exc}); every row must have {width} numbers"
         ) from exc
     if array.dtype.kind == "O":
         if array.ndim > 1 and array.shape[-1] != width:
-            raise ProtocolError(400, f"{where} rows have {array.shape[-1]} values; this model takes {width}")
+            raise InvalidInput(f"{where} rows have {array.shape[-1]} values; this model takes {width}")
         flat = _numbers_or_nulls(data, where)
         if flat.size != rows * width:
-            raise ProtocolError(
-                400, f"{where} holds {flat.size} values; shape [{rows}, {width}] needs {rows * width}"
+            raise InvalidInput(
+                f"{where} holds {flat.size} values; shape [{rows}, {width}] needs {rows * width}"
             )
         return flat.reshape(rows, width)
     if array.dtype.kind not in "fiu":
         kind = "strings" if array.dtype.kind in "US" else f"{array.dtype} values"
-        raise ProtocolError(400, f"{where} holds {kind}; only numbers (or null for missing) are accepted")
+        raise InvalidInput(f"{where} holds {kind}; only numbers (or null for missing) are accepted")
     if array.shape not in ((rows * width,), (rows, width)):
-        raise ProtocolError(
-            400,
+        raise InvalidInput(
             f"{where} has shape {list(array.shape)}; expected [{rows}, {width}] or a flat list of "
             f"{rows * width} values",
         )
     return array.reshape(rows, width)
 
 
-@dataclass(frozen=True)
-class V2Request:
-    """A parsed V2 inference request: the admitted matrix, the id to echo, how to send the output."""
+class V2Inputs:
+    """The ``features`` tensor of a V2 JSON body: JSON ``data`` or, with the binary extension, raw bytes."""
 
-    x: np.ndarray
-    request_id: str | int | None
-    binary_output: bool
+    __slots__ = ("binary", "payload")
+    where: ClassVar[str] = INPUT_WHERE
 
+    def __init__(self, payload: Any, binary: bytes = b""):
+        self.payload = payload
+        self.binary = binary
+        """The bytes after the JSON header (``Inference-Header-Content-Length``); empty without the extension."""
 
-def parse_v2_infer(payload: Any, bounds: FeatureBounds, binary: bytes = b"") -> V2Request:
-    """The ``features`` tensor of a V2 request (JSON ``data`` or, with the binary extension, raw bytes)."""
-    width = len(bounds.names)
-    expected = f"this model takes one input {INPUT_NAME!r} of datatype FP32 or FP64 and shape [N, {width}]"
-    if not isinstance(payload, dict):
-        raise ProtocolError(400, f"a V2 inference request is a JSON object with 'inputs'; {expected}")
-    inputs = payload.get("inputs")
-    if not isinstance(inputs, list) or not inputs:
-        raise ProtocolError(400, f"request has no 'inputs' list; {expected}")
-    names = [item.get("name") if isinstance(item, dict) else None for item in inputs]
-    if INPUT_NAME not in names:
-        raise ProtocolError(400, f"missing input {INPUT_NAME!r} (got {names}); {expected}")
-    if len(inputs) > 1:
-        extra = [n for n in names if n != INPUT_NAME]
-        raise ProtocolError(400, f"unexpected input(s) {extra}; {expected}")
-    tensor = inputs[0]
-    datatype = tensor.get("datatype")
-    if datatype not in V2_DATATYPES:
-        raise ProtocolError(
-            400,
-            f"input {INPUT_NAME!r} has datatype {datatype!r}; accepted datatypes are {list(V2_DATATYPES)}",
-        )
-    shape = tensor.get("shape")
-    if (
-        not isinstance(shape, list)
-        or len(shape) != 2
-        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
-        or shape[1] != width
-    ):
-        raise ProtocolError(400, f"input {INPUT_NAME!r} has shape {shape!r}; {expected}")
-    where = f"input {INPUT_NAME!r}"
-    size = binary_size(tensor.get("parameters"), where)
-    if size is not None:
-        if "data" in tensor:
-            raise ProtocolError(400, f"{where} has both 'data' and binary_data_size; send one of them")
-        if size != len(binary):
-            raise ProtocolError(
-                400,
-                f"{where} declares binary_data_size {size} but {len(binary)} bytes follow the JSON header "
-                "(Inference-Header-Content-Length)",
+    def read(self, contract: ModelContract) -> np.ndarray:
+        payload, binary, expected = self.payload, self.binary, contract.expected
+        if not isinstance(payload, dict):
+            raise InvalidInput(f"a V2 inference request is a JSON object with 'inputs'; {expected}")
+        inputs = payload.get("inputs")
+        if not isinstance(inputs, list) or not inputs:
+            raise InvalidInput(f"request has no 'inputs' list; {expected}")
+        contract.check_inputs([item.get("name") if isinstance(item, dict) else None for item in inputs])
+        tensor = inputs[0]
+        datatype = tensor.get("datatype")
+        rows = contract.check_tensor(datatype, tensor.get("shape"))
+        where = self.where
+        size = binary_size(tensor.get("parameters"), where)
+        if size is not None:
+            if "data" in tensor:
+                raise InvalidInput(f"{where} has both 'data' and binary_data_size; send one of them")
+            if size != len(binary):
+                raise InvalidInput(
+                    f"{where} declares binary_data_size {size} but {len(binary)} bytes follow the JSON header "
+                    "(Inference-Header-Content-Length)",
+                )
+            return from_binary(binary, datatype, rows, contract.width, where)
+        if "data" not in tensor:
+            raise InvalidInput(f"{where} has no 'data' (nor binary_data_size); {expected}")
+        if binary:
+            raise InvalidInput(
+                f"{len(binary)} bytes of binary data follow the JSON header but no input declares binary_data_size",
             )
-        values = from_binary(binary, datatype, shape[0], width, where)
-    elif "data" not in tensor:
-        raise ProtocolError(400, f"{where} has no 'data' (nor binary_data_size); {expected}")
-    elif binary:
-        raise ProtocolError(
-            400,
-            f"{len(binary)} bytes of binary data follow the JSON header but no input declares binary_data_size",
-        )
-    else:
-        values = to_matrix(tensor["data"], shape[0], width, f"{where} data")
-    binary_output = _binary_output(payload)
-    request_id = payload.get("id")
-    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
-        request_id = None
-    return V2Request(bounds.admit(values, where), request_id, binary_output)
+        return to_matrix(tensor["data"], rows, contract.width, f"{where} data")
 
 
-def _binary_output(payload: dict[str, Any]) -> bool:
-    """Whether the client asked for the output as binary data (per output, else for the whole request)."""
+def request_id(payload: Any) -> str | int | None:
+    """The V2 body's ``id`` (a string or an integer), echoed in the response; anything else is ignored."""
+    found = payload.get("id") if isinstance(payload, dict) else None
+    return None if isinstance(found, bool) or not isinstance(found, str | int) else found
+
+
+def requested_outputs(payload: Any) -> tuple[bool, list[Any]]:
+    """Whether the client wants the output as binary data, and the output names it asked for.
+
+    Binary: per output (``parameters.binary_data``), else for the whole request
+    (``parameters.binary_data_output``). Whether the names are the model's is the data
+    plane's check, the same for every protocol.
+    """
+    if not isinstance(payload, dict):
+        return False, []  # the data plane refuses the body itself
     parameters = payload.get("parameters")
-    default = bool(parameters.get("binary_data_output", False)) if isinstance(parameters, dict) else False
+    binary = bool(parameters.get("binary_data_output", False)) if isinstance(parameters, dict) else False
     outputs = payload.get("outputs")
     if outputs is None:
-        return default
+        return binary, []
     form = f'send \'outputs\': [{{"name": "{OUTPUT_NAME}"}}] (a list of objects) or leave it out'
     if not isinstance(outputs, list):
-        raise ProtocolError(400, f"'outputs' is {outputs!r} ({type(outputs).__name__}); {form}")
-    binary = default
+        raise InvalidInput(f"'outputs' is {outputs!r} ({type(outputs).__name__}); {form}")
+    names = []
     for item in outputs:
         if not isinstance(item, dict):
-            raise ProtocolError(400, f"'outputs' holds {item!r}, not an object; {form}")
-        if item.get("name") != OUTPUT_NAME:
-            raise ProtocolError(
-                400, f"requested output {item.get('name')!r}; this model has one output {OUTPUT_NAME!r}"
-            )
+            raise InvalidInput(f"'outputs' holds {item!r}, not an object; {form}")
+        names.append(item.get("name"))
         wanted = item.get("parameters")
         if isinstance(wanted, dict) and "binary_data" in wanted:
             binary = bool(wanted["binary_data"])
-    return binary
+    return binary, names
 
 
-def v2_response(
-    name: str, version: str, probabilities: np.ndarray, request: V2Request
-) -> tuple[bytes, int | None]:
+def v2_response(response: InferResponse, binary_output: bool) -> tuple[bytes, int | None]:
     """The response body and, for binary output, the length of its JSON header."""
+    probabilities = response.probabilities
     output: dict[str, Any] = {"name": OUTPUT_NAME, "datatype": "FP32", "shape": [len(probabilities)]}
-    if request.binary_output:
+    if binary_output:
         raw = probabilities.astype("<f4", copy=False).tobytes()
         output["parameters"] = {"binary_data_size": len(raw)}
     else:
         output["data"] = probabilities
-    body: dict[str, Any] = {"model_name": name, "model_version": version, "outputs": [output]}
-    if request.request_id is not None:
-        body["id"] = request.request_id
+    body: dict[str, Any] = {
+        "model_name": response.model_name,
+        "model_version": response.model_version,
+        "outputs": [output],
+    }
+    if response.id is not None:
+        body["id"] = response.id
     header = orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
-    if not request.binary_output:
+    if not binary_output:
         return header, None
     return header + raw, len(header)
 
 
-class RowEncoder:
-    """Encodes V1 named-feature rows exactly like :meth:`FeatureSpec.encode`, without pandas per request."""
+class V1Inputs:
+    """``{"instances": [[...], ...]}`` or ``{"instances": [{"feature": value, ...}, ...]}``."""
 
-    def __init__(self, spec: FeatureSpec):
-        self.spec = spec
-        self.numeric = spec.numeric
-        self.known = frozenset(spec.names)
-        self.categorical = tuple(
-            (name, {value: code + 1 for code, value in enumerate(vocab)})
-            for name, vocab in zip(spec.categorical, spec.vocabularies, strict=True)
-        )
+    __slots__ = ("payload",)
+    where: ClassVar[str] = "'instances'"
 
-    def encode(self, rows: list[dict[str, Any]]) -> np.ndarray:
-        """float64 [rows, n_features] (numerics raw, categoricals as codes); :class:`FeatureBounds` converts."""
-        out = np.empty((len(rows), self.spec.n_features), dtype=np.float64)
-        offset = len(self.numeric)
-        for r, row in enumerate(rows):
-            if len(row) != len(self.known) or not self.known.issuperset(row):
-                self._wrong_names(r, row)
-            for i, name in enumerate(self.numeric):
-                value = row[name]
-                if value is None:
-                    out[r, i] = math.nan
-                elif isinstance(value, bool) or not isinstance(value, int | float):
-                    raise ProtocolError(
-                        400, f"instance {r} feature {name!r} is {value!r}; it must be a number"
-                    )
-                else:
-                    out[r, i] = value
-            for j, (name, index) in enumerate(self.categorical):
-                value = row[name]
-                out[r, offset + j] = 0 if value is None else index.get(str(value), 0)
-        return out
+    def __init__(self, payload: Any):
+        self.payload = payload
 
-    def _wrong_names(self, r: int, row: dict[str, Any]) -> None:
-        names = list(self.spec.names)
-        missing = [name for name in names if name not in row]
-        if missing:
-            raise ProtocolError(
-                400,
-                f"instance {r} lacks feature(s) {missing}; send all of {names} (null for a missing value)",
-            )
-        extra = [name for name in row if name not in self.known]
-        raise ProtocolError(
-            400, f"instance {r} has unknown feature(s) {extra}; this model takes exactly {names}"
-        )
-
-
-def parse_v1_predict(payload: Any, bounds: FeatureBounds, encoder: RowEncoder) -> np.ndarray:
-    """``{"instances": [[...], ...]}`` or ``{"instances": [{"feature": value, ...}, ...]}`` as a matrix."""
-    width = len(bounds.names)
-    expected = f"send {{'instances': [[{width} numbers], ...]}} or rows of named features"
-    if not isinstance(payload, dict) or "instances" not in payload:
-        raise ProtocolError(400, f"a V1 predict request is a JSON object with 'instances'; {expected}")
-    instances = payload["instances"]
-    if not isinstance(instances, list):
-        raise ProtocolError(400, f"'instances' must be a list, got {type(instances).__name__}; {expected}")
-    if instances and all(isinstance(row, dict) for row in instances):
-        return bounds.admit(encoder.encode(instances), "'instances'")
-    if any(isinstance(row, dict) for row in instances):
-        raise ProtocolError(
-            400, "'instances' mixes named-feature objects and lists; use one form per request"
-        )
-    if not all(isinstance(row, list) for row in instances):
-        raise ProtocolError(400, f"each instance must be a list of {width} numbers or an object; {expected}")
-    return bounds.admit(to_matrix(instances, len(instances), width, "'instances'"), "'instances'")
+    def read(self, contract: ModelContract) -> np.ndarray:
+        payload, width = self.payload, contract.width
+        expected = f"send {{'instances': [[{width} numbers], ...]}} or rows of named features"
+        if not isinstance(payload, dict) or "instances" not in payload:
+            raise InvalidInput(f"a V1 predict request is a JSON object with 'instances'; {expected}")
+        instances = payload["instances"]
+        if not isinstance(instances, list):
+            raise InvalidInput(f"'instances' must be a list, got {type(instances).__name__}; {expected}")
+        if instances and all(isinstance(row, dict) for row in instances):
+            return contract.encoder.encode(instances)
+        if any(isinstance(row, dict) for row in instances):
+            raise InvalidInput("'instances' mixes named-feature objects and lists; use one form per request")
+        if not all(isinstance(row, list) for row in instances):
+            raise InvalidInput(f"each instance must be a list of {width} numbers or an object; {expected}")
+        return to_matrix(instances, len(instances), width, self.where)
 
 
 def v1_response(probabilities: np.ndarray) -> bytes:
@@ -273,27 +217,5 @@ def v1_response(probabilities: np.ndarray) -> bytes:
 
 
 def model_metadata(name: str, version: str, spec: FeatureSpec, precision: str) -> bytes:
-    return orjson.dumps(
-        {
-            "name": name,
-            "versions": [version],
-            "platform": PLATFORM,
-            "inputs": [{"name": INPUT_NAME, "datatype": "FP32", "shape": [-1, spec.n_features]}],
-            "outputs": [{"name": OUTPUT_NAME, "datatype": "FP32", "shape": [-1]}],
-            "parameters": {
-                "feature_names": list(spec.names),
-                "categorical_vocabularies": {
-                    n: list(v) for n, v in zip(spec.categorical, spec.vocabularies, strict=True)
-                },
-                "precision": precision,
-                # What the output is the probability of: the label's positive value (the schema's positive_label).
-                "label": spec.label,
-                "negative_class": spec.classes[0],
-                "positive_class": spec.classes[1],
-            },
-        }
-    )
-
-
-def error_body(message: str) -> bytes:
-    return orjson.dumps({"error": message})
+    """The V2 model metadata JSON of ``name`` ``version`` (what ``GET /v2/models/<name>`` answers)."""
+    return orjson.dumps(describe(name, version, spec, precision))

@@ -1,7 +1,7 @@
-"""The path table: which handler method answers which route, in the order Starlette tries them.
+"""The REST path table: which handler method answers which route, in the order Starlette tries them.
 
-Which *model* answers is not decided here but per request by the
-:class:`~serving.routing.model_router.ModelRouter` the handlers hold.
+Which *model* answers is not decided here but per request by the data plane's
+:class:`~serving.routing.model_router.ModelRouter`.
 """
 
 from __future__ import annotations

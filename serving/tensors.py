@@ -10,6 +10,9 @@ overflows it) and a categorical code that is not one of the feature's codes
 imputes it like training did, for categorical ones it becomes code 0. Nothing else
 that is not finite reaches the model or the request log.
 
+:class:`RowEncoder` turns rows of named raw features (V1's ``{"age": 41, "region": "north"}``)
+into the same encoded matrix, exactly like training's :meth:`FeatureSpec.encode`.
+
 The binary extension (`Inference-Header-Content-Length`, `binary_data_size`,
 `binary_data` / `binary_data_output`) carries tensors as raw little-endian bytes after
 the JSON header, which is what ``tritonclient`` sends by default.
@@ -17,11 +20,12 @@ the JSON header, which is what ``tritonclient`` sends by default.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from serving.errors import ProtocolError
+from serving.errors import InvalidInput
 
 if TYPE_CHECKING:
     from mlops.data.features import FeatureSpec
@@ -44,7 +48,7 @@ class FeatureBounds:
     def admit(self, values: np.ndarray, where: str) -> np.ndarray:
         """``values`` ([rows, n_features], any numeric dtype) as the float32 matrix the model takes.
 
-        Raises :class:`ProtocolError` (400) naming the first value that is not finite in
+        Raises :class:`~serving.errors.InvalidInput` naming the first value that is not finite in
         FP32 (NaN excepted: it means missing) or not a valid categorical code.
         """
         with np.errstate(over="ignore", invalid="ignore"):
@@ -53,8 +57,7 @@ class FeatureBounds:
             bad = np.isinf(x)
             if bad.any():
                 row, col = (int(i) for i in np.argwhere(bad)[0])
-                raise ProtocolError(
-                    400,
+                raise InvalidInput(
                     f"{where}: row {row}, feature {self.names[col]!r} (column {col}) is "
                     f"{_show(values[row, col])}, which is not a finite FP32 number (the model's input "
                     f"type, at most ±3.4e38); send a finite number, or null (NaN in binary) for missing",
@@ -78,14 +81,56 @@ class FeatureBounds:
             vocab = self.vocabularies[j]
             known = ", ".join(f"{k + 1}={v!r}" for k, v in enumerate(vocab[:6]))
             more = ", ..." if len(vocab) > 6 else ""
-            raise ProtocolError(
-                400,
+            raise InvalidInput(
                 f"{where}: row {row}, feature {self.names[col]!r} (column {col}) is "
                 f"{_show(values[row, col])}, which is not a code of this categorical feature; send an "
                 f"integer from 0 (missing or unknown) to {len(vocab)} ({known}{more}; all codes are in "
                 "the model metadata)",
             )
         return x
+
+
+class RowEncoder:
+    """Encodes named-feature rows exactly like :meth:`FeatureSpec.encode`, without pandas per request."""
+
+    def __init__(self, spec: FeatureSpec):
+        self.spec = spec
+        self.numeric = spec.numeric
+        self.known = frozenset(spec.names)
+        self.categorical = tuple(
+            (name, {value: code + 1 for code, value in enumerate(vocab)})
+            for name, vocab in zip(spec.categorical, spec.vocabularies, strict=True)
+        )
+
+    def encode(self, rows: list[dict[str, Any]]) -> np.ndarray:
+        """float64 [rows, n_features] (numerics raw, categoricals as codes); :class:`FeatureBounds` converts."""
+        out = np.empty((len(rows), self.spec.n_features), dtype=np.float64)
+        offset = len(self.numeric)
+        for r, row in enumerate(rows):
+            if len(row) != len(self.known) or not self.known.issuperset(row):
+                self._wrong_names(r, row)
+            for i, name in enumerate(self.numeric):
+                value = row[name]
+                if value is None:
+                    out[r, i] = math.nan
+                elif isinstance(value, bool) or not isinstance(value, int | float):
+                    raise InvalidInput(f"instance {r} feature {name!r} is {value!r}; it must be a number")
+                else:
+                    out[r, i] = value
+            for j, (name, index) in enumerate(self.categorical):
+                value = row[name]
+                out[r, offset + j] = 0 if value is None else index.get(str(value), 0)
+        return out
+
+    def _wrong_names(self, r: int, row: dict[str, Any]) -> None:
+        names = list(self.spec.names)
+        missing = [name for name in names if name not in row]
+        if missing:
+            raise InvalidInput(
+                f"instance {r} lacks feature(s) {missing}; send all of {names} (null for a missing value)"
+            )
+        extra = [name for name in row if name not in self.known]
+        raise InvalidInput(f"instance {r} has unknown feature(s) {extra}; this model takes exactly {names}")
 
 
 def _show(value: object) -> str:
@@ -99,8 +144,7 @@ def split_binary(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
     if header_length is None:
         return body, b""
     if not header_length.isdigit() or int(header_length) > len(body):
-        raise ProtocolError(
-            400,
+        raise InvalidInput(
             f"Inference-Header-Content-Length is {header_length!r} but the body has {len(body)} bytes; "
             "it must be the byte length of the JSON header that starts the body",
         )
@@ -113,12 +157,12 @@ def binary_size(parameters: object, where: str) -> int | None:
     if parameters is None:
         return None
     if not isinstance(parameters, dict):
-        raise ProtocolError(400, f"{where} 'parameters' must be an object, got {type(parameters).__name__}")
+        raise InvalidInput(f"{where} 'parameters' must be an object, got {type(parameters).__name__}")
     size = parameters.get("binary_data_size")
     if size is None:
         return None
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise ProtocolError(400, f"{where} binary_data_size is {size!r}; it must be a byte count (>= 0)")
+        raise InvalidInput(f"{where} binary_data_size is {size!r}; it must be a byte count (>= 0)")
     return size
 
 
@@ -127,8 +171,7 @@ def from_binary(raw: bytes, datatype: str, rows: int, width: int, where: str) ->
     dtype = DTYPES[datatype]
     expected = rows * width * dtype.itemsize
     if len(raw) != expected:
-        raise ProtocolError(
-            400,
+        raise InvalidInput(
             f"{where} carries {len(raw)} bytes of binary data; shape [{rows}, {width}] of {datatype} "
             f"needs {expected} ({dtype.itemsize} bytes per value, little-endian, row-major)",
         )

@@ -1,34 +1,49 @@
 """Which model answers a request: the seam a canary or shadow rollout replaces.
 
 "Which model answers" is one object, a :class:`ModelRouter`, so a rollout can change it
-without touching the handlers, the path table (:mod:`serving.routes`) or the protocol
-code. Today's :class:`AliasRouter` serves one model, the one the alias points at
-(hot-reloaded as it moves). A canary router (a share of requests to the challenger's
-backend) or a shadow router (the challenger scores a copy, the champion answers)
-implements the same protocol and is built by the ``make_router`` given to
-:func:`serving.app.create_app`.
+without touching the data plane, either transport or the path table. Today's
+:class:`AliasRouter` serves one model, the one the alias points at (hot-reloaded as it
+moves). A canary router (a share of requests to the challenger's backend) or a shadow
+router (the challenger scores a copy, the champion answers) implements the same protocol
+and is built by the ``make_router`` given to :func:`serving.app.create_app`.
+
+A router reads a request only as a :class:`Target`: the model (and version) it names and
+its headers. The REST transport passes its Starlette request (which is one, at no cost),
+gRPC a small object built from the call's fields and metadata.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from serving.protocol import ProtocolError
+from serving.errors import ModelNotFound
 
 if TYPE_CHECKING:
-    from starlette.requests import Request
-
     from serving.backend import ModelBackend
     from serving.config import ServerConfig
     from serving.reload import ModelHolder
     from serving.runtime import LoadedModel
 
 
+class Target(Protocol):
+    """What a router reads from a request, whatever transport carried it."""
+
+    @property
+    def path_params(self) -> Mapping[str, Any]:
+        """``name`` (the model) and, when the request pins one, ``version``."""
+        ...
+
+    @property
+    def headers(self) -> Mapping[str, Any]:
+        """The request's headers (gRPC: its metadata), lower-case names; e.g. ``x-request-key``."""
+        ...
+
+
 class Scorer(Protocol):
-    """What a handler needs from the backend chosen for a request (a :class:`ModelBackend` is one)."""
+    """What the data plane needs from the backend chosen for a request (a :class:`ModelBackend` is one)."""
 
     @property
     def holder(self) -> ModelHolder:
@@ -51,10 +66,10 @@ class ModelRouter(Protocol):
         """The backend whose model answers when no request names one (metadata, error labels)."""
         ...
 
-    def select(self, request: Request) -> tuple[Scorer, str | None]:
-        """The backend for ``request`` and the version its path pins (None: whatever is served).
+    def select(self, request: Target) -> tuple[Scorer, str | None]:
+        """The backend for ``request`` and the version it pins (None: whatever is served).
 
-        Raises :class:`~serving.protocol.ProtocolError` (404) when the path names a model or
+        Raises :class:`~serving.errors.ModelNotFound` when the request names a model or
         version this server does not serve. Called on every request: keep it allocation-free.
         """
         ...
@@ -69,18 +84,16 @@ class AliasRouter:
         self.primary = backend
         self.backends = (backend,)
 
-    def select(self, request: Request) -> tuple[ModelBackend, str | None]:
+    def select(self, request: Target) -> tuple[ModelBackend, str | None]:
         requested = request.path_params["name"]
         if requested != self.name:
-            raise ProtocolError(
-                404,
+            raise ModelNotFound(
                 f"model {requested!r} is not served here; this server serves {self.name!r} ({self.model_uri})",
             )
         version = request.path_params.get("version")
         current = self.primary.holder.current
         if version is not None and version != current.version:
-            raise ProtocolError(
-                404,
+            raise ModelNotFound(
                 f"{self.name} version {version!r} is not loaded; this server serves version {current.version} "
                 f"({self.model_uri}); drop /versions/{version} to follow the alias",
             )

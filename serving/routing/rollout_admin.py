@@ -15,9 +15,8 @@ import orjson
 from pydantic import ValidationError
 from starlette.routing import Route
 
-from serving import protocol
-from serving.http import json_response
-from serving.protocol import ProtocolError
+from serving.errors import InvalidInput, ModelNotFound, ServingError
+from serving.http import error_response, json_response
 from serving.routing.rollout_router import TrafficPlan
 
 if TYPE_CHECKING:
@@ -41,15 +40,15 @@ def admin_routes(router: RolloutRouter) -> list[Route]:
 
     def check_name(request: Request) -> None:
         if request.path_params["name"] != router.name:
-            raise ProtocolError(
-                404, f"model {request.path_params['name']!r} is not served here ({router.name!r} is)"
+            raise ModelNotFound(
+                f"model {request.path_params['name']!r} is not served here ({router.name!r} is)"
             )
 
     async def get(request: Request) -> Response:
         try:
             check_name(request)
-        except ProtocolError as exc:
-            return json_response(protocol.error_body(exc.message), status=exc.status)
+        except ServingError as exc:
+            return error_response(exc)
         return json_response(describe())
 
     async def put(request: Request) -> Response:
@@ -58,12 +57,12 @@ def admin_routes(router: RolloutRouter) -> list[Route]:
             try:
                 plan = TrafficPlan.model_validate(orjson.loads(await request.body()))
             except (orjson.JSONDecodeError, ValidationError) as exc:
-                raise ProtocolError(
-                    400, f"bad rollout plan: {exc}; send e.g. {{'challenger': '2', 'percent': 10}}"
+                raise InvalidInput(
+                    f"bad rollout plan: {exc}; send e.g. {{'challenger': '2', 'percent': 10}}"
                 ) from exc
             await router.apply(plan)
-        except ProtocolError as exc:
-            return json_response(protocol.error_body(exc.message), status=exc.status)
+        except ServingError as exc:
+            return error_response(exc)
         return json_response(describe())
 
     return [Route(ROLLOUT_PATH, get, methods=["GET"]), Route(ROLLOUT_PATH, put, methods=["PUT"])]

@@ -36,15 +36,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from serving.backend import ModelBackend
-from serving.protocol import ProtocolError
+from serving.errors import Conflict
 from serving.reload import ModelHolder
 from serving.routing.model_router import AliasRouter, Scorer
 
 if TYPE_CHECKING:
-    from starlette.requests import Request
-
     from serving.config import ServerConfig
     from serving.metrics import ServingMetrics
+    from serving.routing.model_router import Target
     from serving.runtime import LoadedModel
 
 log = logging.getLogger("serving.routing")
@@ -97,7 +96,7 @@ def check_contract(champion: LoadedModel, challenger: LoadedModel) -> None:
 
 
 class _Scored:
-    """A backend as the handlers see it, counting each request under its version and role."""
+    """A backend as the data plane sees it, counting each request under its version and role."""
 
     def __init__(self, backend: ModelBackend, role: str, name: str, metrics: ServingMetrics):
         self.backend, self.holder, self.role, self.name, self.metrics = (
@@ -224,7 +223,7 @@ class RolloutRouter:
         live = self._live
         return TrafficPlan() if live is None else live.plan
 
-    def select(self, request: Request) -> tuple[Scorer, str | None]:
+    def select(self, request: Target) -> tuple[Scorer, str | None]:
         live = self._live
         if live is None:
             _, version = self._alias.select(request)
@@ -255,7 +254,7 @@ class RolloutRouter:
             assert plan.challenger is not None
             champion = self.primary.holder.current
             if plan.challenger == champion.version:
-                raise ProtocolError(409, f"version {plan.challenger} is already the champion; name another")
+                raise Conflict(f"version {plan.challenger} is already the champion; name another")
             if previous is not None and previous.plan.challenger == plan.challenger:
                 backend = previous.backend
             else:
@@ -272,14 +271,12 @@ class RolloutRouter:
 
     async def _start_backend(self, version: str, champion: LoadedModel) -> ModelBackend:
         if self.load is None:
-            raise ProtocolError(
-                409, "this server was started without a registry; it cannot load a challenger"
-            )
+            raise Conflict("this server was started without a registry; it cannot load a challenger")
         try:
             model = await asyncio.to_thread(self.load, version)
             check_contract(champion, model)
         except ValueError as exc:  # RegistryError, digest mismatch, ContractMismatch
-            raise ProtocolError(409, f"cannot load challenger version {version}: {exc}") from exc
+            raise Conflict(f"cannot load challenger version {version}: {exc}") from exc
         backend = ModelBackend(
             ModelHolder(model),
             self.primary.max_batch_size,
@@ -291,7 +288,7 @@ class RolloutRouter:
         return backend
 
 
-def _to_challenger(request: Request, percent: int) -> bool:
+def _to_challenger(request: Target, percent: int) -> bool:
     """Whether this request goes to the challenger at ``percent`` %: sticky by key, else random."""
     if percent >= 100:
         return True

@@ -239,6 +239,58 @@ def test_grpc_unknown_model_is_not_found(grpc: Any, store: DemoStore) -> None:
     assert "NOT_FOUND" in str(info.value.status())
 
 
+PARITY = [
+    pytest.param("features", "FP32", 20, "probability", None, None, id="good"),
+    pytest.param(
+        "x", "FP32", 20, "probability", None, "missing input 'features' (got ['x'])", id="input-name"
+    ),
+    pytest.param("features", "INT64", 20, "probability", None, "has datatype 'INT64'", id="datatype"),
+    pytest.param("features", "FP32", 19, "probability", None, "has shape [3, 19]", id="width"),
+    pytest.param("features", "FP32", 20, "logit", None, "requested output 'logit'", id="output"),
+    pytest.param("features", "FP64", 20, "probability", (2, 1e300), "(column 2) is 1e+300", id="beyond-fp32"),
+    pytest.param(
+        "features", "FP32", 20, "probability", (19, 5), "(column 19) is 5, which is not a code", id="code"
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "datatype", "columns", "output", "bad", "refusal"), PARITY)
+def test_rest_and_grpc_answer_the_same_request_alike(
+    http: Any,
+    grpc: Any,
+    store: DemoStore,
+    name: str,
+    datatype: str,
+    columns: int,
+    output: str,
+    bad: tuple[int, float] | None,
+    refusal: str | None,
+) -> None:
+    """Two faces of one data plane: the same scores, or the same refusal word for word."""
+    x = np.nan_to_num(encoded(store, 3, offset=150), nan=0.0).astype(np.float64)
+    if bad is not None:
+        x[2, bad[0]] = bad[1]
+    x = x[:, :columns].astype({"FP32": np.float32, "FP64": np.float64, "INT64": np.int64}[datatype])
+    answers: list[tuple[str, Any]] = []
+    for module, client in ((httpclient, http), (grpcclient, grpc)):
+        tensor = module.InferInput(name, list(x.shape), datatype)
+        tensor.set_data_from_numpy(x)
+        outputs = [module.InferRequestedOutput(output)]
+        try:
+            result = client.infer(MODEL, [tensor], outputs=outputs, headers=Headers())
+        except InferenceServerException as exc:
+            answers.append(("refused", exc.message()))
+        else:
+            answers.append(("scored", result.as_numpy("probability").tolist()))
+    rest, over_grpc = answers
+    assert rest == over_grpc
+    if refusal is None:
+        assert rest[0] == "scored"
+        np.testing.assert_allclose(rest[1], direct(store.onnx_a, x), rtol=1e-6)
+    else:
+        assert rest[0] == "refused" and refusal in rest[1], rest
+
+
 def test_grpc_and_binary_requests_share_metrics_and_the_request_log(
     servers: Servers, http: Any, grpc: Any, store: DemoStore
 ) -> None:

@@ -13,8 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mlops.data.sample_data import SAMPLE_SCHEMA
 from mlops.model.onnx_model import OnnxScorer
-from serving.protocol import ProtocolError, RowEncoder, to_matrix
-from serving.tensors import FeatureBounds
+from serving.errors import InvalidInput
+from serving.protocol import to_matrix
+from serving.tensors import FeatureBounds, RowEncoder
 from tests.support.serving import (
     MODEL,
     DemoStore,
@@ -163,5 +164,5 @@ def test_row_encoder_matches_feature_spec_encode(store: DemoStore) -> None:
 def test_to_matrix_reads_null_as_missing_and_rejects_ragged_rows() -> None:
     matrix = to_matrix([[1, None], [3.5, 4]], 2, 2, "data")
     assert matrix.shape == (2, 2) and np.isnan(matrix[0, 1]) and matrix[1, 0] == 3.5
-    with pytest.raises(ProtocolError, match="ragged"):
+    with pytest.raises(InvalidInput, match="ragged"):
         to_matrix([[1, 2], [3]], 2, 2, "data")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mlops.data.features import FeatureSpec
-from serving.errors import ProtocolError
+from serving.errors import InvalidInput, http_status
 from serving.tensors import FeatureBounds, from_binary, split_binary
 
 SPEC = FeatureSpec(
@@ -41,9 +41,9 @@ def test_admit_converts_to_float32_keeps_missing_numerics_and_maps_missing_codes
     ],
 )
 def test_admit_refuses_values_the_model_cannot_take(values: list[list[float]], message: str) -> None:
-    with pytest.raises(ProtocolError, match=re.escape(message)) as info:
+    with pytest.raises(InvalidInput, match=re.escape(message)) as info:
         BOUNDS.admit(np.array(values, dtype=np.float64), "input 'features'")
-    assert info.value.status == 400 and info.value.message.startswith("input 'features': row ")
+    assert http_status(info.value) == 400 and info.value.message.startswith("input 'features': row ")
 
 
 def test_admit_leaves_read_only_request_bytes_alone() -> None:
@@ -56,9 +56,9 @@ def test_admit_leaves_read_only_request_bytes_alone() -> None:
 def test_split_binary_and_from_binary_check_sizes() -> None:
     assert split_binary(b'{"a":1}rest', "7") == (b'{"a":1}', b"rest")
     assert split_binary(b"{}", None) == (b"{}", b"")
-    with pytest.raises(ProtocolError, match="is '99' but the body has 2 bytes"):
+    with pytest.raises(InvalidInput, match="is '99' but the body has 2 bytes"):
         split_binary(b"{}", "99")
     with pytest.raises(
-        ProtocolError, match="carries 8 bytes of binary data; shape \\[1, 3\\] of FP64 needs 24"
+        InvalidInput, match="carries 8 bytes of binary data; shape \\[1, 3\\] of FP64 needs 24"
     ):
         from_binary(b"\0" * 8, "FP64", 1, 3, "input 'features'")
