@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (once) and run the training pipeline on the built-in sample data.
-# Extra arguments go to `mlops run training`, e.g. ./run.sh --data my.csv --schema my.schema.yaml --set epochs=5
+# Extra arguments go to `mlops run training`, e.g. ./run.sh --data my.csv --schema my.schema.yaml --set train.epochs=5
+# (every setting by its address, section.field; `mlops run training --help` lists them by section)
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ ! -x .venv/bin/python ]; then

@@ -90,7 +90,7 @@ def main() -> None:
     from training.config import TrainConfig
     from training.launcher import LocalProcessesLauncher
 
-    frame = generate(SampleDataConfig(sample_rows=args.rows, sample_seed=1))
+    frame = generate(SampleDataConfig(rows=args.rows, seed=1))
     config = TrainConfig(epochs=args.epochs, patience=0, nproc=args.nproc, device="cpu", precision="fp32")
     local: list[float] = []
     pod: list[float] = []

@@ -1,7 +1,7 @@
 """Drift check of a large request-log window: the profile-streaming monitor vs Evidently's Report.
 
 Setup (not timed): a 20-feature reference (the sample generator, 20k rows) profiled as at
-registration, and a window of ``--rows`` logged rows (sample_drift 0.5) written as request-log
+registration, and a window of ``--rows`` logged rows (data.sample.drift 0.5) written as request-log
 Parquet files by the server's own writer, in files of 100k rows.
 
 Timed, in a fresh child process each (so peak RSS is the check's own):
@@ -60,12 +60,12 @@ def setup(directory: Path, rows: int) -> dict[str, Any]:
     from mlops.model.reference_profile import build_profile
     from serving.request_log import Block, RequestLogger
 
-    reference = generate(SampleDataConfig(sample_rows=20_000, sample_seed=1))
+    reference = generate(SampleDataConfig(rows=20_000, seed=1))
     spec = FeatureSpec.fit(reference, SAMPLE_SCHEMA)
     profile = build_profile(reference, spec, fake_scores(reference), reference["default"].to_numpy())
     (directory / "profile.json").write_text(profile.to_json())
     reference.to_parquet(directory / "reference.parquet")
-    window = generate(SampleDataConfig(sample_rows=rows, sample_seed=2, sample_drift=0.5))
+    window = generate(SampleDataConfig(rows=rows, seed=2, drift=0.5))
     window.to_parquet(directory / "window.parquet")
     logger = RequestLogger(str(directory / "logs"), "m", 1.0, 60, 10**9)
     at_us = int((T0 + timedelta(hours=1)).timestamp() * 1e6)

@@ -24,8 +24,9 @@ from typing import Any
 N_TASKS = 11
 
 
-def pipeline_arguments(rows: int, epochs: int) -> dict[str, Any]:
-    return {"sample_rows": rows, "epochs": epochs, "patience": epochs, "auc_floor": 0.5}
+def pipeline_settings(rows: int, epochs: int) -> dict[str, Any]:
+    """The settings this benchmark changes, by address."""
+    return {"data.sample.rows": rows, "train.epochs": epochs, "train.patience": epochs, "gate.auc_floor": 0.5}
 
 
 def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
@@ -35,41 +36,39 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
 
     from components.data_validation.data_validation import run_validation
     from components.evaluate.evaluate import run_evaluation
-    from components.export_onnx.config import ExportSettings
     from components.export_onnx.export_onnx import run_export
-    from components.model_validation.config import ValidationConfig
     from components.model_validation.model_validation import run as run_model_validation
-    from components.prepare_data.config import DataSettings
     from components.prepare_data.prepare_data import resolve_data
     from components.promotion_gate.combine import combine, record_overall
-    from components.promotion_gate.promotion_gate import MetricsGatePolicy, decide, promote, record
+    from components.promotion_gate.promotion_gate import decide, promote, record
     from components.register.register import register_onnx_model
     from components.train.train import run_training
-    from mlops.data.dataset import DatasetSchema
-    from mlops.settings import from_flat, leaves
-    from mlops.tracking.context import TrackingContext
+    from mlops.settings import section_of
+    from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import Lineage, package_version
     from mlops.workspace import Workspace
-    from pipelines.training.pipeline import training_pipeline
-    from training.config import TrainConfig
+    from pipelines.training.pipeline import FORM
 
-    defaults = {name: spec.default for name, spec in training_pipeline.component_spec.inputs.items()}
-    params = {**defaults, **pipeline_arguments(rows, epochs)}
+    arguments = FORM.arguments(pipeline_settings(rows, epochs))
+    params = FORM.values(arguments)
+    configs = {section_of(type(config)): config for config in FORM.configs(arguments)}
     workspace = Workspace(workspace_dir).create()
-    context = TrackingContext(workspace.tracking_uri, params["experiment"], "plain", workspace.artifact_root)
+    context = TrackingStore(
+        workspace.tracking_uri, params["tracking.experiment"], "plain", workspace.artifact_root
+    )
     out = workspace.root / "plain"
     out.mkdir()
 
-    def settings(config: type[Any]) -> Any:
-        """The pipeline's values for one stage config, the way a task rebuilds them."""
-        return from_flat(config, {leaf.name: params[leaf.name] for leaf in leaves(config)})
+    def settings(section: str) -> Any:
+        """The pipeline's config of one section, the way a task rebuilds it."""
+        return configs[section]
 
-    uri = resolve_data(settings(DataSettings), out / "sample.parquet")
-    schema = settings(DatasetSchema)
+    uri = resolve_data(settings("data"), out / "sample.parquet")
+    schema = settings("schema")
     digest, suite_version = run_validation(
         uri, schema, None, context, out / "validated.parquet", out / "report.html", out / "report.json"
     )
-    config = settings(TrainConfig)
+    config = settings("train")
     training = run_training(
         str(out / "validated.parquet"),
         schema.model_copy(update={"protected_attributes": ()}),
@@ -80,44 +79,57 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
         out / "checkpoints",
     )
     evaluation = run_evaluation(
-        out / "model", out / "test.parquet", schema.label, params["model_name"], context, out / "metrics.json"
+        out / "model",
+        out / "test.parquet",
+        schema.label,
+        params["registration.model_name"],
+        context,
+        out / "metrics.json",
     )
-    run_export(out / "model", out / "test.parquet", out / "onnx", settings(ExportSettings).onnx_tolerance)
+    run_export(out / "model", out / "test.parquet", out / "onnx", settings("export").tolerance)
     lineage = Lineage("plain", "", digest, suite_version, package_version(), training.run_id)
     registered = register_onnx_model(
-        out / "onnx", pd.read_parquet(out / "test.parquet"), params["model_name"], lineage, context
+        out / "onnx",
+        pd.read_parquet(out / "test.parquet"),
+        params["registration.model_name"],
+        lineage,
+        context,
     )
-    metrics_decision = decide(settings(MetricsGatePolicy), *evaluation)
-    record(metrics_decision, params["model_name"], registered.version, context, out / "gate.json")
+    metrics_decision = decide(settings("gate"), *evaluation)
+    record(
+        metrics_decision, params["registration.model_name"], registered.version, context, out / "gate.json"
+    )
     validation = run_model_validation(
         model_path=out / "model",
         test_data_uri=str(out / "test.parquet"),
         schema=schema,
-        config=settings(ValidationConfig),
-        model_name=params["model_name"],
+        config=settings("model_validation"),
+        model_name=params["registration.model_name"],
         version=registered.version,
-        context=context,
+        store=context,
         html_path=out / "model_report.html",
         json_path=out / "model_report.json",
     )
     decision = combine([metrics_decision, validation.decision])
-    record_overall(decision, params["model_name"], registered.version, context)
+    record_overall(decision, params["registration.model_name"], registered.version, context)
     if decision.promote:
-        promote(params["model_name"], registered.version, context)
+        promote(params["registration.model_name"], registered.version, context)
     return time.perf_counter() - start
 
 
 def run_pipeline(workspace_dir: Path, rows: int, epochs: int) -> float:
     from cli.local_run import run_locally
     from mlops.workspace import Workspace
-    from pipelines.training.pipeline import training_pipeline
+    from pipelines.training.pipeline import FORM, training_pipeline
 
     workspace = Workspace(workspace_dir)
-    arguments = {
-        **pipeline_arguments(rows, epochs),
-        "tracking_uri": workspace.tracking_uri,
-        "artifact_root": workspace.artifact_root,
-    }
+    arguments = FORM.arguments(
+        {
+            **pipeline_settings(rows, epochs),
+            "tracking.tracking_uri": workspace.tracking_uri,
+            "tracking.artifact_root": workspace.artifact_root,
+        }
+    )
     start = time.perf_counter()
     run_locally(training_pipeline, arguments, workspace)
     return time.perf_counter() - start

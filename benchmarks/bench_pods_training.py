@@ -44,7 +44,7 @@ def _stage(directory: Path, rows: int, epochs: int, nproc: int, batch_size: int)
         patience=0,
         nproc=nproc,
     )
-    frame = generate(SampleDataConfig(sample_rows=rows, sample_seed=3))
+    frame = generate(SampleDataConfig(rows=rows, seed=3))
     data = encode_splits(split_frame(frame, SAMPLE_SCHEMA, config), SAMPLE_SCHEMA)
     job = WorkerJob(data, config, resolve_runtime(config), "bench", None, NullLogger())
     (directory / JOB_FILE).write_bytes(pickle.dumps(job))

@@ -186,7 +186,7 @@ def main() -> int:
     from mlops.model.onnx_model import OnnxScorer
 
     scorer = OnnxScorer.load(fp32_path)
-    frame = generate(SampleDataConfig(sample_rows=64, sample_seed=5, sample_missing_rate=0.0))
+    frame = generate(SampleDataConfig(rows=64, seed=5, missing_rate=0.0))
     x = scorer.spec.encode(frame)
     python = sys.executable
     ours = [

@@ -47,21 +47,19 @@ SPLIT_AIM, SHADOW_AIM = 0.90, 2.0
 
 
 def register_pair(workspace_root: Path, champion: Path, challenger: Path) -> None:
-    import mlflow
-
     from components.register.register import register_onnx_model
     from mlops.data.sample_data import SampleDataConfig, generate
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import Lineage
     from mlops.workspace import Workspace
 
     workspace = Workspace(workspace_root).create()
-    context = TrackingContext(workspace.tracking_uri, "bench", "bench", workspace.artifact_root)
+    store = TrackingStore(workspace.tracking_uri, "bench", "bench", workspace.artifact_root)
     lineage = Lineage("bench", "", "", "", "0.1.0", "")
-    example = generate(SampleDataConfig(sample_rows=10, sample_seed=1))
-    first = register_onnx_model(champion.parent, example, MODEL, lineage, context)
-    register_onnx_model(challenger.parent, example, MODEL, lineage, context)
-    mlflow.MlflowClient(workspace.tracking_uri).set_registered_model_alias(MODEL, "champion", first.version)
+    example = generate(SampleDataConfig(rows=10, seed=1))
+    first = register_onnx_model(champion.parent, example, MODEL, lineage, store)
+    register_onnx_model(challenger.parent, example, MODEL, lineage, store)
+    store.move_alias(MODEL, "champion", first.version, None, reason="benchmark set-up")
 
 
 def main() -> int:
@@ -86,7 +84,7 @@ def main() -> int:
     from mlops.model.onnx_model import OnnxScorer
 
     scorer = OnnxScorer.load(OUT / "rollout-champion" / "model.onnx")
-    x = scorer.spec.encode(generate(SampleDataConfig(sample_rows=1, sample_seed=5, sample_missing_rate=0.0)))
+    x = scorer.spec.encode(generate(SampleDataConfig(rows=1, seed=5, missing_rate=0.0)))
     body = json.dumps(
         {
             "inputs": [

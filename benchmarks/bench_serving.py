@@ -76,7 +76,7 @@ def train_and_export(directory: Path, hidden_units: tuple[int, ...], steps: int)
     from training.model import TabularNet
     from training.onnx_export import export_onnx
 
-    frame = generate(SampleDataConfig(sample_rows=5000, sample_seed=0))
+    frame = generate(SampleDataConfig(rows=5000, seed=0))
     spec = FeatureSpec.fit(frame, SAMPLE_SCHEMA)
     torch.manual_seed(0)
     model = TabularNet(spec, ModelConfig(hidden_units=hidden_units))
@@ -91,22 +91,18 @@ def train_and_export(directory: Path, hidden_units: tuple[int, ...], steps: int)
 
 
 def register_model(workspace_root: Path, onnx_path: Path) -> str:
-    import mlflow
-
     from components.register.register import register_onnx_model
     from mlops.data.sample_data import SampleDataConfig, generate
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import Lineage
     from mlops.workspace import Workspace
 
     workspace = Workspace(workspace_root).create()
-    context = TrackingContext(workspace.tracking_uri, "bench", "bench", workspace.artifact_root)
+    store = TrackingStore(workspace.tracking_uri, "bench", "bench", workspace.artifact_root)
     lineage = Lineage("bench", "", "", "", "0.1.0", "")
-    example = generate(SampleDataConfig(sample_rows=10, sample_seed=1))
-    registered = register_onnx_model(onnx_path.parent, example, MODEL, lineage, context)
-    mlflow.MlflowClient(workspace.tracking_uri).set_registered_model_alias(
-        MODEL, "champion", registered.version
-    )
+    example = generate(SampleDataConfig(rows=10, seed=1))
+    registered = register_onnx_model(onnx_path.parent, example, MODEL, lineage, store)
+    store.move_alias(MODEL, "champion", registered.version, None, reason="benchmark set-up")
     return workspace.tracking_uri
 
 
@@ -284,7 +280,7 @@ def main() -> int:
     from mlops.model.onnx_model import OnnxScorer
 
     scorer = OnnxScorer.load(fp32_path)
-    frame = generate(SampleDataConfig(sample_rows=256, sample_seed=5, sample_missing_rate=0.0))
+    frame = generate(SampleDataConfig(rows=256, seed=5, missing_rate=0.0))
     x = scorer.spec.encode(frame)
     row = [float(v) for v in x[0]]
     expected = float(scorer.predict_encoded(x[:1])[0])

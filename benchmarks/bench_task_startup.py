@@ -27,16 +27,16 @@ from pathlib import Path
 TASK_IMPORTS = {
     "prepare-data": "components.prepare_data.config components.prepare_data.prepare_data mlops.settings",
     "validate-data": "components.data_validation.config components.data_validation.data_validation mlops.data.dataset "
-    "mlops.settings mlops.tracking.context",
-    "train-model": "components.train.config components.train.train mlops.data.dataset mlops.settings mlops.tracking.context "
+    "mlops.settings mlops.tracking.store",
+    "train-model": "components.train.config components.train.train mlops.data.dataset mlops.settings mlops.tracking.store "
     "training.config",
-    "evaluate-model": "components.evaluate.evaluate mlops.data.dataset mlops.tracking.context",
+    "evaluate-model": "components.evaluate.evaluate mlops.data.dataset mlops.tracking.store",
     "export-onnx-model": "components.export_onnx.config components.export_onnx.export_onnx mlops.settings",
-    "register-model": "components.register.register mlops.vocabulary mlops.tracking.context",
-    "metrics-gate": "components.promotion_gate.promotion_gate mlops.settings mlops.tracking.context",
+    "register-model": "components.register.register mlops.vocabulary mlops.tracking.store",
+    "metrics-gate": "components.promotion_gate.promotion_gate mlops.settings mlops.tracking.store",
     "validate-model": "components.model_validation.config components.model_validation.model_validation mlops.data.dataset "
-    "mlops.settings mlops.tracking.context",
-    "combine-gates": "components.promotion_gate.combine mlops.gates mlops.tracking.context",
+    "mlops.settings mlops.tracking.store",
+    "combine-gates": "components.promotion_gate.combine mlops.gates mlops.tracking.store",
 }
 HEAVY = (
     "torch",
@@ -73,11 +73,11 @@ import kfp.dsl.executor_main
 t1 = time.perf_counter()
 from components.promotion_gate.combine import combine, record_overall
 from mlops.gates import Decision
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 t2 = time.perf_counter()
 import mlflow
 t3 = time.perf_counter()
-ctx = TrackingContext(sys.argv[1], "bench", "bench", sys.argv[2])
+ctx = TrackingStore(sys.argv[1], "bench", "bench", sys.argv[2])
 decision = combine([Decision("metrics", "promote", "ok", {}), Decision("model_validation", "promote", "ok", {})])
 record_overall(decision, "bench-model", "1", ctx)
 t4 = time.perf_counter()
@@ -109,9 +109,8 @@ def _store(tmp: Path) -> tuple[str, str]:
             sys.executable,
             "-c",
             f"""
-import mlflow
-mlflow.set_tracking_uri({uri!r})
-client = mlflow.MlflowClient()
+from mlops.tracking.store import TrackingStore
+client = TrackingStore.from_uri({uri!r}).client
 client.create_experiment("bench", artifact_location={root!r} + "/bench")
 client.create_registered_model("bench-model")
 client.create_model_version("bench-model", "file:///dev/null")

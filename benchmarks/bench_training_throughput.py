@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    frame = generate(SampleDataConfig(sample_rows=args.rows, sample_seed=0))
+    frame = generate(SampleDataConfig(rows=args.rows, seed=0))
     config = TrainConfig(
         epochs=args.epochs, batch_size=args.batch_size, precision="fp32", device="cpu", patience=0, nproc=1
     )

@@ -31,7 +31,7 @@ import pandas as pd
 from components.tune.study import TuneSettings
 from components.tune.tune import prepare_study, run_worker
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from training.config import TrainConfig
 
 
@@ -70,23 +70,23 @@ def search(
 ) -> Search:
     folder = root / pruner
     folder.mkdir()
-    tracking = TrackingContext(tracking_uri=f"sqlite:///{folder}/mlflow.db", experiment="bench")
+    tracking = TrackingStore(tracking_uri=f"sqlite:///{folder}/mlflow.db", experiment="bench")
     settings = TuneSettings(
-        tune_study_name=f"bench-{pruner}",
-        tune_trials=trials,
-        tune_max_minutes=600,
-        tune_workers=1,
-        tune_pruner=pruner,  # type: ignore[arg-type]
-        tune_sampler_seed=seed,
-        tune_pruner_startup_trials=3,
-        tune_pruner_warmup_epochs=1,
+        study_name=f"bench-{pruner}",
+        trials=trials,
+        max_minutes=600,
+        workers=1,
+        pruner=pruner,  # type: ignore[arg-type]
+        sampler_seed=seed,
+        pruner_startup_trials=3,
+        pruner_warmup_epochs=1,
     )
     start, cpu_start = time.perf_counter(), time.process_time()
     plan = prepare_study(settings, base, f"sqlite:///{folder}/optuna.db", tracking, space_file)
     run_worker(plan, 0, frame, SAMPLE_SCHEMA, tracking)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    study = optuna.load_study(study_name=settings.tune_study_name, storage=plan.storage)
-    origin = plan.deadline - settings.tune_max_minutes * 60
+    study = optuna.load_study(study_name=settings.study_name, storage=plan.storage)
+    origin = plan.deadline - settings.max_minutes * 60
     complete = sorted(
         (t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE),
         key=lambda t: t.datetime_complete,  # type: ignore[arg-type, return-value]
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    frame = generate(SampleDataConfig(sample_rows=args.rows, sample_seed=0))
+    frame = generate(SampleDataConfig(rows=args.rows, seed=0))
     base = TrainConfig(epochs=args.epochs, patience=3, precision="fp32", device="cpu")
     with tempfile.TemporaryDirectory(prefix="bench-tune-") as scratch:
         warm = base.model_copy(update={"epochs": 1})

@@ -1,99 +1,284 @@
-"""Turn ``--set key=value`` strings into typed pipeline arguments.
+"""Turn ``--set section.field=value`` (and ``--section.field value``) into typed settings, by address.
 
-The pipeline's own signature is the schema: names and types come from the
-compiled component spec, so the CLI, the KFP UI form and the YAML agree.
+The pipeline's form (:class:`pipelines.signature.PipelineForm`) is the schema: every
+setting's address, type, default and description come from its stage's typed config, so
+the command line, the KFP UI form and the compiled YAML agree. A value is typed here from
+the setting's annotation (so ``--set train.epochs=three`` is refused with an example before
+anything runs); ranges and cross-field rules are the configs' own validation
+(:func:`invalid_settings`).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
-    from kfp.dsl.base_component import BaseComponent
+    from pipelines.signature import FormSetting, PipelineForm
 
 
 class ParameterError(ValueError):
-    """A ``--set`` value does not fit the pipeline; the message says which and how to fix it."""
+    """A ``--set`` value or address does not fit the pipeline; the message says which and how to fix it."""
 
 
-def pipeline_parameters(pipeline: BaseComponent) -> dict[str, str]:
-    """Map each pipeline parameter to its KFP type name (``Integer``, ``typing.List[int]``, …)."""
-    return {name: spec.type for name, spec in pipeline.component_spec.inputs.items()}
+def _optional(annotation: Any) -> Any:
+    """``X | None`` → ``X`` (no setting is optional today; a future one types like its inner type)."""
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        inner = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if len(inner) == 1:
+            return inner[0]
+    return annotation
 
 
-def coerce(name: str, kind: str, raw: str, flag: bool = False) -> Any:
-    """``raw`` as the parameter's KFP type; the error shows how the user gave it (``--set`` or flag)."""
-    try:
-        if kind == "String":
-            return raw
-        if kind == "Integer":
-            return int(raw)
-        if kind == "Float":
-            return float(raw)
-        if kind == "Boolean":
-            lowered = raw.strip().lower()
-            if lowered not in {"true", "false", "1", "0", "yes", "no"}:
-                raise ValueError(raw)
-            return lowered in {"true", "1", "yes"}
-        if kind == "Dict" or kind.startswith("typing.Dict"):
+def _element(annotation: Any) -> Any | None:
+    """The element type of a tuple/list setting, None for any other."""
+    annotation = _optional(annotation)
+    if get_origin(annotation) in (tuple, list) and get_args(annotation):
+        return get_args(annotation)[0]
+    return None
+
+
+def kind(annotation: Any) -> str:
+    """What a setting holds, in the words the help and the errors use."""
+    annotation = _optional(annotation)
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return "choice"
+    if annotation in (str, int, float, bool):
+        return {str: "text", int: "integer", float: "float", bool: "boolean"}[annotation]
+    element = _element(annotation)
+    if element is not None:
+        return "list" if element in (str, int, float, bool) else "JSON list"
+    if annotation is dict or origin is dict:
+        return "JSON object"
+    return "JSON"
+
+
+def metavar(setting: FormSetting) -> str:
+    """The value placeholder ``--help`` shows: ``INT``, ``{auto,fp32}``, ``LIST`` …"""
+    annotation = _optional(setting.annotation)
+    if get_origin(annotation) is Literal:
+        return "{" + ",".join(str(choice) for choice in get_args(annotation)) + "}"
+    return {
+        "text": "TEXT",
+        "integer": "INT",
+        "float": "FLOAT",
+        "boolean": "BOOL",
+        "list": "LIST",
+        "JSON list": "JSON",
+        "JSON object": "JSON",
+    }.get(kind(annotation), "JSON")
+
+
+EXAMPLES = {
+    "integer": "3",
+    "float": "0.5",
+    "boolean": "true",
+    "list": "a,b or a JSON list",
+    "JSON list": '[{"key": 1}]',
+    "JSON object": '{"key": 1}',
+    "JSON": '{"key": 1}',
+}
+
+
+def _scalar(element: Any, raw: str) -> Any:
+    if element is int:
+        return int(raw)
+    if element is float:
+        return float(raw)
+    if element is bool:
+        lowered = raw.strip().lower()
+        if lowered not in {"true", "false", "1", "0", "yes", "no"}:
+            raise ValueError(raw)
+        return lowered in {"true", "1", "yes"}
+    return raw
+
+
+def _typed(annotation: Any, raw: str) -> Any:
+    annotation = _optional(annotation)
+    origin = get_origin(annotation)
+    if origin is Literal:
+        choices = get_args(annotation)
+        for choice in choices:
+            if str(choice) == raw.strip():
+                return choice
+        raise ValueError(raw)
+    if annotation in (str, int, float, bool):
+        return _scalar(annotation, raw)
+    element = _element(annotation)
+    if element is not None:
+        if raw.strip().startswith("["):
             value = json.loads(raw)
-            if not isinstance(value, dict):
+            if not isinstance(value, list):
                 raise ValueError(raw)
             return value
-        if kind == "List" or kind.startswith("typing.List"):
-            element = kind[len("typing.List[") : -1] if kind.startswith("typing.List[") else ""
-            if raw.strip().startswith("["):
-                value = json.loads(raw)
-                if not isinstance(value, list):
-                    raise ValueError(raw)
-                return value
-            if element == "dict":
-                raise ValueError(raw)  # dict items only as JSON
-            items = [item.strip() for item in raw.split(",") if item.strip()]
-            if element == "int":
-                return [int(item) for item in items]
-            if element == "float":
-                return [float(item) for item in items]
-            return items
+        if element not in (str, int, float, bool):
+            raise ValueError(raw)  # items that are models or dicts only as JSON
+        return [_scalar(element, item.strip()) for item in raw.split(",") if item.strip()]
+    if annotation is dict or origin is dict:
+        value = json.loads(raw)
+        if not isinstance(value, dict):
+            raise ValueError(raw)
+        return value
+    return json.loads(raw)
+
+
+def coerce(setting: FormSetting, raw: str, flag: bool = False) -> Any:
+    """``raw`` as the setting's type; the error shows how the user gave it (``--set`` or a flag) and an example."""
+    try:
+        return _typed(setting.annotation, raw)
     except (ValueError, json.JSONDecodeError) as exc:
-        label = "list" if "List" in kind else "dict" if "Dict" in kind else kind.lower()
-        example = {
-            "integer": "3",
-            "float": "0.5",
-            "boolean": "true",
-            "list": "a,b or a JSON list",
-            "dict": '{"key": 1}',
-        }.get(label, "text")
-        given = f"--{name} {raw!r}" if flag else f"--set {name}={raw!r}"
-        raise ParameterError(f"{given}: expected {label} (e.g. {name}={example})") from exc
-    raise ParameterError(f"parameter {name} has type {kind}, which --set cannot fill")
+        label = kind(setting.annotation)
+        if label == "choice":
+            expected = "one of " + ", ".join(str(c) for c in get_args(_optional(setting.annotation)))
+            example = str(get_args(_optional(setting.annotation))[0])
+        else:
+            expected, example = label, EXAMPLES.get(label, "text")
+        given = f"--{setting.address} {raw!r}" if flag else f"--set {setting.address}={raw!r}"
+        raise ParameterError(f"{given}: expected {expected} (e.g. {setting.address}={example})") from exc
 
 
-def parse_overrides(pipeline: BaseComponent, assignments: Iterable[str]) -> dict[str, Any]:
-    params = pipeline_parameters(pipeline)
+def _sections(form: PipelineForm) -> list[str]:
+    return list(dict.fromkeys(setting.section for setting in form.settings))
+
+
+def unknown_address(form: PipelineForm, address: str) -> ParameterError:
+    """The error for an address this pipeline lacks: the closest address, and the section's settings."""
+    addresses = [setting.address for setting in form.settings]
+    guesses: list[str] = []
+    # A pre-sections name: `tune_trials` is the form name of tune.trials, `epochs` a field of train.
+    guesses += [s.address for s in form.settings if address in (s.form_name, s.path[-1], "_".join(s.path))]
+    guesses += difflib.get_close_matches(address, addresses, n=1)
+    hint = f"did you mean {guesses[0]!r}? " if guesses else ""
+    section = address.split(".", 1)[0]
+    if section in _sections(form):
+        names = [s.address for s in form.settings if s.section == section]
+        known = f"{section}'s settings: {', '.join(names)}"
+    else:
+        known = f"settings are named section.field; {form.name}'s sections: {', '.join(_sections(form))}"
+    return ParameterError(f"unknown setting {address!r} of pipeline {form.name!r}; {hint}{known}")
+
+
+def find_setting(form: PipelineForm, address: str) -> FormSetting:
+    for setting in form.settings:
+        if setting.address == address:
+            return setting
+    raise unknown_address(form, address)
+
+
+def _is_group(form: PipelineForm, address: str) -> bool:
+    """True when ``address`` is a section or a nested model in one (``train``, ``train.model``)."""
+    return any(setting.address.startswith(address + ".") for setting in form.settings)
+
+
+def _spread(form: PipelineForm, address: str, value: Any, given: str) -> dict[str, Any]:
+    """A JSON object given for a section (or a nested model) as address → value of each of its settings."""
+    if not isinstance(value, dict):
+        raise ParameterError(
+            f"{given}: {address} is a group of settings; give a JSON object, e.g. {address}={{}}"
+        )
     values: dict[str, Any] = {}
-    for assignment in assignments:
-        name, sep, raw = assignment.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise ParameterError(f"--set {assignment!r} is not key=value")
-        if name not in params:
-            close = difflib.get_close_matches(name, params, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ParameterError(f"unknown parameter {name!r}; {hint}known: {', '.join(sorted(params))}")
-        values[name] = coerce(name, params[name], raw)
+    for key, item in value.items():
+        inner = f"{address}.{key}"
+        if any(setting.address == inner for setting in form.settings):
+            values[inner] = item  # JSON-typed already; the config's validation checks it
+        elif _is_group(form, inner):
+            values.update(_spread(form, inner, item, given))
+        else:
+            raise unknown_address(form, inner)
     return values
 
 
-def merged_arguments(
-    pipeline: BaseComponent, base: Mapping[str, Any], overrides: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Arguments for a run: CLI-derived values, then explicit ``--set`` overrides on top."""
-    known = pipeline_parameters(pipeline)
-    unknown = [k for k in base if k not in known]
-    if unknown:
-        raise ParameterError(f"pipeline {pipeline.name} has no parameter(s) {unknown}")
-    return {**base, **overrides}
+def parse_assignment(form: PipelineForm, assignment: str) -> dict[str, Any]:
+    """One ``address=value`` (or ``section={json}`` for several settings of a section) as typed values."""
+    address, sep, raw = assignment.partition("=")
+    address = address.strip()
+    if not sep or not address:
+        raise ParameterError(f"--set {assignment!r} is not section.field=value (e.g. train.epochs=5)")
+    if not any(setting.address == address for setting in form.settings) and _is_group(form, address):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ParameterError(
+                f"--set {address}={raw!r}: {address} is a group of settings; give a JSON object "
+                f'(e.g. {address}={{"key": 1}}) or one setting as {address}.<field>=value'
+            ) from exc
+        return _spread(form, address, value, f"--set {address}={raw!r}")
+    return {address: coerce(find_setting(form, address), raw)}
+
+
+def parse_overrides(form: PipelineForm, assignments: Iterable[str]) -> dict[str, Any]:
+    """Every ``--set`` assignment as address → typed value; a later one wins."""
+    values: dict[str, Any] = {}
+    for assignment in assignments:
+        values.update(parse_assignment(form, assignment))
+    return values
+
+
+def _problems(section: str, exc: ValidationError) -> list[str]:
+    """One line per problem, naming the address and the value given (``train.epochs: … (got 0)``)."""
+    problems = []
+    for error in exc.errors():
+        address = ".".join([section, *(str(part) for part in error["loc"])])
+        # A whole-config check (empty location): its message names the values itself.
+        got = f" (got {error.get('input')!r})" if error["loc"] else ""
+        problems.append(f"{address}: {str(error['msg']).removeprefix('Value error, ')}{got}")
+    return problems
+
+
+def invalid_settings(form: PipelineForm, values: Mapping[str, Any]) -> list[str]:
+    """Every problem the stages' configs find in these values (one line each, naming the address); empty: valid.
+
+    Each config is validated on its own so that one run's mistakes are all listed at once.
+    """
+    from mlops.settings import SettingsError, from_addressed, section_of
+
+    problems: list[str] = []
+    for instance in form.defaults:
+        section = section_of(type(instance))
+        mine = {address: value for address, value in values.items() if address.split(".", 1)[0] == section}
+        try:
+            from_addressed(mine, [instance])
+        except ValidationError as exc:
+            problems += _problems(section, exc)
+        except SettingsError as exc:
+            cause = exc.__cause__
+            problems += _problems(section, cause) if isinstance(cause, ValidationError) else [str(exc)]
+    return problems
+
+
+def checked_arguments(form: PipelineForm, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Complete pipeline arguments for these addressed values; a ParameterError listing every invalid one."""
+    for address in values:
+        find_setting(form, address)
+    problems = invalid_settings(form, values)
+    if problems:
+        raise ParameterError("invalid setting(s), nothing was run:\n  " + "\n  ".join(problems))
+    return form.arguments(values)
+
+
+def shown(value: Any) -> str:
+    """A default as a person would type it after ``--set`` (a list's items separated by ", ", which
+    ``--set`` reads as well, so ``--help`` can wrap a long list between items)."""
+    if isinstance(value, list) and value and all(isinstance(v, str | int | float) for v in value):
+        return ", ".join(map(str, value))
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return repr(value) if value == "" else str(value)
+
+
+def describe_sections(form: PipelineForm) -> Sequence[tuple[str, str]]:
+    """(section, the first line of its config's docstring) in the form's order."""
+    described = []
+    for instance in form.defaults:
+        config: type[BaseModel] = type(instance)
+        section = str(getattr(config, "section", ""))
+        summary = (config.__doc__ or "").strip().splitlines()
+        described.append((section, summary[0] if summary else config.__name__))
+    return described

@@ -4,14 +4,14 @@ kfp.local 2.17 caches a task under a key made of its component, image, command (
 carries the component function's source) and arguments (artifact inputs by URI and
 metadata). Two inputs are outside that key: the platform's own modules a component
 imports (``components/*/core.py``, ``training/``…) and the contents of files a setting
-names (``data_uri``, a suite). Both are hashed here into the cache folder's name, so a
-change to either starts an empty cache instead of reusing stale outputs.
+names (``data.uri``, ``validation.expectation_suite``). Both are hashed here into the cache
+folder's name, so a change to either starts an empty cache instead of reusing stale outputs.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +43,13 @@ def _content_digest(uri: str) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "absent"
 
 
-def cache_root(pipeline_root: Path, arguments: dict[str, Any], file_settings: Iterable[str]) -> Path:
-    """``<pipeline_root>/.kfp_cache/<digest of the platform code and the named files' contents>``."""
+def cache_root(pipeline_root: Path, settings: Mapping[str, Any], file_settings: Iterable[str]) -> Path:
+    """``<pipeline_root>/.kfp_cache/<digest of the platform code and the named files' contents>``.
+
+    ``settings`` are the run's values by address; ``file_settings`` the addresses of those that name a file.
+    """
     digest = hashlib.sha256(_code_digest().encode())
-    for name in sorted(file_settings):
-        value = str(arguments.get(name) or "")
-        digest.update(f"{name}={value}:{_content_digest(value) if value else ''}\n".encode())
+    for address in sorted(file_settings):
+        value = str(settings.get(address) or "")
+        digest.update(f"{address}={value}:{_content_digest(value) if value else ''}\n".encode())
     return pipeline_root / ".kfp_cache" / digest.hexdigest()[:16]

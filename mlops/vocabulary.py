@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -119,6 +120,7 @@ class RegistrationSettings(BaseModel):
     """Which registered model a run adds a version to, and the code it came from."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "registration"
 
     model_name: str = Field(default="credit-default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """Registered model name in the MLflow model registry."""

@@ -1,7 +1,7 @@
 """The platform's pipelines, by name, and how they compile to YAML beside their definitions.
 
-Each name is a folder ``pipelines/<name>/``: ``pipeline.py`` (``DEFAULTS`` and
-``<name>_pipeline``) and the compiled ``<name>.yaml``; what ``mlops run <name>`` prints
+Each name is a folder ``pipelines/<name>/``: ``pipeline.py`` (``FORM``, the pipeline's
+settings and which are per-run, and ``<name>_pipeline``) and the compiled ``<name>.yaml``; what ``mlops run <name>`` prints
 afterwards lives with the command line (``cli/summaries/<name>.py``).
 The list is the only place a pipeline is registered; nothing here imports KFP until asked.
 """
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from kfp.dsl.base_component import BaseComponent
     from pydantic import BaseModel
 
+    from pipelines.signature import PipelineForm
+
 
 PIPELINE_NAMES = ("training", "tuning", "monitoring")
 PIPELINES_DIR = Path(__file__).resolve().parent
@@ -30,9 +32,14 @@ def pipelines() -> dict[str, BaseComponent]:
     return {name: getattr(_module(name, "pipeline"), f"{name}_pipeline") for name in PIPELINE_NAMES}
 
 
+def forms() -> dict[str, PipelineForm]:
+    """Each pipeline's form: every setting with its default, per-run or in its section's dict."""
+    return {name: _module(name, "pipeline").FORM for name in PIPELINE_NAMES}
+
+
 def defaults() -> dict[str, tuple[BaseModel, ...]]:
     """Each pipeline's stage configs, as the instances holding its defaults."""
-    return {name: _module(name, "pipeline").DEFAULTS for name in PIPELINE_NAMES}
+    return {name: form.defaults for name, form in forms().items()}
 
 
 def compiled_path(name: str, out_dir: Path | None = None) -> Path:

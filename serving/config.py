@@ -8,6 +8,7 @@ machine moves the optimum.
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -18,6 +19,7 @@ class ServerConfig(BaseModel):
     """Everything ``mlops serve`` can be told; the CLI flags map one-to-one onto these fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    section: ClassVar[str] = "server"
 
     model_name: str = Field(default="credit-default", description="Registered model to serve.")
     alias: str = Field(default="champion", description="Registry alias the server follows (and hot-reloads).")

@@ -13,13 +13,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlops.governance.signing import SignatureError, public_key_for, verify_directory
-from mlops.tracking.context import redact_uri
+from mlops.tracking.store import TrackingStore, redact_uri
 from mlops.vocabulary import (
+    CHAMPION,
     DIGEST_TAG,
     ONNX_FILE,
     PRECISION_TAG,
@@ -58,25 +58,19 @@ class ModelArtifact:
     """All version tags (lineage, precision, gate decisions), for metadata endpoints."""
 
 
-def registry_client(tracking_uri: str) -> MlflowClient:
-    """An MLflow client whose registry is the tracking store. Callers build it on first use (a
-    ``cached_property``): opening a SQLite store runs MLflow's schema check (~1 s)."""
-    from mlflow import MlflowClient
-
-    return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
-
-
 class ModelRegistry:
     """Reads one registered model's aliases and versions from an MLflow registry."""
 
-    def __init__(self, tracking_uri: str, model_name: str, cache_dir: Path):
-        self.tracking_uri = tracking_uri
+    def __init__(self, tracking: TrackingStore | str, model_name: str, cache_dir: Path):
+        self.store = tracking if isinstance(tracking, TrackingStore) else TrackingStore.from_uri(tracking)
+        """The registry's store (a URI is the server's ``--tracking-uri``); its client is built on first use."""
+        self.tracking_uri = self.store.tracking_uri
         self.model_name = model_name
         self.cache_dir = Path(cache_dir)
 
-    @cached_property
+    @property
     def client(self) -> MlflowClient:
-        return registry_client(self.tracking_uri)
+        return self.store.client
 
     def version_for(self, alias: str) -> str:
         """The version ``alias`` points at now."""
@@ -92,8 +86,8 @@ class ModelRegistry:
                 ) from exc
             raise RegistryError(
                 f"models:/{self.model_name}@{alias} does not resolve in {self.tracking_uri}: {exc.message}. "
-                f"Register the model and point the alias at a version "
-                f"(e.g. MlflowClient().set_registered_model_alias({self.model_name!r}, {alias!r}, '1'))"
+                f"Register the model and point the alias at a version (e.g. `mlops run training`, whose "
+                f"promotion moves {CHAMPION!r}, or `mlops rollout start --model-name {self.model_name}`)"
             ) from exc
 
     def fetch(self, version: str) -> ModelArtifact:
@@ -178,15 +172,10 @@ class ModelRegistry:
 
     def _download(self, location: str, staging: Path, version: str) -> Path:
         """Fetch a version's artifacts; any store failure becomes one :class:`RegistryError` line with the fix."""
-        import mlflow
         from mlflow.exceptions import MlflowException
 
         try:
-            return Path(
-                mlflow.artifacts.download_artifacts(
-                    artifact_uri=location, dst_path=str(staging), tracking_uri=self.tracking_uri
-                )
-            )
+            return self.store.download(location, staging)
         except MlflowException as exc:
             raise RegistryError(
                 f"cannot download {self.model_name} version {version} from {location}: "

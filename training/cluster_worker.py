@@ -3,7 +3,8 @@
 torchrun (started by the TrainJob's or PyTorchJob's pod) sets ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; this joins the
 process group from them, reads the :class:`~training.loop.WorkerJob` the launcher staged
-at ``URI/job.pkl``, resolves the device against THIS pod (the task that staged the job
+at ``URI/job.pkl`` (its logger holds the task's tracking store: rank 0 logs through it, with
+no tracking variable in the pod's environment), resolves the device against THIS pod (the task that staged the job
 may have had no GPU), restores the job's last checkpoint from ``URI/checkpoints/`` when an
 earlier attempt of the job left one (a restarted pod has no disk of its own), and runs
 :func:`training.loop.run_worker` — the same loop the local launchers run; rank 0 uploads a

@@ -9,7 +9,7 @@ message that says which value to change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -44,6 +44,7 @@ class TrainConfig(BaseModel):
     """Hyperparameters and execution settings of one training run."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "train"
 
     epochs: int = Field(default=20, ge=1, le=10_000)
     """Maximum number of epochs."""
@@ -92,13 +93,11 @@ class TrainConfig(BaseModel):
         return self
 
     def flat_params(self) -> dict[str, Any]:
-        """``setting: scalar`` for experiment trackers, by the settings' own names (``hidden_units`` as ``"128,64"``)."""
-        from mlops.settings import flat
+        """``address: scalar`` for experiment trackers (``train.model.hidden_units`` as ``"128,64"``): the
+        names ``--set`` and the KFP form use."""
+        from mlops.settings import tracker_params
 
-        return {
-            name: ",".join(map(str, value)) if isinstance(value, list) else value
-            for name, value in flat(self).items()
-        }
+        return tracker_params(self)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ class KubernetesJobSettings(BaseModel):
 
     model_config = SETTINGS_CONFIG
 
-    k8s_namespace: str = Field(default="", pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", max_length=63)
+    namespace: str = Field(default="", pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", max_length=63)
     """Namespace the training job is created in. Empty: the namespace of the pod the train task runs in."""
     workers: int = Field(default=1, ge=1, le=1024)
     """Worker pods (nodes) of the job; ranks = workers x max(1, gpus_per_worker) and must equal nproc."""
@@ -155,7 +155,7 @@ def current_namespace(path: str = "/var/run/secrets/kubernetes.io/serviceaccount
             return handle.read().strip()
     except OSError:
         raise ClusterPolicyError(
-            "k8s_namespace is empty and this process is not in a Kubernetes pod; set k8s_namespace to the "
+            "namespace is empty and this process is not in a Kubernetes pod; set namespace to the "
             "team namespace the job should run in"
         ) from None
 
@@ -181,7 +181,7 @@ def check_policy(settings: KubernetesJobSettings, nproc: int) -> int:
 def plan(settings: KubernetesJobSettings, nproc: int) -> JobPlan:
     """Every check, in order, before anything is created; the plan the launcher submits."""
     world = check_policy(settings, nproc)
-    namespace = settings.k8s_namespace or current_namespace()
+    namespace = settings.namespace or current_namespace()
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", namespace):
         raise ClusterPolicyError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
     return JobPlan(settings=settings, namespace=namespace, world_size=world)

@@ -30,9 +30,11 @@ WORKLOAD_LABEL = "mlops.platform/workload"
 PATCH_MANAGER = "mlops.platform/kubernetes-launcher"
 TRAINER_CONTAINER = "node"
 PYTORCH_CONTAINER = "pytorch"
-FORWARDED_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
-"""Non-secret settings of the task's environment the pods need too (tracking server, S3 endpoint);
-the storage policy's (``MLOPS_S3_SSE`` …) go with them, so the pods' writes are governed like the task's."""
+FORWARDED_ENV = ("MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
+"""Non-secret settings of the task's environment the pods need too (the S3 endpoint and region);
+the storage policy's (``MLOPS_S3_SSE`` …) go with them, so the pods' writes are governed like the task's.
+Where to track is not among them: it travels one way, inside the staged job (the rank logger carries
+the task's :class:`~mlops.tracking.store.TrackingStore`, explicit URIs and all)."""
 CREDENTIALS_SECRET = "mlops-tracking"
 """Secret (keys aws-access-key-id, aws-secret-access-key) the pods read S3 credentials from, when it exists."""
 

@@ -6,7 +6,8 @@
    budget, ranks = ``nproc``) — a refusal leaves nothing behind, not even a staged file
    (nor does the API server's refusal of the job: the staged file is deleted then);
 2. stages the pickled :class:`~training.loop.WorkerJob` under ``staging_uri/<job>/``
-   through the one storage layer (``mlops.storage``); rank 0 checkpoints every epoch to
+   through the one storage layer (``mlops.storage``) — its logger carries the task's
+   tracking store (explicit URIs), the one way the pods learn where to log; rank 0 checkpoints every epoch to
    ``staging_uri/<job>/checkpoints/``, so pods the controller restarts resume there;
 3. creates the job through the ``kubernetes`` client (never kubectl);
 4. waits, reporting each change of state: ``queued`` (suspended by Kueue, or no pods

@@ -2,9 +2,12 @@
 
 The training core calls a :class:`MetricsLogger` and never imports MLflow
 itself, so it runs (and is tested) without a tracking store. Loggers are
-handed to spawned DDP workers (rank 0 logs live, epoch by epoch), so an
-implementation must be picklable: :class:`MlflowLogger` carries the tracking
-URI and run id rather than a client.
+handed to spawned DDP workers and, inside the staged job, to the pods of a
+Kubernetes job (rank 0 logs live, epoch by epoch), so an implementation must
+be picklable: :class:`MlflowLogger` carries the run id and the task's
+:class:`~mlops.tracking.store.TrackingStore` — its settings, with explicit
+URIs — and each process builds the store's client on first use. This is the
+one way a pod learns where to log: no tracking variable is set on it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from mlops.tracking.store import TrackingStore
 
 
 class MetricsLogger(Protocol):
@@ -44,13 +50,12 @@ class MlflowLogger:
 
     run_id: str
     """The MLflow run to log into (opened and closed by the caller)."""
-    tracking_uri: str
-    """Tracking store of that run; explicit because a spawned worker does not inherit ``mlflow.set_tracking_uri``."""
+    store: TrackingStore
+    """The store of that run; pickled with the logger (settings only), so a spawned rank or a pod logs
+    to the same place without any process-wide MLflow state."""
 
     def _client(self) -> Any:
-        import mlflow
-
-        return mlflow.MlflowClient(tracking_uri=self.tracking_uri)
+        return self.store.client
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param

@@ -29,7 +29,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def lineage_command(args: argparse.Namespace, workspace: Workspace) -> int:
-    from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
     from mlops.governance.audit import read_events
@@ -39,10 +38,10 @@ def lineage_command(args: argparse.Namespace, workspace: Workspace) -> int:
     name, _, alias = str(args.model).partition("@")
     if not name or not alias:
         raise ValueError(f"{args.model!r}: write <model-name>@<alias>, e.g. credit-default@champion")
-    uri = resolve_tracking(workspace, tracking_uri=args.tracking_uri).tracking_uri
-    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    store = resolve_tracking(workspace, tracking_uri=args.tracking_uri).store
+    uri = store.tracking_uri
     try:
-        version = client.get_model_version_by_alias(name, alias)
+        version = store.client.get_model_version_by_alias(name, alias)
     except MlflowException as exc:
         raise ValueError(f"{name}@{alias} does not resolve in {uri}: {exc.message}") from exc
     events = read_events(workspace.root)

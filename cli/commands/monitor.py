@@ -3,14 +3,15 @@
 Checks the request log of ``--since`` .. ``--until`` against the champion's reference
 profile and, if it drifted, runs the training pipeline in this workspace (unless a
 retraining was triggered within the cooldown; ``--force`` overrides). Every other
-monitoring parameter is accepted as ``--set name=value`` (``mlops run monitoring --help``
-lists them). Exit 0 when the check ran (whatever it decided), 1 when it failed.
+monitoring setting is accepted as ``--set section.field=value`` (``mlops run monitoring
+--help`` lists them by section). Exit 0 when the check ran (whatever it decided), 1 when it failed.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from cli.commands.options import add_set_option
 from mlops.workspace import Workspace
 
 HELP = "check the request log for drift now and retrain if it drifted (the monitoring pipeline, locally)"
@@ -19,31 +20,48 @@ HELP = "check the request log for drift now and retrain if it drifted (the monit
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("monitor", help=HELP, description=(__doc__ or "").split("\n\n", 1)[1])
     parser.add_argument(
-        "--since", default="", help="window start, ISO 8601 (default: 24 hours before --until)"
+        "--since",
+        default="",
+        help="window start, ISO 8601 (= window.since; default: 24 hours before --until)",
     )
-    parser.add_argument("--until", default="", help="window end, ISO 8601 (default: now)")
-    parser.add_argument("--model-name", dest="model_name", help="registered model (default credit-default)")
-    parser.add_argument("--model-version", dest="model_version", help="version to check (default: champion)")
-    parser.add_argument("--force", action="store_true", help="trigger a retraining even within the cooldown")
+    parser.add_argument("--until", default="", help="window end, ISO 8601 (= window.until; default: now)")
     parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any other monitoring pipeline parameter (repeatable)",
+        "--model-name",
+        dest="model_name",
+        help="registered model (= window.model_name; default credit-default)",
     )
+    parser.add_argument(
+        "--model-version",
+        dest="model_version",
+        help="version to check (= window.model_version; default: champion)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="trigger a retraining even within the cooldown (= retrain.force)"
+    )
+    add_set_option(parser, "any other monitoring setting by its address (repeatable), e.g. drift.share=0.3")
     parser.set_defaults(handler=monitor_command)
 
 
+FLAG_ADDRESSES = {
+    "since": "window.since",
+    "until": "window.until",
+    "model_name": "window.model_name",
+    "model_version": "window.model_version",
+}
+"""The command's own flags and the monitoring pipeline's settings they stand for."""
+FORCE = "retrain.force"
+
+
 def pipeline_argv(args: argparse.Namespace) -> list[str]:
-    """The ``mlops run monitoring`` arguments these flags stand for."""
-    argv = [f"--since={args.since}", f"--until={args.until}"]
-    argv += [
-        f"--{name}={getattr(args, name)}" for name in ("model_name", "model_version") if getattr(args, name)
+    """The ``mlops run monitoring`` arguments these flags stand for (a flag left out leaves its setting to
+    ``--set``, else the pipeline's default)."""
+    argv = [
+        f"--{address}={getattr(args, name)}"
+        for name, address in FLAG_ADDRESSES.items()
+        if getattr(args, name)
     ]
     if args.force:
-        argv.append("--force=true")
+        argv.append(f"--{FORCE}=true")
     return argv + [f"--set={item}" for item in args.overrides]
 
 

@@ -1,92 +1,105 @@
-"""Command-line options made from a pipeline's parameters: one flag per parameter, same name.
+"""Command-line options made from a pipeline's settings: one flag per setting, named by its address.
 
-``mlops run <pipeline> --help`` lists every parameter with its default and
-description, read from the pipeline's component spec (which the stage configs
-produced), so the CLI, the KFP UI form and the compiled YAML say the same thing.
+``mlops run <pipeline> --help`` lists every setting under its section's heading (one
+argparse group per section), with its default and description, read from the pipeline's
+form (which the stage configs produced), so the command line, the KFP UI form and the
+compiled YAML say the same thing. ``--train.epochs 5`` and ``--set train.epochs=5`` are
+the same; so is ``--train.batch-size`` for ``--train.batch_size``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cli.parameters import coerce, pipeline_parameters
+from cli.parameters import coerce, describe_sections, find_setting, metavar, shown
 
 if TYPE_CHECKING:
-    from kfp.dsl.base_component import BaseComponent
+    from pipelines.signature import PipelineForm
 
-DATA_ALIAS = "--data"
-"""Short, documented spelling of ``--data_uri``."""
-SCHEMA_ALIAS = "--schema"
-"""Short, documented spelling of ``--schema_uri`` (the file ``mlops data init`` writes)."""
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
-        return ",".join(map(str, value))
-    if isinstance(value, list | dict):
-        return json.dumps(value)
-    return repr(value) if value == "" else str(value)
+SHORT_SPELLINGS = {"--data": "data.uri", "--schema": "validation.schema_uri"}
+"""Short, documented spellings: ``--data`` for the dataset, ``--schema`` for the file ``mlops data init``
+writes."""
+DEST_PREFIX = "setting:"
 
 
-def add_parameter_flags(parser: argparse.ArgumentParser, pipeline: BaseComponent) -> None:
-    """One ``--<name>`` (and ``--<name-with-dashes>``) per pipeline parameter, plus ``--set`` and ``--data``."""
-    group = parser.add_argument_group("pipeline parameters (also settable as --set name=value)")
-    for name, spec in pipeline.component_spec.inputs.items():
-        flags = [f"--{name}"]
-        if "-" not in name and "_" in name:
-            flags.append(f"--{name.replace('_', '-')}")
-        if name == "data_uri":
-            flags.append(DATA_ALIAS)
-        if name == "schema_uri":
-            flags.append(SCHEMA_ALIAS)
-        help_text = (spec.description or "").replace("%", "%%")
-        default = _shown(spec.default).replace("%", "%%")
-        group.add_argument(
-            *flags,
-            dest=f"param:{name}",
-            default=None,
-            metavar=spec.type.upper().replace("TYPING.", ""),
-            help=f"{help_text} (default: {default})",
+class SettingsHelpFormatter(argparse.HelpFormatter):
+    """Wraps help text between words only, so a default (a URL, a name with dashes) stays copyable."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
+        ) or [""]
+
+
+def add_setting_flags(parser: argparse.ArgumentParser, form: PipelineForm) -> None:
+    """One ``--<address>`` per setting, grouped by section, plus ``--set`` and the short spellings."""
+    groups = {
+        section: parser.add_argument_group(
+            f"{section} settings", f"{summary} (--{section}.FIELD VALUE, or --set {section}.FIELD=VALUE)"
         )
-    add_set_option(parser, "set a pipeline parameter by name (repeatable); lists as a,b or JSON")
-
-
-def add_set_option(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """``--set NAME=VALUE`` (repeatable) into ``args.overrides``: one spelling for local and remote runs."""
-    parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help_text
+        for section, summary in describe_sections(form)
+    }
+    for setting in form.settings:
+        flags = [f"--{setting.address}"]
+        flags += [short for short, address in SHORT_SPELLINGS.items() if address == setting.address]
+        per_run = "; per run: its own field on the KFP form" if setting.per_run else ""
+        help_text = f"{setting.description or setting.address} (default: {shown(setting.default)}{per_run})"
+        groups[setting.section].add_argument(
+            *flags,
+            dest=DEST_PREFIX + setting.address,
+            default=None,
+            metavar=metavar(setting),
+            help=help_text.replace("%", "%%"),
+        )
+        dashed = f"--{setting.address.replace('_', '-')}"
+        if dashed != flags[0]:  # the dashed spelling is accepted, not listed twice
+            parser.add_argument(
+                dashed, dest=DEST_PREFIX + setting.address, default=None, help=argparse.SUPPRESS
+            )
+    add_set_option(
+        parser,
+        "set a setting by its address (repeatable): section.field=value; lists as a,b or JSON; "
+        "a whole section as section='{\"field\": value}'",
     )
 
 
-def flag_values(args: argparse.Namespace, pipeline: BaseComponent) -> dict[str, Any]:
-    """The parameters given as flags, typed from the pipeline signature."""
-    kinds = pipeline_parameters(pipeline)
+def add_set_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--set SECTION.FIELD=VALUE`` (repeatable) into ``args.overrides``: one spelling for local and remote runs."""
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE", help=help_text
+    )
+
+
+def flag_values(args: argparse.Namespace, form: PipelineForm) -> dict[str, Any]:
+    """The settings given as flags, by address, typed from the pipeline's form."""
     values = {}
     for key, raw in vars(args).items():
-        if key.startswith("param:") and raw is not None:
-            name = key.removeprefix("param:")
-            values[name] = coerce(name, kinds[name], raw, flag=True)
+        if key.startswith(DEST_PREFIX) and raw is not None:
+            address = key.removeprefix(DEST_PREFIX)
+            values[address] = coerce(find_setting(form, address), raw, flag=True)
     return values
 
 
 def resolve_files(given: dict[str, Any], file_settings: set[str]) -> dict[str, Any]:
-    """Settings that name a file, made absolute (tasks run elsewhere) and checked before anything runs.
+    """Settings that name a file (by address), made absolute (tasks run elsewhere) and checked before
+    anything runs.
 
     An ``s3://`` URI passes as is; an empty value keeps its meaning (the built-in default).
     """
     resolved = {}
-    for name in sorted(file_settings & set(given)):
-        value = str(given[name]).strip()
+    for address in sorted(file_settings & set(given)):
+        value = str(given[address]).strip()
         if not value or value.startswith("s3://"):
-            resolved[name] = value
+            resolved[address] = value
             continue
         path = Path(value.removeprefix("file://")).expanduser().resolve()
         if not path.is_file():
             raise ValueError(
-                f"{name} {value!r}: no such file ({path}); pass an existing file (or an s3:// URI for data)"
+                f"{address} {value!r}: no such file ({path}); pass an existing file (or an s3:// URI for data)"
             )
-        resolved[name] = str(path)
+        resolved[address] = str(path)
     return resolved

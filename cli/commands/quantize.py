@@ -55,7 +55,7 @@ def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from components.quantize.quantizer import QuantizationRejected, QuantizeConfig
     from mlops.data.dataset import load_table
     from mlops.data.sample_data import SampleDataConfig, generate
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
 
     tracking_uri = args.tracking_uri or workspace.tracking_uri
     if tracking_uri == workspace.tracking_uri and not workspace.tracking_db.is_file():
@@ -70,16 +70,13 @@ def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
         holdout, _ = load_table(args.data)
     else:
         print(f"no --data: judging on {HOLDOUT_ROWS} generated sample rows (seed {HOLDOUT_SEED})")
-        holdout = generate(SampleDataConfig(sample_rows=HOLDOUT_ROWS, sample_seed=HOLDOUT_SEED))
-    context = TrackingContext(
-        tracking_uri=tracking_uri,
-        experiment=args.experiment,
-        pipeline_run_id="",
-        artifact_root=workspace.artifact_root,
+        holdout = generate(SampleDataConfig(rows=HOLDOUT_ROWS, seed=HOLDOUT_SEED))
+    store = TrackingStore.from_uri(
+        tracking_uri, experiment=args.experiment, artifact_root=workspace.artifact_root
     )
     try:
         result = quantize_registered(
-            context,
+            store,
             args.model_name,
             args.source,
             holdout,
@@ -97,7 +94,7 @@ def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
     else:
         print(
             f"registered {args.model_name} version {result.version} = INT8 of version {result.source_version}; "
-            f"serve it with MlflowClient().set_registered_model_alias({args.model_name!r}, 'champion', "
-            f"{result.version!r}) or `mlops serve --alias <alias>`"
+            f"roll it out with `mlops rollout start --model-name {args.model_name} --challenger "
+            f"{result.version}` (shadow, canary steps, promotion) or `mlops serve --alias <alias>`"
         )
     return 0

@@ -131,9 +131,9 @@ def _controller(args: argparse.Namespace, workspace: Workspace, store: Any) -> A
     from delivery.targets.local import LocalServerTarget
     from mlops.tracking.context import resolve_tracking
 
-    tracking_uri = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "").tracking_uri
-    target = LocalServerTarget(args.server_url, tracking_uri, args.model_name, auth_token=_token(args))
-    return RolloutController(target, RolloutRegistry(tracking_uri, args.model_name), workspace.root, store)
+    tracking = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "").store
+    target = LocalServerTarget(args.server_url, tracking, args.model_name, auth_token=_token(args))
+    return RolloutController(target, RolloutRegistry(tracking, args.model_name), workspace.root, store)
 
 
 def _token(args: argparse.Namespace) -> str:

@@ -1,9 +1,10 @@
 """``mlops run <pipeline>``: run any of the platform's pipelines on this machine (kfp.local).
 
-The pipeline's own parameters are the command's flags (``mlops run training --help``
-lists them with defaults and descriptions); the command fills in only what the
-local machine decides: the tracking configuration, the absolute data path and the
-git commit.
+Every setting of the pipeline is a flag named by its address (``--train.epochs 5``, the
+same as ``--set train.epochs=5``; ``mlops run training --help`` lists them by section with
+defaults and descriptions); the command fills in only what the local machine decides: the
+tracking configuration, absolute paths of the files settings name, the git commit, and the
+workspace and its request log.
 """
 
 from __future__ import annotations
@@ -19,17 +20,25 @@ from pipelines.catalog import PIPELINE_NAMES
 REQUEST_LOG_DIR = "request-logs"
 """Where ``mlops serve`` logs requests in a workspace, and where a local monitoring run reads them."""
 
+# The settings a local run fills in when the user leaves them unset (by address).
+TRACKING_URI = "tracking.tracking_uri"
+ARTIFACT_ROOT = "tracking.artifact_root"
+EXPERIMENT = "tracking.experiment"
+GIT_COMMIT = "registration.git_commit"
+WORKSPACE = "retrain.workspace"
+REQUEST_LOG = "window.request_log_uri"
+
 if TYPE_CHECKING:
     from cli.local_run import LocalRun, PipelineFailed
-    from mlops.settings import Leaf
     from mlops.tracking.context import ResolvedTracking
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="run a pipeline locally (kfp.local); `mlops run <pipeline> --help` lists its parameters",
-        description="Run a pipeline with KFP's local runner. Every pipeline parameter is a flag.",
+        help="run a pipeline locally (kfp.local); `mlops run <pipeline> --help` lists its settings by section",
+        description="Run a pipeline with KFP's local runner. Every setting is a flag named by its address "
+        "(--train.epochs 5 = --set train.epochs=5).",
     )
     parser.add_argument("pipeline", choices=PIPELINE_NAMES, help="which pipeline to run")
     parser.add_argument(
@@ -47,7 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "arguments",
         nargs=argparse.REMAINDER,
-        help="the pipeline's parameters (see mlops run <pipeline> --help)",
+        help="the pipeline's settings (see mlops run <pipeline> --help)",
     )
     parser.set_defaults(handler=run_command)
 
@@ -63,22 +72,32 @@ def git_commit(cwd: Path) -> str:
 
 
 def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
-    """The user's parameter values (flags, then ``--set``), typed; ``--help`` prints them all and exits."""
-    from cli.commands.options import add_parameter_flags, flag_values
-    from cli.parameters import parse_overrides
-    from pipelines.catalog import pipelines
+    """The user's settings by address (``--set``, and flags, which win), typed; ``--help`` lists them all."""
+    from cli.commands.options import SettingsHelpFormatter, add_setting_flags, flag_values
+    from cli.parameters import parse_overrides, unknown_address
+    from pipelines.catalog import forms
 
-    pipeline = pipelines()[name]
+    form = forms()[name]
     parser = argparse.ArgumentParser(
         prog=f"mlops run {name}",
-        usage=f"mlops run {name} [--PARAMETER VALUE ...] [--set PARAMETER=VALUE ...]",
-        description=pipeline.description,
-        epilog="Unset parameters keep their defaults; tracking_uri and artifact_root default to the "
-        "resolved tracking configuration (MLFLOW_TRACKING_URI, else the workspace).",
+        usage=f"mlops run {name} [--SECTION.FIELD VALUE ...] [--set SECTION.FIELD=VALUE ...]",
+        description=form.description,
+        epilog="Every setting has one address, section.field (nested: train.model.dropout): the same in "
+        "--set, in MLflow params and on the KFP form, where the settings marked 'per run' are fields of "
+        "their own and every other one sits in its section's JSON object. Unset settings keep their "
+        f"defaults; {TRACKING_URI} and {ARTIFACT_ROOT} default to the resolved tracking configuration "
+        "(MLFLOW_TRACKING_URI, else the workspace).",
+        allow_abbrev=False,
+        formatter_class=SettingsHelpFormatter,
     )
-    add_parameter_flags(parser, pipeline)
-    namespace = parser.parse_args(argv)
-    return {**parse_overrides(pipeline, namespace.overrides), **flag_values(namespace, pipeline)}
+    add_setting_flags(parser, form)
+    namespace, unknown = parser.parse_known_args(argv)
+    if unknown:
+        flag = next((arg for arg in unknown if arg.startswith("--")), None)
+        if flag is None:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        raise unknown_address(form, flag.removeprefix("--").split("=", 1)[0].replace("-", "_"))
+    return {**parse_overrides(form, namespace.overrides), **flag_values(namespace, form)}
 
 
 def local_arguments(
@@ -86,75 +105,33 @@ def local_arguments(
 ) -> tuple[dict[str, Any], ResolvedTracking]:
     """Every parameter's value for a local run, and the tracking configuration resolved once.
 
-    Under the user's values: the tracking URI and artifact root (explicit > environment >
-    workspace), settings that name files made absolute and checked, the git commit.
+    Under the user's settings (by address): the tracking URI and artifact root (explicit >
+    environment > workspace), settings that name files made absolute and checked, the git
+    commit, the workspace and its request log where the pipeline has those settings. Every
+    stage's config is validated before anything runs.
     """
     from cli.commands.options import resolve_files
-    from cli.parameters import merged_arguments
-    from mlops.settings import iter_settings
+    from cli.parameters import checked_arguments
     from mlops.tracking.context import resolve_tracking
-    from pipelines.catalog import defaults, pipelines
+    from pipelines.catalog import forms
 
-    pipeline = pipelines()[name]
-    known = pipeline.component_spec.inputs
-    unset = {param: spec.default for param, spec in known.items()}
+    form = forms()[name]
+    known = {setting.address for setting in form.settings}
     tracking = resolve_tracking(
         workspace,
-        tracking_uri=str(given.get("tracking_uri", "")),
-        artifact_root=str(given.get("artifact_root", "")),
-        experiment=str(given.get("experiment", unset["experiment"])),
+        tracking_uri=str(given.get(TRACKING_URI, "")),
+        artifact_root=str(given.get(ARTIFACT_ROOT, "")),
+        experiment=str(given.get(EXPERIMENT, form.setting(EXPERIMENT).default)),
     )
-    base: dict[str, Any] = {"tracking_uri": tracking.tracking_uri, "artifact_root": tracking.artifact_root}
-    configs = defaults()[name]
-    settings = [leaf for _, leaf in iter_settings(*(type(instance) for instance in configs))]
-    base.update(resolve_files(given, {leaf.name for leaf in settings if leaf.names_a_file}))
-    if "git_commit" in known and not given.get("git_commit"):
-        base["git_commit"] = git_commit(Path.cwd())
-    if "workspace" in known and not given.get("workspace"):
-        base["workspace"] = str(workspace.root)
-    if "request_log_uri" in known and not given.get("request_log_uri"):
-        base["request_log_uri"] = str(workspace.root / REQUEST_LOG_DIR)
-    overrides = {k: v for k, v in given.items() if k not in base}
-    arguments = {**unset, **merged_arguments(pipeline, base, overrides)}
-    check_packable_text(arguments, settings)
-    check_settings(arguments, configs)
-    return arguments, tracking
-
-
-def check_settings(arguments: dict[str, Any], configs: Any) -> None:
-    """Validate every stage's config from the run's values now, not in the task that would use it."""
-    from pydantic import ValidationError
-
-    from mlops.settings import from_flat, leaves
-
-    problems = []
-    for instance in configs:
-        config = type(instance)
-        try:
-            from_flat(config, {leaf.name: arguments[leaf.name] for leaf in leaves(config)})
-        except ValidationError as exc:
-            for error in exc.errors():
-                where = str(error["loc"][-1]) if error["loc"] else config.__name__
-                problems.append(f"{where} {error.get('input')!r}: {error['msg']}")
-    if problems:
-        raise ValueError("invalid setting(s), nothing was run:\n  " + "\n  ".join(problems))
-
-
-def check_packable_text(arguments: dict[str, Any], settings: list[Leaf]) -> None:
-    """Refuse text that cannot ride inside a task's ``dict`` argument under kfp.local.
-
-    KFP substitutes a parameter inside a dict as raw text, so a double quote or a backslash
-    in such a value would corrupt the task's input: say so before anything runs.
-    """
-    from pipelines.signature import packable
-
-    for leaf in settings:
-        value = arguments.get(leaf.name)
-        if packable(leaf) and isinstance(value, str) and ('"' in value or "\\" in value):
-            raise ValueError(
-                f"{leaf.name} {value!r}: a double quote or backslash cannot be passed to a task by the local "
-                "runner; remove it (paths and URIs never need one)"
-            )
+    local: dict[str, Any] = {TRACKING_URI: tracking.tracking_uri, ARTIFACT_ROOT: tracking.artifact_root}
+    local.update(resolve_files(given, {setting.address for setting in form.settings if setting.names_a_file}))
+    if GIT_COMMIT in known and not given.get(GIT_COMMIT):
+        local[GIT_COMMIT] = git_commit(Path.cwd())
+    if WORKSPACE in known and not given.get(WORKSPACE):
+        local[WORKSPACE] = str(workspace.root)
+    if REQUEST_LOG in known and not given.get(REQUEST_LOG):
+        local[REQUEST_LOG] = str(workspace.root / REQUEST_LOG_DIR)
+    return checked_arguments(form, {**given, **local}), tracking
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
@@ -162,7 +139,7 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.summaries import summaries
     from cli.summaries.common import print_failure, print_start
     from mlops.governance.signing import workspace_defaults
-    from pipelines.catalog import pipelines
+    from pipelines.catalog import forms, pipelines
 
     rest = list(args.arguments)  # the command's own flags may also follow the pipeline's name
     verbose = take_flag(rest, "-v", "--verbose") or args.verbose
@@ -171,7 +148,8 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     arguments, tracking = local_arguments(args.pipeline, given, workspace)
     tracking.check()  # an unreachable server or a mismatched experiment fails here, before any step
     print_start(args.pipeline, workspace, tracking)
-    cache = step_cache(args.pipeline, arguments, workspace) if use_cache else None
+    settings = forms()[args.pipeline].values(arguments)  # by address, for the cache key and the summary
+    cache = step_cache(args.pipeline, settings, workspace) if use_cache else None
     try:
         with workspace_defaults(workspace.create().root, sign=True):
             result = run_locally(
@@ -181,7 +159,7 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
         print_failure(failure, workspace)
         save_record(args.pipeline, failure.run, "failed", failure=failure)
         return 1
-    facts = summaries()[args.pipeline](workspace, arguments, result)
+    facts = summaries()[args.pipeline](workspace, settings, result)
     save_record(args.pipeline, result, "succeeded", facts=facts)
     return 0
 
@@ -193,15 +171,14 @@ def take_flag(argv: list[str], *names: str) -> bool:
     return bool(found)
 
 
-def step_cache(name: str, arguments: dict[str, Any], workspace: Workspace) -> Path:
-    """The cache folder for this code and these files' contents (see :mod:`cli.step_cache`)."""
+def step_cache(name: str, settings: dict[str, Any], workspace: Workspace) -> Path:
+    """The cache folder for this code and the contents of the files ``settings`` (by address) name
+    (see :mod:`cli.step_cache`)."""
     from cli.step_cache import cache_root
-    from mlops.settings import iter_settings
-    from pipelines.catalog import defaults
+    from pipelines.catalog import forms
 
-    configs = defaults()[name]
-    named = {leaf.name for _, leaf in iter_settings(*(type(c) for c in configs)) if leaf.names_a_file}
-    return cache_root(workspace.pipeline_root, arguments, named)
+    named = {setting.address for setting in forms()[name].settings if setting.names_a_file}
+    return cache_root(workspace.pipeline_root, settings, named)
 
 
 def save_record(

@@ -1,8 +1,8 @@
 """``mlops submit``: start a run of an uploaded pipeline on KFP.
 
 Start a run of a pipeline version on KFP. Exit 0 when started (or, with --wait, succeeded), 1 when
-the awaited run fails or times out, 2 for a bad --set, 3 when KFP cannot be reached or refuses the
-credentials.
+the awaited run fails or times out, 2 for a bad --set section.field=value (or one the version lacks), 3 when
+KFP cannot be reached or refuses the credentials.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--run-name", help="run name (default: '<pipeline> <version> <UTC time>')")
     add_set_option(
-        parser, "pipeline parameter (repeatable), typed by the version's spec; lists as a,b or JSON"
+        parser,
+        "a setting by its address (repeatable), e.g. train.epochs=5 (mlops run <pipeline> --help lists them); "
+        "lists as a,b or JSON; a whole section as section='{\"field\": value}'",
     )
     parser.add_argument(
         "--wait", action="store_true", help="follow the run, printing state changes, until it ends"
@@ -66,8 +68,8 @@ def submit_command(args: argparse.Namespace, workspace: Workspace) -> int:
         client = open_client(connection)
         started = start_run(client, connection, request)
         print(f"started run {started.run_id} of {args.pipeline} version {started.version_name}")
-        for name, value in sorted(started.arguments.items()):
-            print(f"  {name} = {value!r}")
+        for address, value in sorted(started.settings.items()):
+            print(f"  {address} = {value!r}")
         if not args.wait:
             return 0
         wait_for_run(client, connection, started.run_id, args.timeout, args.poll)

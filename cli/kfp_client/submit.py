@@ -1,20 +1,21 @@
 """Start a run of an uploaded pipeline version and follow it to a terminal state.
 
-``--set`` values are typed against the parameters of the version that will run (its
-spec as stored on the server), so a typo or a wrong type is refused before any
-experiment or run is created.
+``--set section.field=value`` is typed and validated by this checkout's form of the
+pipeline and placed in the version's own form (its spec as stored on the server): a
+per-run setting as its plain parameter, any other inside its section's ``dict`` with the
+version's defaults for the rest. A typo, a wrong type or a setting the version lacks is
+refused before any experiment or run is created.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from cli.kfp_client.connection import KfpConnection
@@ -26,6 +27,10 @@ from cli.kfp_client.lookup import (
     pipeline_spec_of,
     version_names,
 )
+from cli.parameters import ParameterError
+
+if TYPE_CHECKING:
+    from pipelines.signature import PipelineForm
 
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "SKIPPED", "CANCELED"})
 
@@ -44,7 +49,7 @@ class RunRequest(BaseModel):
         None, description="Run display name; None: '<pipeline> <version> <UTC time>'."
     )
     overrides: tuple[str, ...] = Field(
-        (), description="'key=value' parameter assignments, as given to --set."
+        (), description="'section.field=value' setting assignments, as given to --set."
     )
 
 
@@ -56,6 +61,9 @@ class StartedRun:
     version_id: str
     version_name: str
     arguments: dict[str, Any]
+    """What the run was started with: per-run parameters and whole section dicts."""
+    settings: dict[str, Any]
+    """The settings given with ``--set``, by address."""
 
 
 def _resolve_version(client: Any, connection: KfpConnection, request: RunRequest) -> tuple[Any, Any]:
@@ -83,38 +91,74 @@ def _resolve_version(client: Any, connection: KfpConnection, request: RunRequest
     return pipeline, version
 
 
-def _list_type(default: Any) -> str:
-    """The element type a LIST parameter's default shows, in the signature spelling parse_overrides reads.
+def _form_of(spec: dict[str, Any], pipeline: str) -> PipelineForm:
+    """This checkout's form of the pipeline the version holds (by the name it was compiled under)."""
+    from pipelines.catalog import forms
 
-    The IR keeps no element type and stores every number as a double, so the default is
-    the only evidence; integral numbers count as int (``[128.0, 64.0]`` is ``[128, 64]``).
-    A JSON list value (``--set x='[0.5, 1]'``) is taken as given whatever is inferred here.
+    known = forms()
+    name = str((spec.get("pipelineInfo") or {}).get("name") or pipeline)
+    if name not in known:
+        raise ParameterError(
+            f"the version holds pipeline {name!r}, which this checkout does not define "
+            f"(it has {', '.join(known)}); --set needs the pipeline's settings"
+        )
+    return known[name]
+
+
+def typed_arguments(
+    spec: dict[str, Any], overrides: tuple[str, ...], pipeline: str = ""
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``--set address=value`` assignments typed (address → value), and the run's arguments for them
+    in the version's own form (parameter → value).
+
+    Addresses and types come from this checkout's form of the pipeline, and the values are
+    validated by its stage configs; a per-run setting becomes its plain parameter, any other
+    setting its whole section's ``dict`` parameter: the version's default for that section
+    (as stored on the server) with the given values on top, since a section argument
+    replaces the section's default whole. A setting the version does not have is refused:
+    upload the current checkout first. ParameterError names any bad assignment.
     """
-    items = default if isinstance(default, list) else []
-    if items and all(isinstance(v, str) for v in items):
-        return "typing.List[str]"
-    if items and all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
-        return "typing.List[int]" if all(float(v).is_integer() for v in items) else "typing.List[float]"
-    return "List"
+    from cli.parameters import checked_arguments, parse_overrides
+
+    if not overrides:
+        return {}, {}
+    form = _form_of(spec, pipeline)
+    values = parse_overrides(form, overrides)
+    checked_arguments(form, values)
+    inputs = ((spec.get("root") or {}).get("inputDefinitions") or {}).get("parameters") or {}
+    version = str((spec.get("pipelineInfo") or {}).get("name") or pipeline)
+    arguments: dict[str, Any] = {}
+    for address, value in values.items():
+        setting = form.setting(address)
+        parameter = setting.form_name if setting.per_run else setting.section
+        if parameter not in inputs:
+            raise ParameterError(
+                f"--set {address}: the uploaded version of {version!r} has no parameter {parameter!r}; "
+                "upload this checkout (mlops upload) to run with it"
+            )
+        if setting.per_run:
+            arguments[parameter] = _jsonable(value)
+            continue
+        section = arguments.setdefault(parameter, copy.deepcopy(inputs[parameter].get("defaultValue") or {}))
+        target = section
+        for part in setting.path[:-1]:
+            target = target.setdefault(part, {})
+        if setting.path[-1] not in target:
+            raise ParameterError(
+                f"--set {address}: the uploaded version of {version!r} has no setting {address!r} in its "
+                f"{parameter!r} section; upload this checkout (mlops upload) to run with it"
+            )
+        target[setting.path[-1]] = _jsonable(value)
+    return values, arguments
 
 
-def typed_arguments(spec: dict[str, Any], overrides: tuple[str, ...]) -> dict[str, Any]:
-    """``--set`` values typed by the spec's root parameters; ParameterError names any bad one."""
-    from kfp import components
-
-    from cli.parameters import parse_overrides
-
-    component = components.load_component_from_text(yaml.safe_dump(spec))
-    inputs = component.component_spec.inputs or {}
-    for name, definition in inputs.items():
-        if definition.type == "List":
-            inputs[name] = dataclasses.replace(definition, type=_list_type(definition.default))
-    return parse_overrides(component, overrides)
+def _jsonable(value: Any) -> Any:
+    return [_jsonable(item) for item in value] if isinstance(value, tuple | list) else value
 
 
 def start_run(client: Any, connection: KfpConnection, request: RunRequest) -> StartedRun:
     pipeline, version = _resolve_version(client, connection, request)
-    arguments = typed_arguments(pipeline_spec_of(version), request.overrides)
+    settings, arguments = typed_arguments(pipeline_spec_of(version), request.overrides, request.pipeline)
     target, hint = connection.target, connection.auth_hint()
     with translate_errors(target, hint, f"get or create experiment {request.experiment!r}"):
         experiment = client.create_experiment(request.experiment, namespace=connection.namespace)
@@ -135,6 +179,7 @@ def start_run(client: Any, connection: KfpConnection, request: RunRequest) -> St
         version_id=version.pipeline_version_id,
         version_name=version.display_name,
         arguments=arguments,
+        settings=settings,
     )
 
 

@@ -7,17 +7,23 @@ re-run CI job is harmless, while different content under an existing name is ref
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from cli.kfp_client.connection import KfpConnection
 from cli.kfp_client.errors import translate_errors
 from cli.kfp_client.lookup import comparable, find_pipeline, find_version, pipeline_spec_of, read_package
+
+if TYPE_CHECKING:
+    from pipelines.signature import PipelineForm
 
 SHORT_SHA = 12  # fixed, unlike `git rev-parse --short`, so CI can compute the same name from $GITHUB_SHA
 
@@ -84,6 +90,46 @@ def with_image(package: Path, image: str, out_dir: Path) -> Path:
     if not replaced:
         raise ValueError(f"{package} has no step using {PLATFORM_IMAGE}, so --image would change nothing")
     out = out_dir / f"{package.stem}-{image.rsplit(':', 1)[-1][:12]}.yaml"
+    out.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def settings_suffix(settings: Mapping[str, Any]) -> str:
+    """A short digest of the defaults ``--set`` gave an upload, so the version name tells them apart
+    (the same settings always give the same suffix: a re-run upload reuses its version)."""
+    text = "\n".join(
+        f"{address}={json.dumps(value, sort_keys=True)}" for address, value in sorted(settings.items())
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def with_defaults(package: Path, form: PipelineForm, settings: Mapping[str, Any], out_dir: Path) -> Path:
+    """A copy of ``package`` (compiled from ``form``) whose KFP form shows ``settings`` (by address) as its
+    defaults: the per-run parameter's default, or its section's default ``dict`` and the description that
+    lists it, exactly as the pipeline compiled with those defaults would hold them."""
+    from mlops.settings import from_addressed
+    from pipelines.signature import PipelineForm
+
+    changed = PipelineForm(
+        form.name,
+        form.description,
+        from_addressed(settings, form.defaults),
+        per_run=form.per_run,
+        returns=form.returns,
+    )
+    defaults = changed.parameter_defaults()
+    docs = [doc for doc in yaml.safe_load_all(package.read_text(encoding="utf-8")) if doc is not None]
+    if not docs or (docs[0].get("pipelineInfo") or {}).get("name") != form.name:
+        raise ValueError(
+            f"{package} is not the compiled {form.name!r} pipeline, so --set cannot change its defaults"
+        )
+    inputs = docs[0]["root"]["inputDefinitions"]["parameters"]
+    for address in settings:
+        setting = form.setting(address)
+        parameter = setting.form_name if setting.per_run else setting.section
+        inputs[parameter]["defaultValue"] = defaults[parameter]
+        inputs[parameter]["description"] = changed.parameter_description(parameter)
+    out = out_dir / f"{package.stem}-{settings_suffix(settings)}.yaml"
     out.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
     return out
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pipelines.catalog import PIPELINE_NAMES
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from mlops.workspace import Workspace
 
 
-def summaries() -> dict[str, Callable[[Workspace, dict[str, Any], LocalRun], dict[str, str]]]:
-    """What each pipeline prints after a successful local run; each returns the run's facts for ``mlops runs``."""
+def summaries() -> dict[str, Callable[[Workspace, Mapping[str, Any], LocalRun], dict[str, str]]]:
+    """What each pipeline prints after a successful local run, given the run's settings by address
+    (``PipelineForm.values``); each returns the run's facts for ``mlops runs``."""
     return {name: importlib.import_module(f"cli.summaries.{name}").print_summary for name in PIPELINE_NAMES}

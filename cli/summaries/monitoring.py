@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from cli.local_run import LocalRun
@@ -12,7 +13,8 @@ CHECK_TASK = "check-drift"
 TRIGGER_TASK = "trigger-retraining"
 
 
-def print_summary(workspace: Workspace, arguments: dict[str, Any], result: LocalRun) -> None:
+def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: LocalRun) -> None:
+    """The check's decision, scores and reports (``settings``: the run's settings by address)."""
     run_dir = result.run_dir
     report = run_dir / CHECK_TASK / "report_json" if run_dir else None
     lines = ["", f"Monitoring finished: decision {result.output}."]
@@ -41,5 +43,5 @@ def print_summary(workspace: Workspace, arguments: dict[str, Any], result: Local
             lines.append(f"  {'report html':<17} {html}")
     if run_dir is not None and (run_dir / TRIGGER_TASK).exists():
         lines.append(f"  {'retraining':<17} see {run_dir / TRIGGER_TASK}")
-    lines.append(f"  {'trend':<17} mlops ui, experiment {arguments['experiment']!r}")
+    lines.append(f"  {'trend':<17} mlops ui, experiment {settings['tracking.experiment']!r}")
     print("\n".join(lines))

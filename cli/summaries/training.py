@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cli.console.display import duration
@@ -31,18 +32,21 @@ def test_auc(client: Any, result: LocalRun, experiment: str, kfp_run_id: str) ->
     return runs[0].data.metrics.get("test_roc_auc") if runs else None
 
 
-def print_summary(workspace: Workspace, arguments: dict[str, Any], result: LocalRun) -> dict[str, str]:
-    """Test AUC, model version and aliases, the gates' decision (a reason a line), reports; returns the facts."""
-    import mlflow
+def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: LocalRun) -> dict[str, str]:
+    """Test AUC, model version and aliases, the gates' decision (a reason a line), reports; returns the facts.
+
+    ``settings``: the run's settings by address (``PipelineForm.values``).
+    """
+    from mlops.tracking.store import TrackingStore
 
     version = str(result.output)
-    model_name = arguments["model_name"]
-    tracking_uri = arguments["tracking_uri"]
-    client = mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    model_name = settings["registration.model_name"]
+    tracking_uri = settings["tracking.tracking_uri"]
+    client = TrackingStore.from_uri(tracking_uri).client
     model_version = client.get_model_version(model_name, version)
     aliases = ", ".join(sorted(model_version.aliases)) or "none"
     tags = model_version.tags
-    auc = test_auc(client, result, arguments["experiment"], tags.get(KFP_RUN_ID_TAG, ""))
+    auc = test_auc(client, result, settings["tracking.experiment"], tags.get(KFP_RUN_ID_TAG, ""))
     decision = tags.get(DECISION_TAG, "?")
     lines = [
         "",

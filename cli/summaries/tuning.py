@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cli.console.display import duration
@@ -12,12 +13,12 @@ from mlops.vocabulary import TASK_TAG
 from mlops.workspace import Workspace
 
 
-def print_summary(workspace: Workspace, arguments: dict[str, Any], result: LocalRun) -> dict[str, str]:
-    """The newest tuning parent run: best trial, its parameters and the trial counts."""
-    import mlflow
+def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: LocalRun) -> dict[str, str]:
+    """The newest tuning parent run: best trial, its parameters and the trial counts (``settings``: by address)."""
+    from mlops.tracking.store import TrackingStore
 
-    experiment = arguments["experiment"]
-    client = mlflow.MlflowClient(tracking_uri=arguments["tracking_uri"])
+    experiment = settings["tracking.experiment"]
+    client = TrackingStore.from_uri(settings["tracking.tracking_uri"]).client
     found = client.get_experiment_by_name(experiment)
     runs = (
         client.search_runs(
@@ -51,7 +52,7 @@ def print_summary(workspace: Workspace, arguments: dict[str, Any], result: Local
     ]
     lines += [
         f"  {'tuning run':<17} {run.info.run_id} (experiment {experiment}; trials are its child runs)",
-        f"  {'study storage':<17} {params.get('tune.storage', '?')}",
+        f"  {'study storage':<17} {params.get('tune.resolved_storage', '?')}",
     ]
     lines += run_lines(result)
     lines.append(f"  {'browse runs':<17} mlops ui · mlops runs")

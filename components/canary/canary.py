@@ -17,6 +17,7 @@ from delivery.rollout.registry_writes import RolloutRegistry
 from delivery.rollout.state import RolloutState
 from delivery.targets.local import LocalServerTarget
 from mlops.governance.audit import AUDIT_URI_ENV
+from mlops.tracking.store import TrackingStore
 
 
 def audit_workspace(tracking_uri: str) -> Path | None:
@@ -32,12 +33,14 @@ def audit_workspace(tracking_uri: str) -> Path | None:
 
 
 def run_rollout(
-    model_name: str, version: str, server_url: str, config: RolloutConfig, tracking_uri: str, report: Path
+    model_name: str, version: str, server_url: str, config: RolloutConfig, store: TrackingStore, report: Path
 ) -> RolloutState:
-    """Roll ``version`` out against the champion on ``server_url``; write the final state to ``report``."""
-    target = LocalServerTarget(server_url, tracking_uri, model_name)
+    """Roll ``version`` out against the champion on ``server_url``; write the final state to ``report``.
+
+    The target's alias moves and the rollout's verdict go through ``store`` (one client for both)."""
+    target = LocalServerTarget(server_url, store, model_name)
     controller = RolloutController(
-        target, RolloutRegistry(tracking_uri, model_name), audit_workspace(tracking_uri)
+        target, RolloutRegistry(store, model_name), audit_workspace(store.tracking_uri)
     )
     state = controller.run(controller.start(config, version))
     report.parent.mkdir(parents=True, exist_ok=True)

@@ -10,24 +10,30 @@ from mlops.images import PLATFORM_IMAGE
 def canary_rollout(
     model_name: str,
     version: str,
-    canary_server_url: str,
     rollout: dict,
+    rollout_canary: bool,
     tracking: dict,
     pipeline_run_id: str,
     report: Output[Artifact],
 ) -> str:
-    """Rolls the gated version out (shadow, canary steps) and returns ``promoted`` or ``rolled_back``."""
+    """Rolls the gated version out (shadow, canary steps) and returns ``promoted`` or ``rolled_back``.
+
+    ``rollout`` is that section (:class:`~components.canary.config.CanarySettings`: the rollout's
+    settings and the server) and ``rollout_canary`` its per-run switch ``rollout.canary``.
+    """
     from pathlib import Path
 
     from components.canary.canary import run_rollout
-    from delivery.rollout.config import RolloutConfig
-    from mlops.settings import from_flat
-    from mlops.tracking.context import TrackingContext
+    from components.canary.config import CanarySettings
+    from mlops.settings import from_section
+    from mlops.tracking.store import TrackingStore
 
-    config = from_flat(RolloutConfig, rollout)
-    context = TrackingContext.from_dict(tracking, pipeline_run_id)
+    settings = from_section(CanarySettings, rollout, canary=rollout_canary)
+    if not settings.canary:
+        raise ValueError("rollout.canary is off: this version is promoted directly, not rolled out")
+    store = TrackingStore.for_task(tracking, pipeline_run_id)
     state = run_rollout(
-        model_name, version, canary_server_url, config, context.tracking_uri, Path(report.path)
+        model_name, version, settings.server_url, settings.rollout(), store, Path(report.path)
     )
     print(f"rollout of {model_name} version {version}: {state.phase} ({state.reason})")
     return state.phase

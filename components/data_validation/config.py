@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, Field
 
 from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
@@ -11,6 +13,7 @@ class DataValidationSettings(BaseModel):
     """Settings of the validate-data step."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "validation"
 
     expectation_suite: str = Field(default="", json_schema_extra=LOCAL_FILE)
     """Path or s3:// URI of a Great Expectations suite file. Empty: the one the schema file names; on the built-in sample, the built-in credit-default suite."""

@@ -17,7 +17,7 @@ from components.data_validation.report import render_html, render_json
 from components.data_validation.result import CheckResult, ValidationFailed, ValidationResult
 from components.data_validation.suite import DEFAULT_SUITE_PATH, Suite, SuiteError, load_suite
 from mlops.data.dataset import DatasetError, DatasetSchema, load_table
-from mlops.tracking.context import TrackingContext, task_run
+from mlops.tracking.store import TrackingStore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,7 +156,7 @@ def run_validation(
     data_uri: str,
     schema: DatasetSchema,
     suite_path: str | Path | None,
-    tracking_context: TrackingContext,
+    store: TrackingStore,
     dataset_out_path: Path,
     html_path: Path,
     json_path: Path,
@@ -174,7 +174,7 @@ def run_validation(
     """
     import mlflow
 
-    with task_run(tracking_context, "data_validation"):
+    with store.task_run("data_validation"):
         mlflow.log_param("data_uri", data_uri)
         try:
             suite = load_suite(suite_path or DEFAULT_SUITE_PATH)
@@ -201,7 +201,7 @@ def run_validation(
                 "suite": suite.name,
                 "suite_version": suite.version,
             },
-            pipeline_run_id=tracking_context.pipeline_run_id,
+            pipeline_run_id=store.pipeline_run_id,
         )
         if not result.success:
             raise ValidationFailed(result)

@@ -9,9 +9,10 @@ from mlops.images import PLATFORM_IMAGE
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
 def check_drift(
     window: dict,
+    window_model_name: str,
+    window_since: str,
+    window_until: str,
     drift: dict,
-    feature_methods: dict,
-    feature_thresholds: dict,
     audit_workspace: str,
     tracking: dict,
     pipeline_run_id: str,
@@ -22,6 +23,9 @@ def check_drift(
 ) -> str:
     """Checks a request-log window against the version's reference profile; returns retrain or none.
 
+    ``window`` and ``drift`` are those sections; ``window_model_name``, ``window_since`` and
+    ``window_until`` the per-run settings ``window.model_name``, ``window.since``, ``window.until``.
+
     The decision is the single return value: kfp.local 2.17 cannot resolve a ``dsl.If`` on a
     named output.
     """
@@ -29,19 +33,17 @@ def check_drift(
 
     from components.drift_monitor.config import DriftSettings, WindowSettings
     from components.drift_monitor.monitor import check_window, log_check, record_check, write_reports
-    from mlops.settings import from_flat
-    from mlops.tracking.context import TrackingContext
+    from mlops.settings import from_section
+    from mlops.tracking.store import TrackingStore
 
-    context = TrackingContext.from_dict(tracking, pipeline_run_id)
-    window_settings = from_flat(WindowSettings, window)
-    drift_settings = from_flat(
-        DriftSettings, {**drift, "feature_methods": feature_methods, "feature_thresholds": feature_thresholds}
+    store = TrackingStore.for_task(tracking, pipeline_run_id)
+    window_settings = from_section(
+        WindowSettings, window, model_name=window_model_name, since=window_since, until=window_until
     )
-    check = check_window(
-        window_settings, drift_settings, context.tracking_uri, window_settings.request_log_uri
-    )
+    drift_settings = from_section(DriftSettings, drift)
+    check = check_window(window_settings, drift_settings, store, window_settings.request_log_uri)
     reports = write_reports(check, drift_settings, Path(report_json.path), Path(report_html.path))
-    mlflow_run_id = log_check(check, context, reports)
+    mlflow_run_id = log_check(check, store, reports)
     record_check(check.result, mlflow_run_id, audit_workspace)
     result = check.result
     print(f"{result.decision}: {'; '.join(result.reasons)}")

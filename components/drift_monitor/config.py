@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -16,6 +16,7 @@ class WindowSettings(BaseModel):
     """Which requests a check reads: one model's request log between two instants."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "window"
 
     model_name: str = Field(default="credit-default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """Registered model whose traffic is checked (its request log folder has the same name)."""
@@ -38,6 +39,7 @@ class DriftSettings(BaseModel):
     """Drift tests and thresholds; the defaults are Evidently's for large samples."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "drift"
 
     numeric_method: Method = "wasserstein"
     """Test for numeric features (Evidently's default for >1000 reference rows: normalised Wasserstein).
@@ -50,7 +52,7 @@ class DriftSettings(BaseModel):
     """A feature drifts when its Jensen-Shannon distance (natural log) is at least this."""
     psi_threshold: float = Field(default=0.1, gt=0)
     """A feature drifts when its population stability index is at least this."""
-    drift_share: float = Field(default=0.5, gt=0, le=1)
+    share: float = Field(default=0.5, gt=0, le=1)
     """The window drifts (dataset drift) when at least this share of features drift."""
     prediction_threshold: float = Field(default=0.1, gt=0)
     """Prediction drift when the scores' Wasserstein distance / reference std is at least this."""

@@ -204,7 +204,7 @@ def judge(
         files=summary.files,
         features=features,
         share_drifted=share,
-        dataset_drift=share >= settings.drift_share,
+        dataset_drift=share >= settings.share,
         prediction_score=prediction,
         prediction_drift=prediction >= settings.prediction_threshold,
         estimated=estimate_performance(summary.estimate),
@@ -215,7 +215,7 @@ def judge(
     drifted = ", ".join(result.drifted_features) or "none"
     if result.dataset_drift:
         result.reasons.append(
-            f"dataset drift: {share:.0%} of features drifted (>= {settings.drift_share:.0%}): {drifted}"
+            f"dataset drift: {share:.0%} of features drifted (>= {settings.share:.0%}): {drifted}"
         )
     if result.prediction_drift and settings.trigger_on_prediction_drift:
         result.reasons.append(
@@ -225,7 +225,7 @@ def judge(
     result.decision = RETRAIN if result.reasons else NO_ACTION
     if not result.reasons:
         result.reasons.append(
-            f"no drift: {share:.0%} of features drifted (< {settings.drift_share:.0%}: {drifted}), "
+            f"no drift: {share:.0%} of features drifted (< {settings.share:.0%}: {drifted}), "
             f"prediction distance {prediction:.3f}"
         )
     return result

@@ -16,8 +16,8 @@ from components.drift_monitor.drift_monitor import DriftResult, judge, window_bo
 from components.drift_monitor.logs import summarise
 from components.drift_monitor.sample import Reservoir
 from components.drift_monitor.window import WindowError, empty_summary
-from mlops.model.reference_profile import ReferenceProfile, load_version_profile
-from mlops.tracking.context import TrackingContext, task_run
+from mlops.model.reference_profile import ReferenceProfile
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION
 
 JSON_REPORT = "drift_report.json"
@@ -31,30 +31,27 @@ class Check:
     sample: Reservoir
 
 
-def resolve_version(tracking_uri: str, model_name: str, version: str) -> str:
-    import mlflow
-
+def resolve_version(store: TrackingStore, model_name: str, version: str) -> str:
     if version:
         return version
-    client = mlflow.MlflowClient(tracking_uri=tracking_uri or None, registry_uri=tracking_uri or None)
-    try:
-        return str(client.get_model_version_by_alias(model_name, CHAMPION).version)
-    except mlflow.exceptions.MlflowException as exc:
+    champion = store.alias_version(model_name, CHAMPION)
+    if champion is None:
         raise WindowError(
             f"model {model_name!r} has no {CHAMPION!r} version to monitor; name one with model_version"
-        ) from exc
+        )
+    return champion
 
 
 def check_window(
     window: WindowSettings,
     drift: DriftSettings,
-    tracking_uri: str,
+    store: TrackingStore,
     log_root: str,
     now: datetime | None = None,
 ) -> Check:
     start, end = window_bounds(window, now)
-    version = resolve_version(tracking_uri, window.model_name, window.model_version)
-    profile = load_version_profile(tracking_uri, window.model_name, version)
+    version = resolve_version(store, window.model_name, window.model_version)
+    profile = store.reference_profile(window.model_name, version)
     calibrate = profile.calibration.apply if profile.calibration else (lambda s: s)
     summary = empty_summary(profile, start, end, version)
     sample = Reservoir(window.report_rows)
@@ -88,13 +85,13 @@ def metrics_of(result: DriftResult) -> dict[str, float]:
     return {k: v for k, v in values.items() if v == v}  # NaN (a column absent from the window) is not logged
 
 
-def log_check(check: Check, context: TrackingContext, reports: dict[str, Path]) -> str:
+def log_check(check: Check, store: TrackingStore, reports: dict[str, Path]) -> str:
     """One run in the monitoring experiment; every metric at step = the window's end (epoch seconds)."""
     import mlflow
 
     result = check.result
     end = datetime.fromisoformat(result.end)
-    with task_run(context, "drift_monitor") as run:
+    with store.task_run("drift_monitor") as run:
         mlflow.log_params(
             {
                 "model_name": result.model_name,
@@ -114,7 +111,7 @@ def log_check(check: Check, context: TrackingContext, reports: dict[str, Path]) 
             mlflow.entities.Metric(key, value, stamp, int(end.timestamp()))
             for key, value in metrics_of(result).items()
         ]
-        mlflow.MlflowClient().log_batch(run.info.run_id, metrics=metrics)
+        store.client.log_batch(run.info.run_id, metrics=metrics)
         for name, path in reports.items():
             mlflow.log_text(path.read_text(), name)
         return str(run.info.run_id)

@@ -35,7 +35,7 @@ def write_html(
     current = window[numeric + categorical].reset_index(drop=True)
     preset = DataDriftPreset(
         columns=numeric + categorical,
-        drift_share=settings.drift_share,
+        drift_share=settings.share,
         num_method=settings.numeric_method,
         cat_method=settings.categorical_method,
         per_column_method=dict(settings.feature_methods) or None,

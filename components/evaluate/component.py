@@ -30,7 +30,7 @@ def evaluate_model(
 
     from components.evaluate.evaluate import CONFUSION_FILE, METRICS_FILE, ROC_FILE, run_evaluation
     from mlops.data.dataset import schema_from_metadata
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
 
     with tempfile.TemporaryDirectory(prefix="evaluate-") as tmp:
         out = Path(tmp)
@@ -39,7 +39,7 @@ def evaluate_model(
             test_data_path=Path(test_data.path),
             label_column=schema_from_metadata(test_data.metadata, "evaluate-model's test_data").label,
             model_name=model_name,
-            tracking_context=TrackingContext.from_dict(tracking, pipeline_run_id),
+            store=TrackingStore.for_task(tracking, pipeline_run_id),
             metrics_out=out,
         )
         report = json.loads((out / METRICS_FILE).read_text())

@@ -21,7 +21,7 @@ from components.evaluate.metrics import (
     EvaluationResult,
     score_probabilities,
 )
-from mlops.tracking.context import TrackingContext, task_run
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, HAS_CHAMPION_TAG
 
 if TYPE_CHECKING:
@@ -96,12 +96,11 @@ def evaluate(model_dir: Path, test_frame: pd.DataFrame, label_column: str) -> Ev
     return score_probabilities(labels, probability)
 
 
-def _champion_version(model_name: str) -> str | None:
-    import mlflow
+def _champion_version(store: TrackingStore, model_name: str) -> str | None:
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 
-    client = mlflow.MlflowClient()
+    client = store.client
     try:
         return str(client.get_model_version_by_alias(model_name, CHAMPION).version)
     except MlflowException as exc:
@@ -115,27 +114,23 @@ def _champion_version(model_name: str) -> str | None:
         raise
 
 
-def champion_metrics(model_name: str, test_frame: pd.DataFrame, label_column: str) -> ChampionResult | None:
-    """Score the registry's ``champion`` of ``model_name`` on ``test_frame``; ``None`` if there is none.
-
-    Uses the MLflow tracking/registry URIs already configured (``TrackingContext.apply``).
-    """
-    import mlflow
-
+def champion_metrics(
+    store: TrackingStore, model_name: str, test_frame: pd.DataFrame, label_column: str
+) -> ChampionResult | None:
+    """Score the registry's ``champion`` of ``model_name`` (in ``store``) on ``test_frame``; ``None`` if
+    there is none. The champion's files are verified against its signature before they are scored."""
     from mlops.model.onnx_model import OnnxScorer
 
     if not model_name.strip():
         raise EvaluationError("model_name is empty; pass the registered model name, e.g. 'credit-default'")
     labels = labels_of(test_frame, label_column)
-    version = _champion_version(model_name)
+    version = _champion_version(store, model_name)
     if version is None:
         return None
     with tempfile.TemporaryDirectory(prefix="champion-") as tmp:
         # By version, not alias: a promotion during the download must not mix two versions.
-        local = Path(mlflow.artifacts.download_artifacts(f"models:/{model_name}/{version}", dst_path=tmp))
-        from mlops.governance.signing import verify_registered
-
-        verify_registered(model_name, version, local, mlflow.get_tracking_uri())
+        local = store.download_version(model_name, version, tmp)
+        store.verify_version(model_name, version, local)
         candidates = sorted(local.rglob("*.onnx"))
         preferred = [p for p in candidates if p.name == "model.onnx"] or candidates
         if not preferred:
@@ -177,7 +172,7 @@ def run_evaluation(
     test_data_path: Path,
     label_column: str,
     model_name: str,
-    tracking_context: TrackingContext,
+    store: TrackingStore,
     metrics_out: Path,
 ) -> EvaluationOutcome:
     """Evaluate, compare with the champion, write ``metrics.json`` and two PNGs into ``metrics_out``.
@@ -193,10 +188,10 @@ def run_evaluation(
     metrics_out = Path(metrics_out)
     metrics_out.mkdir(parents=True, exist_ok=True)
     # Inside the run, so a bad model or bad data leaves a FAILED run that says so in MLflow.
-    with task_run(tracking_context, "evaluate"):
+    with store.task_run("evaluate"):
         frame, digest = load_table(str(test_data_path))
         result = evaluate(model_dir, frame, label_column)
-        champion = champion_metrics(model_name, frame, label_column)
+        champion = champion_metrics(store, model_name, frame, label_column)
         curves = [(f"challenger (AUC {result.metrics.roc_auc:.3f})", result.roc_fpr, result.roc_tpr)]
         if champion is not None:
             label = f"champion v{champion.version} (AUC {champion.metrics.roc_auc:.3f})"

@@ -21,9 +21,9 @@ def export_onnx_model(
 
     from components.export_onnx.config import ExportSettings
     from components.export_onnx.export_onnx import run_export
-    from mlops.settings import from_flat
+    from mlops.settings import from_section
 
-    tolerance = from_flat(ExportSettings, export).onnx_tolerance
+    tolerance = from_section(ExportSettings, export).tolerance
 
     report = run_export(
         model_dir=Path(model.path),

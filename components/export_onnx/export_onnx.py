@@ -46,7 +46,7 @@ def verify_export(model: TabularNet, onnx_path: Path, frame: pd.DataFrame, toler
                 f"max abs diff {report.max_abs_diff:.3g} exceeds tolerance {tolerance:g} at row "
                 f"{report.worst_row} (torch {report.torch_value:.6f}, onnx {report.onnx_value:.6f}). "
                 "The export is not faithful; check for ops the exporter translated differently, "
-                "or raise onnx_tolerance only if the difference is acceptable."
+                "or raise export.tolerance only if the difference is acceptable."
             )
     return batch if batch.max_abs_diff >= single.max_abs_diff else single
 

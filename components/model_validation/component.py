@@ -12,7 +12,7 @@ def validate_model(
     test_data: Input[Dataset],
     model_name: str,
     version: str,
-    validation: dict,
+    model_validation: dict,
     tracking: dict,
     pipeline_run_id: str,
     report_html: Output[HTML],
@@ -21,6 +21,7 @@ def validate_model(
 ) -> str:
     """Fairness, explainability and behavioural checks on the test split; returns promote/reject.
 
+    ``model_validation`` is that section (:class:`~components.model_validation.config.ValidationConfig`).
     The behavioural tests and the favourable class come with ``test_data`` (validate-data resolved
     them from the dataset's declaration and the settings and checked their columns).
     The decision is the single return value (``outputs["Output"]``) because kfp.local 2.17 cannot
@@ -31,19 +32,21 @@ def validate_model(
     from components.model_validation.config import ValidationConfig
     from components.model_validation.model_validation import run
     from mlops.data.dataset import schema_from_metadata
-    from mlops.settings import from_flat
-    from mlops.tracking.context import TrackingContext
+    from mlops.settings import from_section
+    from mlops.tracking.store import TrackingStore
 
     schema = schema_from_metadata(test_data.metadata, "validate-model's test_data")
     tests = test_data.metadata.get("behavioural") or {"invariance": [], "directional": []}
+    # The resolved tests replace the section's own (validate-data already merged them with the dataset's).
+    config = from_section(ValidationConfig, {**model_validation, "behavioural": tests})
     result = run(
         model_path=Path(model.path),
         test_data_uri=test_data.path,
         schema=schema,
-        config=from_flat(ValidationConfig, {**validation, **tests}),
+        config=config,
         model_name=model_name,
         version=version,
-        context=TrackingContext.from_dict(tracking, pipeline_run_id),
+        store=TrackingStore.for_task(tracking, pipeline_run_id),
         html_path=Path(report_html.path),
         json_path=Path(report_json.path),
     )

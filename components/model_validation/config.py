@@ -8,11 +8,11 @@ its own, ``mlops.data.sample_data``); with neither, none run and the report says
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from mlops.data.behaviour import DirectionalTest, InvarianceTest
+from mlops.data.behaviour import BehaviouralSuite, DirectionalTest, InvarianceTest
 from mlops.data.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
 from mlops.settings import SETTINGS_CONFIG
 
@@ -74,21 +74,11 @@ class ExplainabilityPolicy(BaseModel):
     """Size of the top-feature set whose overlap is reported."""
 
 
-class BehaviouralSuite(BaseModel):
-    """Behavioural tests that replace the dataset's declared ones (empty: the declared ones run)."""
-
-    model_config = SETTINGS_CONFIG
-
-    invariance: tuple[InvarianceTest, ...] = Field(default=())
-    """Features whose perturbation must not matter. Empty: the dataset schema's invariance tests (the built-in sample's on the sample)."""
-    directional: tuple[DirectionalTest, ...] = Field(default=())
-    """Features whose change must move the score one way. Empty: the dataset schema's directional tests (the built-in sample's on the sample)."""
-
-
 class ValidationConfig(BaseModel):
     """Everything the model-validation gate needs besides the model and the data."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "model_validation"
 
     fairness: FairnessPolicy = Field(default_factory=FairnessPolicy)
     """Group-fairness thresholds."""
@@ -96,7 +86,7 @@ class ValidationConfig(BaseModel):
     """Attribution settings and stability threshold."""
     behavioural: BehaviouralSuite = Field(default_factory=BehaviouralSuite)
     """Behavioural tests."""
-    validation_max_rows: int = Field(default=4000, ge=20)
+    max_rows: int = Field(default=4000, ge=20)
     """Rows (random sample) used by attributions and behavioural tests; fairness uses every row."""
-    validation_seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0)
     """Seed of the model-validation row sampling and permutations."""

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from components.model_validation.scoring import Scorer
     from mlops.data.dataset import DatasetSchema
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
 
 RUN_ID_TAG = f"{TAG_PREFIX}{GATE}.run_id"
 REPORT_URI_TAG = f"{TAG_PREFIX}{GATE}.report_uri"
@@ -134,15 +134,13 @@ def validate(
     check_suite(scorer, config.behavioural)  # fail on a mis-declared test before any slow work
     scores = scorer.predict(frame)
     fairness = evaluate_fairness(
-        frame, scores, label, protected_attributes, config.fairness, config.validation_seed, favourable_class
+        frame, scores, label, protected_attributes, config.fairness, config.seed, favourable_class
     )
     sample = (
-        frame.sample(n=config.validation_max_rows, random_state=config.validation_seed)
-        if len(frame) > config.validation_max_rows
-        else frame
+        frame.sample(n=config.max_rows, random_state=config.seed) if len(frame) > config.max_rows else frame
     )
-    explained = explain(scorer, sample, label, config.explainability, config.validation_seed)
-    behaviour = run_suite(scorer, sample, config.behavioural, config.validation_seed)
+    explained = explain(scorer, sample, label, config.explainability, config.seed)
+    behaviour = run_suite(scorer, sample, config.behavioural, config.seed)
     return ValidationResult(
         label=label,
         protected_attributes=tuple(protected_attributes),
@@ -160,7 +158,7 @@ def record(
     result: ValidationResult,
     model_name: str,
     version: str,
-    context: TrackingContext,
+    store: TrackingStore,
     html_path: Path,
     json_path: Path,
 ) -> str:
@@ -169,12 +167,9 @@ def record(
 
     import mlflow
 
-    from mlops.tracking.context import task_run
-
-    with task_run(context, f"gate_{GATE}") as run:
-        client = mlflow.MlflowClient()
-        client.get_model_version(model_name, version)  # a clear MLflow error before anything is logged
-        mlflow.log_params(_flat(result.config.model_dump()))
+    with store.task_run(f"gate_{GATE}") as run:
+        store.client.get_model_version(model_name, version)  # a clear MLflow error before anything is logged
+        mlflow.log_params(_flat(result.config.model_dump(), f"{ValidationConfig.section}."))  # by address
         metrics = {k: v for k, v in result.decision.metrics.items() if math.isfinite(v)}
         mlflow.log_metrics({slug(k): v for k, v in metrics.items()})
         # Fixed names with extensions, whatever the caller's paths are (KFP output paths have none),
@@ -190,8 +185,7 @@ def record(
             tags[gate_tag(name, "reason")] = _clip(decision.reason)
         for violation in result.violations:
             tags[gate_tag(violation.check, f"violation.{violation.tag_key}")] = _clip(violation.message)
-        for key, value in tags.items():
-            client.set_model_version_tag(model_name, version, key, value)
+        store.tag_version(model_name, version, tags)
         mlflow.set_tags({gate_tag(GATE, "decision"): result.decision.decision, MODEL_VERSION_TAG: version})
         from mlops.governance.audit import record_in_run
 
@@ -204,7 +198,7 @@ def record(
                 "reason": result.decision.reason,
                 "checks": {name: d.decision for name, d in result.decisions.items()},
             },
-            pipeline_run_id=context.pipeline_run_id,
+            pipeline_run_id=store.pipeline_run_id,
             model_version=f"{model_name}/{version}",
         )
         return str(run.info.run_id)
@@ -217,7 +211,7 @@ def run(
     config: ValidationConfig,
     model_name: str,
     version: str,
-    context: TrackingContext,
+    store: TrackingStore,
     html_path: Path,
     json_path: Path,
 ) -> ValidationResult:
@@ -232,7 +226,7 @@ def run(
         scorer, frame, schema.label, schema.protected_attributes, config, schema.favourable_class
     )
     write_reports(result, model_name, version, html_path, json_path)
-    record(result, model_name, version, context, html_path, json_path)
+    record(result, model_name, version, store, html_path, json_path)
     return result
 
 

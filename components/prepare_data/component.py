@@ -9,12 +9,13 @@ from mlops.images import PLATFORM_IMAGE
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
-def prepare_data(data: dict, sample: Output[Dataset]) -> NamedTuple(  # type: ignore[valid-type]
+def prepare_data(data: dict, data_uri: str, sample: Output[Dataset]) -> NamedTuple(  # type: ignore[valid-type]
     "PreparedData", [("data_uri", str), ("is_sample", bool)]
 ):
     """Returns ``data_uri`` if set, else writes the sample dataset and returns its location.
 
-    ``data`` holds the :class:`~components.prepare_data.config.DataSettings` settings;
+    ``data`` is the ``data`` section (:class:`~components.prepare_data.config.DataSettings`) and
+    ``data_uri`` its per-run setting ``data.uri``;
     ``is_sample`` tells validate-data whether the sample's declaration applies.
     """
     from collections import namedtuple
@@ -22,13 +23,13 @@ def prepare_data(data: dict, sample: Output[Dataset]) -> NamedTuple(  # type: ig
 
     from components.prepare_data.config import DataSettings
     from components.prepare_data.prepare_data import resolve_data
-    from mlops.settings import from_flat
+    from mlops.settings import from_section
 
-    settings = from_flat(DataSettings, data)
+    settings = from_section(DataSettings, data, uri=data_uri)
     PreparedData = namedtuple("PreparedData", ["data_uri", "is_sample"])
     uri = resolve_data(settings, Path(sample.path))
     if uri == sample.path:
-        sample.metadata["rows"] = settings.sample.sample_rows
+        sample.metadata["rows"] = settings.sample.rows
         # On a cluster sample.path is a FUSE mount of sample.uri; other pods read the URI.
         return PreparedData(sample.uri if sample.uri.startswith("s3://") else sample.path, True)
     return PreparedData(uri, False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, Field
 
 from mlops.data.sample_data import SampleDataConfig
@@ -12,8 +14,9 @@ class DataSettings(BaseModel):
     """Which data a run reads."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "data"
 
-    data_uri: str = Field(default="", json_schema_extra=LOCAL_FILE)
+    uri: str = Field(default="", json_schema_extra=LOCAL_FILE)
     """CSV or Parquet file (local path or s3:// URI). Empty: generate the built-in sample dataset."""
     sample: SampleDataConfig = Field(default_factory=SampleDataConfig)
-    """The sample dataset, used when data_uri is empty."""
+    """The sample dataset, used when data.uri is empty."""

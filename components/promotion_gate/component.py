@@ -13,26 +13,27 @@ def metrics_gate(
     test_auc: float,
     champion_auc: float,
     has_champion: bool,
-    policy: dict,
+    gate: dict,
     tracking: dict,
     pipeline_run_id: str,
     report: Output[Artifact],
     reason: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
-    """Decides promote/reject from test AUC vs floor and champion; records it on the version.
+    """Decides promote/reject from test AUC vs floor and champion (the ``gate`` section); records it on the version.
 
     The decision is the single return value, not a NamedTuple field: kfp.local 2.17 cannot
     resolve a ``dsl.If`` on a named output (see :mod:`components.promotion_gate.combine`).
     """
     from pathlib import Path
 
-    from components.promotion_gate.promotion_gate import MetricsGatePolicy, decide, record
-    from mlops.settings import from_flat
-    from mlops.tracking.context import TrackingContext
+    from components.promotion_gate.config import MetricsGatePolicy
+    from components.promotion_gate.promotion_gate import decide, record
+    from mlops.settings import from_section
+    from mlops.tracking.store import TrackingStore
 
-    decision = decide(from_flat(MetricsGatePolicy, policy), test_auc, champion_auc, has_champion)
-    context = TrackingContext.from_dict(tracking, pipeline_run_id)
-    record(decision, model_name, version, context, Path(report.path))
+    decision = decide(from_section(MetricsGatePolicy, gate), test_auc, champion_auc, has_champion)
+    store = TrackingStore.for_task(tracking, pipeline_run_id)
+    record(decision, model_name, version, store, Path(report.path))
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
     return decision.decision
@@ -47,10 +48,10 @@ def promote_to_champion(
 ) -> str:
     """Moves alias ``champion`` to the version; returns the replaced version or ''."""
     from components.promotion_gate.promotion_gate import promote
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
 
-    context = TrackingContext.from_dict(tracking, pipeline_run_id)
-    previous = promote(model_name, version, context)
+    store = TrackingStore.for_task(tracking, pipeline_run_id)
+    previous = promote(model_name, version, store)
     print(f"{model_name} version {version} is now champion (was {previous or 'none'})")
     return previous or ""
 
@@ -75,7 +76,7 @@ def combine_gates(
 
     from components.promotion_gate.combine import combine, record_overall
     from mlops.gates import Decision
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
 
     decision = combine(
         [
@@ -87,7 +88,7 @@ def combine_gates(
         decision,
         model_name,
         version,
-        TrackingContext.from_dict(tracking, pipeline_run_id),
+        TrackingStore.for_task(tracking, pipeline_run_id),
     )
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"overall gate: {decision.decision} ({decision.reason})")

@@ -13,26 +13,12 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
+from components.promotion_gate.config import MetricsGatePolicy
 from mlops.gates import PROMOTE, REJECT, Decision
-from mlops.settings import SETTINGS_CONFIG
-from mlops.tracking.aliases import move_alias
-from mlops.tracking.context import TrackingContext, task_run
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, MODEL_VERSION_TAG, gate_tag
 
 __all__ = ["PROMOTE", "REJECT", "Decision", "MetricsGatePolicy", "decide", "promote", "record"]
-
-
-class MetricsGatePolicy(BaseModel):
-    """Thresholds a challenger must clear on held-out test data."""
-
-    model_config = SETTINGS_CONFIG
-
-    auc_floor: float = Field(default=0.7, ge=0.0, le=1.0)
-    """Minimum test ROC AUC."""
-    max_auc_regression: float = Field(default=0.01, ge=0.0, le=1.0)
-    """How much lower than the champion's AUC (same data) is tolerated."""
 
 
 def decide(policy: MetricsGatePolicy, test_auc: float, champion_auc: float, has_champion: bool) -> Decision:
@@ -53,7 +39,7 @@ def decide(policy: MetricsGatePolicy, test_auc: float, champion_auc: float, has_
 
 
 def record(
-    decision: Decision, model_name: str, version: str, context: TrackingContext, report_path: Path
+    decision: Decision, model_name: str, version: str, store: TrackingStore, report_path: Path
 ) -> None:
     """Write this gate's decision as version tags, an MLflow run and a JSON report.
 
@@ -70,17 +56,14 @@ def record(
     }
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=2, default=str))
-    with task_run(context, f"gate_{decision.gate}"):
-        client = mlflow.MlflowClient()
-        decision_tag = gate_tag(decision.gate, "decision")
-        client.set_model_version_tag(model_name, version, decision_tag, decision.decision)
-        client.set_model_version_tag(model_name, version, gate_tag(decision.gate, "reason"), decision.reason)
-        mlflow.set_tags({decision_tag: decision.decision, MODEL_VERSION_TAG: version})
+    with store.task_run(f"gate_{decision.gate}"):
+        store.record_gate(model_name, version, decision.gate, decision.decision, decision.reason)
+        mlflow.set_tags({gate_tag(decision.gate, "decision"): decision.decision, MODEL_VERSION_TAG: version})
         mlflow.log_artifact(str(report_path), artifact_path="gate")
-        audit_decision(decision, model_name, version, context)
+        audit_decision(decision, model_name, version, store)
 
 
-def audit_decision(decision: Decision, model_name: str, version: str, context: TrackingContext) -> None:
+def audit_decision(decision: Decision, model_name: str, version: str, store: TrackingStore) -> None:
     """One ``gate.decided`` record (call inside the gate's MLflow run)."""
     from mlops.governance.audit import record_in_run
 
@@ -94,28 +77,14 @@ def audit_decision(decision: Decision, model_name: str, version: str, context: T
             "reason": decision.reason,
             "metrics": decision.metrics,
         },
-        pipeline_run_id=context.pipeline_run_id,
+        pipeline_run_id=store.pipeline_run_id,
         model_version=subject,
     )
 
 
-def promote(model_name: str, version: str, context: TrackingContext) -> str | None:
-    """Point ``champion`` at ``version``; return the version it replaced, if any."""
-    import mlflow
-
-    context.apply()
-    client = mlflow.MlflowClient()
-    try:
-        previous: str | None = str(client.get_model_version_by_alias(model_name, CHAMPION).version)
-    except mlflow.exceptions.MlflowException:
-        previous = None
-    move_alias(
-        client,
-        model_name,
-        CHAMPION,
-        version,
-        previous,
-        reason="every gate decided promote",
-        links={"pipeline_run_id": context.pipeline_run_id},
-    )
+def promote(model_name: str, version: str, store: TrackingStore) -> str | None:
+    """Point ``champion`` at ``version``; return the version it replaced, if any (the audit record
+    links the store's pipeline run)."""
+    previous = store.alias_version(model_name, CHAMPION)
+    store.move_alias(model_name, CHAMPION, version, previous, reason="every gate decided promote")
     return previous

@@ -27,7 +27,7 @@ def quantize_model(
 
     from components.quantize.quantize import run_quantize
     from mlops.data.dataset import schema_from_metadata
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
 
     outcome = run_quantize(
         model_name=model_name,
@@ -36,7 +36,7 @@ def quantize_model(
         label_column=schema_from_metadata(test_data.metadata, "quantize-model's test_data").label,
         max_auc_drop=max_auc_drop,
         out_dir=Path(int8_model.path),
-        context=TrackingContext.from_dict(tracking, pipeline_run_id),
+        store=TrackingStore.for_task(tracking, pipeline_run_id),
     )
     int8_model.metadata.update(
         {

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.quantize.quantizer import ParityResult, QuantizeConfig, quantize_with_gate
-from mlops.tracking.context import TrackingContext, task_run
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
     DIGEST_TAG,
     MODEL_NAME_TAG,
@@ -54,7 +54,7 @@ def register_int8(
     source_version: str,
     source_tags: dict[str, str],
     parity: ParityResult,
-    context: TrackingContext,
+    store: TrackingStore,
 ) -> str:
     """Log ``int8_path`` as a new version of ``model_name`` with lineage and parity tags."""
     import mlflow
@@ -65,7 +65,7 @@ def register_int8(
 
     scorer = OnnxScorer.load(int8_path)
     example = scorer.spec.encode(holdout.head(5))
-    with task_run(context, "quantize"):
+    with store.task_run("quantize"):
         mlflow.log_params({"source_version": source_version, "max_auc_drop": parity.max_auc_drop})
         mlflow.log_metrics(
             {
@@ -84,7 +84,7 @@ def register_int8(
             save_as_external_data=False,
         )
         version = str(info.registered_model_version)
-        stored = Path(mlflow.artifacts.download_artifacts(f"models:/{model_name}/{version}")) / ONNX_FILE
+        stored = store.download_version(model_name, version) / ONNX_FILE
         tags = {key: source_tags[key] for key in LINEAGE_TAGS if key in source_tags}
         tags |= {
             DIGEST_TAG: file_sha256(stored),
@@ -95,18 +95,14 @@ def register_int8(
             f"{TAG_PREFIX}int8.auc_drop": f"{parity.auc_drop:.6f}",
             f"{TAG_PREFIX}int8.max_auc_drop": f"{parity.max_auc_drop:.6f}",
         }
-        client = mlflow.MlflowClient()
-        for key, value in tags.items():
-            client.set_model_version_tag(model_name, version, key, value)
+        store.tag_version(model_name, version, tags)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: version})
-        from mlops.governance.signing import sign_registered_version
-
-        sign_registered_version(client, model_name, version, stored.parent, context.pipeline_run_id)
+        store.sign_version(model_name, version, stored.parent)
     return version
 
 
 def quantize_registered(
-    context: TrackingContext,
+    store: TrackingStore,
     model_name: str,
     source: str,
     holdout: pd.DataFrame,
@@ -122,7 +118,7 @@ def quantize_registered(
     Raises :class:`~components.quantize.quantizer.QuantizationRejected` when the gate fails.
     """
     with tempfile.TemporaryDirectory(prefix="int8-") as tmp:
-        registry = ModelRegistry(context.tracking_uri, model_name, Path(tmp) / "cache")
+        registry = ModelRegistry(store, model_name, Path(tmp) / "cache")
         version = source if source.isdigit() else registry.version_for(source)
         artifact = registry.fetch(version)
         if artifact.tags.get(PRECISION_TAG, "fp32") != "fp32":
@@ -138,7 +134,5 @@ def quantize_registered(
             out_path.write_bytes(int8_path.read_bytes())
         new_version = ""
         if register:
-            new_version = register_int8(
-                int8_path, holdout, model_name, version, artifact.tags, parity, context
-            )
+            new_version = register_int8(int8_path, holdout, model_name, version, artifact.tags, parity, store)
     return QuantizedVersion(version, new_version, parity, out_path)

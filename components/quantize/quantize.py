@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlops.gates import REJECT
-from mlops.tracking.context import TrackingContext, task_run
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import DECISION_TAG, REASON_TAG
 
 ACCEPT = "accept"
@@ -43,7 +43,7 @@ def run_quantize(
     label_column: str,
     max_auc_drop: float,
     out_dir: Path,
-    context: TrackingContext,
+    store: TrackingStore,
 ) -> QuantizeOutcome:
     """Quantise ``model_name`` version ``source_version``; the INT8 file goes to ``out_dir/model.onnx``."""
     import mlflow
@@ -59,10 +59,10 @@ def run_quantize(
     out_path = Path(out_dir) / "model.onnx"
     try:
         result = quantize_registered(
-            context, model_name, source_version, holdout, label_column, config, out_path=out_path
+            store, model_name, source_version, holdout, label_column, config, out_path=out_path
         )
     except QuantizationRejected as rejected:
-        with task_run(context, "quantize"):
+        with store.task_run("quantize"):
             parity = rejected.result
             mlflow.log_metrics(
                 {"auc_fp32": parity.auc_fp32, "auc_int8": parity.auc_int8, "auc_drop": parity.auc_drop}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +30,7 @@ class QuantizeConfig(BaseModel):
     """How to quantise and how much accuracy may be lost."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    section: ClassVar[str] = "quantize"
 
     max_auc_drop: float = Field(
         default=0.005,

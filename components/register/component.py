@@ -12,40 +12,46 @@ from mlops.images import PLATFORM_IMAGE
 def register_model(
     onnx_model: Input[Model],
     test_data: Input[Dataset],
-    model_name: str,
+    registration: dict,
+    registration_model_name: str,
     dataset_digest: str,
     suite_version: str,
     train_run_id: str,
-    git_commit: str,
     tracking: dict,
     pipeline_run_id: str,
-    trigger: str = "",
 ) -> NamedTuple("RegisterOutputs", [("version", str), ("onnx_sha256", str)]):  # type: ignore[valid-type]
-    """Registers the ONNX model as a new version with lineage tags and alias ``challenger``."""
+    """Registers the ONNX model as a new version with lineage tags and alias ``challenger``.
+
+    ``registration`` is that section (:class:`~mlops.vocabulary.RegistrationSettings`: the commit and
+    the trigger recorded on the version) and ``registration_model_name`` its per-run setting
+    ``registration.model_name``.
+    """
     from collections import namedtuple
     from pathlib import Path
 
     import pandas as pd
 
     from components.register.register import register_onnx_model
-    from mlops.tracking.context import TrackingContext
-    from mlops.vocabulary import Lineage, package_version
+    from mlops.settings import from_section
+    from mlops.tracking.store import TrackingStore
+    from mlops.vocabulary import Lineage, RegistrationSettings, package_version
 
-    context = TrackingContext.from_dict(tracking, pipeline_run_id)
+    settings = from_section(RegistrationSettings, registration, model_name=registration_model_name)
+    store = TrackingStore.for_task(tracking, pipeline_run_id)
     registered = register_onnx_model(
         onnx_dir=Path(onnx_model.path),
         example_frame=pd.read_parquet(test_data.path),
-        model_name=model_name,
+        model_name=settings.model_name,
         lineage=Lineage(
-            kfp_run_id=context.pipeline_run_id,
-            git_commit=git_commit,
+            kfp_run_id=store.pipeline_run_id,
+            git_commit=settings.git_commit,
             dataset_digest=dataset_digest,
             suite_version=suite_version,
             package_version=package_version(),
             train_run_id=train_run_id,
-            trigger=trigger,
+            trigger=settings.trigger,
         ),
-        context=context,
+        store=store,
         label=test_data.metadata.get("schema", {}).get("label"),
     )
     onnx_model.metadata["model_uri"] = registered.model_uri

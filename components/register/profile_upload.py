@@ -9,21 +9,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlops.model.reference_profile import PROFILE_FILE, build_profile
-from mlops.vocabulary import PROFILE_TAG
+from mlops.model.reference_profile import build_profile
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from mlops.model.onnx_model import OnnxScorer
+    from mlops.tracking.store import TrackingStore
 
 
 def log_reference_profile(
-    scorer: OnnxScorer, frame: pd.DataFrame, label: str | None, model_name: str, version: str
+    store: TrackingStore,
+    run_id: str,
+    scorer: OnnxScorer,
+    frame: pd.DataFrame,
+    label: str | None,
+    model_name: str,
+    version: str,
 ) -> str:
-    """Profile ``frame`` (and the model's scores on it) into the active run; tag the version; return the URI
-    (empty, with no tag, when the model scores no row finitely)."""
-    import mlflow
+    """Profile ``frame`` (and the model's scores on it) into the register run ``run_id``; tag the version;
+    return the URI (empty, with no tag, when the model scores no row finitely)."""
     import numpy as np
 
     labels = frame[label].to_numpy() if label and label in frame.columns else None
@@ -36,7 +41,4 @@ def log_reference_profile(
         )
         return ""
     profile = build_profile(frame, scorer.spec, scores, labels)
-    mlflow.log_text(profile.to_json(), PROFILE_FILE)
-    uri = f"{mlflow.get_artifact_uri()}/{PROFILE_FILE}"
-    mlflow.MlflowClient().set_model_version_tag(model_name, version, PROFILE_TAG, uri)
-    return uri
+    return store.write_reference_profile(run_id, model_name, version, profile)

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.register.profile_upload import log_reference_profile
-from mlops.governance.signing import sign_registered_version
-from mlops.tracking.context import TrackingContext, task_run
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
     DIGEST_TAG,
     MODEL_NAME_TAG,
@@ -40,7 +39,7 @@ def register_onnx_model(
     example_frame: pd.DataFrame,
     model_name: str,
     lineage: Lineage,
-    context: TrackingContext,
+    store: TrackingStore,
     label: str | None = None,
 ) -> RegisteredVersion:
     """Log the ONNX model with signature and input example and register it with its lineage.
@@ -68,7 +67,7 @@ def register_onnx_model(
     example = scorer.spec.encode(example_frame.head(5))
     signature = infer_signature(example, scorer.predict_encoded(example))
 
-    with task_run(context, "register"):
+    with store.task_run("register") as run:
         # One self-contained file: the digest below then covers every weight the server will load.
         info = mlflow.onnx.log_model(
             onnx.load(str(onnx_path)),
@@ -81,17 +80,15 @@ def register_onnx_model(
             pip_requirements=[f"onnx=={version('onnx')}", f"onnxruntime=={version('onnxruntime')}"],
         )
         number = str(info.registered_model_version)
-        local_copy = Path(mlflow.artifacts.download_artifacts(f"models:/{model_name}/{number}"))
+        local_copy = store.download_version(model_name, number)
         onnx_sha256 = file_sha256(local_copy / ONNX_FILE)
-        client = mlflow.MlflowClient()
-        for key, value in {**lineage.tags(), DIGEST_TAG: onnx_sha256}.items():
-            client.set_model_version_tag(model_name, number, key, value)
-        log_reference_profile(scorer, example_frame, label, model_name, number)
+        store.tag_version(model_name, number, {**lineage.tags(), DIGEST_TAG: onnx_sha256})
+        log_reference_profile(store, run.info.run_id, scorer, example_frame, label, model_name, number)
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
         _audit_registration(model_name, number, onnx_sha256, lineage)
         # Signed at registration: the challenger alias only moves after the gates (combine-gates),
         # so a version that cannot be signed never becomes challenger.
-        sign_registered_version(client, model_name, number, local_copy, lineage.kfp_run_id)
+        store.sign_version(model_name, number, local_copy)
         mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
 

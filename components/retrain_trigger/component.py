@@ -11,18 +11,21 @@ def trigger_retraining(
     check_run_id: str,
     reasons: str,
     retrain: dict,
-    retrain_overrides: dict,
+    retrain_workspace: str,
     tracking: dict,
     pipeline_run_id: str,
 ) -> str:
-    """Starts a retraining (local run or KFP run) unless within the cooldown; returns triggered or cooldown."""
+    """Starts a retraining (local run or KFP run) unless within the cooldown; returns triggered or cooldown.
+
+    ``retrain`` is that section; ``retrain_workspace`` its per-run setting ``retrain.workspace``.
+    """
     from components.retrain_trigger.config import RetrainSettings
     from components.retrain_trigger.retrain_trigger import maybe_trigger
-    from mlops.settings import from_flat
-    from mlops.tracking.context import TrackingContext
+    from mlops.settings import from_section
+    from mlops.tracking.store import TrackingStore
 
-    settings = from_flat(RetrainSettings, {**retrain, "retrain_overrides": retrain_overrides})
-    context = TrackingContext.from_dict(tracking, pipeline_run_id)
-    outcome = maybe_trigger(settings, model_name, context.tracking_uri, check_run_id, reasons)
+    settings = from_section(RetrainSettings, retrain, workspace=retrain_workspace)
+    store = TrackingStore.for_task(tracking, pipeline_run_id)
+    outcome = maybe_trigger(settings, model_name, store, check_run_id, reasons)
     print(f"{outcome.status}: {outcome.reason}")
     return outcome.status

@@ -16,12 +16,22 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from components.retrain_trigger.config import RetrainSettings
-from mlops.vocabulary import LAST_RETRAIN_TAG
+from mlops.tracking.context import TrackingSettings
+from mlops.vocabulary import LAST_RETRAIN_TAG, RegistrationSettings
+
+if TYPE_CHECKING:
+    from mlops.tracking.store import TrackingStore
 
 TRIGGERED = "triggered"
 COOLDOWN = "cooldown"
+
+# The training pipeline's settings the trigger sets, by address (``mlops run training --help`` lists them).
+MODEL_NAME = f"{RegistrationSettings.section}.model_name"
+TRIGGER = f"{RegistrationSettings.section}.trigger"
+TRACKING_URI = f"{TrackingSettings.section}.tracking_uri"
 
 
 class TriggerError(RuntimeError):
@@ -46,19 +56,26 @@ def cooldown_left(last: str | None, now: datetime, hours: float) -> timedelta | 
 
 
 def command(settings: RetrainSettings, model_name: str, tracking_uri: str, trigger: str) -> list[str]:
-    """The ``mlops`` command line that starts the retraining."""
-    sets = {"model_name": model_name, "trigger": trigger}
-    if settings.retrain_target == "local":
+    """The ``mlops`` command line that starts the retraining; every setting it passes is ``--set address=value``.
+
+    The model and the trigger are this monitor's (``settings.overrides`` cannot replace them); locally the
+    tracking URI is too, unless the overrides (training settings by address, e.g. ``{"train.epochs": "5"}``)
+    name another.
+    """
+    ours = {MODEL_NAME: model_name, TRIGGER: trigger}
+    if settings.target == "local":
         if not settings.workspace:
-            raise TriggerError("retrain_target local needs the workspace setting (mlops monitor fills it in)")
+            raise TriggerError(
+                "retrain.target local needs the retrain.workspace setting (mlops monitor fills it in)"
+            )
         if tracking_uri:
-            sets["tracking_uri"] = tracking_uri
+            ours[TRACKING_URI] = tracking_uri
         head = ["--workspace", settings.workspace, "run", "training"]
     else:
         head = ["submit", "--pipeline", settings.kfp_pipeline, "--experiment", settings.kfp_experiment]
         if settings.kfp_host:
             head += ["--host", settings.kfp_host]
-    sets.update({k: v for k, v in settings.retrain_overrides.items() if k not in ("model_name", "trigger")})
+    sets = {**ours, **{k: v for k, v in settings.overrides.items() if k not in (MODEL_NAME, TRIGGER)}}
     return [sys.executable, "-m", "cli.main", *head, *(f"--set={k}={v}" for k, v in sets.items())]
 
 
@@ -79,18 +96,17 @@ def run_command(argv: list[str]) -> str:
 def maybe_trigger(
     settings: RetrainSettings,
     model_name: str,
-    tracking_uri: str,
+    store: TrackingStore,
     check_run_id: str,
     reasons: str,
     now: datetime | None = None,
     run: object = run_command,
 ) -> Outcome:
-    import mlflow
-
+    """Start a retraining of ``model_name`` (registered in ``store``) unless its cooldown runs."""
     from mlops.governance import audit
 
     now = now or datetime.now(UTC)
-    client = mlflow.MlflowClient(tracking_uri=tracking_uri or None, registry_uri=tracking_uri or None)
+    client = store.client
     last = client.get_registered_model(model_name).tags.get(LAST_RETRAIN_TAG)
     trigger = f"drift-monitor run {check_run_id}"
     left = cooldown_left(last, now, settings.cooldown_hours)
@@ -99,7 +115,7 @@ def maybe_trigger(
         "last_trigger": last or "",
         "cooldown_hours": settings.cooldown_hours,
         "force": settings.force,
-        "target": settings.retrain_target,
+        "target": settings.target,
     }
     links = {"mlflow_run_id": check_run_id}
     root = settings.workspace or None
@@ -109,7 +125,7 @@ def maybe_trigger(
             "retrain.suppressed", model_name, {**details, "why": reason}, links=links, workspace_root=root
         )
         return Outcome(COOLDOWN, reason, trigger)
-    argv = command(settings, model_name, tracking_uri, trigger)
+    argv = command(settings, model_name, store.tracking_uri, trigger)
     details["command"] = argv[3:]
     audit.record("retrain.triggered", model_name, details, links=links, workspace_root=root)
     try:

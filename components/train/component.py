@@ -21,8 +21,9 @@ def train_model(
 ) -> NamedTuple("TrainOutputs", [("run_id", str), ("val_auc", float)]):  # type: ignore[valid-type]
     """Trains the tabular classifier (DDP when nproc > 1); outputs the best-epoch model and the test split.
 
-    ``train_config`` holds :class:`~training.config.TrainConfig`'s settings (the pipeline's or the
-    best tuning trial's); the schema comes from the validated dataset's metadata and travels on
+    ``train_config`` is the ``train`` section (:class:`~training.config.TrainConfig`: the pipeline's
+    or the best tuning trial's) and ``train_task`` that section (the task's own pod resources are
+    per-run settings the pipeline applies to this task); the schema comes from the validated dataset's metadata and travels on
     with ``test_data``.
     """
     from collections import namedtuple
@@ -31,19 +32,19 @@ def train_model(
     from components.train.config import TrainTaskSettings
     from components.train.train import launcher_for, resolve_checkpoint_dir, run_training
     from mlops.data.dataset import SCHEMA_METADATA_KEY, schema_from_metadata
-    from mlops.settings import from_flat
-    from mlops.tracking.context import TrackingContext
+    from mlops.settings import from_section
+    from mlops.tracking.store import TrackingStore
     from training.config import TrainConfig
 
     schema = schema_from_metadata(dataset.metadata, "train-model's dataset")
-    task = from_flat(TrainTaskSettings, train_task)
-    config = from_flat(TrainConfig, train_config)
+    task = from_section(TrainTaskSettings, train_task)
+    config = from_section(TrainConfig, train_config)
     model_dir = Path(model.path)
     outcome = run_training(
         dataset_path=dataset.path,
         schema=schema,
         config=config,
-        tracking_context=TrackingContext.from_dict(tracking, pipeline_run_id),
+        store=TrackingStore.for_task(tracking, pipeline_run_id),
         model_dir=model_dir,
         test_data_path=Path(test_data.path),
         checkpoint_dir=resolve_checkpoint_dir(task.checkpoint_dir, model_dir),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlops.data.dataset import DatasetSchema, load_table
-from mlops.tracking.context import TrackingContext, task_run
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import DATASET_DIGEST_TAG, DATASET_URI_TAG
 from training.config import TrainConfig
 
@@ -73,7 +73,7 @@ def run_training(
     dataset_path: str,
     schema: DatasetSchema,
     config: TrainConfig,
-    tracking_context: TrackingContext,
+    store: TrackingStore,
     model_dir: Path,
     test_data_path: Path,
     checkpoint_dir: Path | None,
@@ -89,11 +89,10 @@ def run_training(
     from training.trainer import train
 
     frame, digest = load_table(dataset_path)
-    with task_run(tracking_context, TASK_NAME) as run:
+    with store.task_run(TASK_NAME) as run:
         mlflow.set_tags({DATASET_DIGEST_TAG: digest, DATASET_URI_TAG: dataset_path})
-        logger = ProgressLogger(
-            MlflowLogger(run_id=run.info.run_id, tracking_uri=mlflow.get_tracking_uri()), config.epochs
-        )
+        # The logger carries the store (its settings, not a client): ranks and pods log through it.
+        logger = ProgressLogger(MlflowLogger(run_id=run.info.run_id, store=store), config.epochs)
         result = train(
             frame, schema, config, model_dir, checkpoint_dir=checkpoint_dir, logger=logger, launcher=launcher
         )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.tune.space import apply
 from components.tune.study import TuningPlan, open_storage
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -42,17 +42,17 @@ class BestTrial:
     """Trials of the study per final state (``complete``, ``pruned``, ``fail``, ``running``…)."""
 
 
-def select_best(plan: TuningPlan, tracking: TrackingContext) -> BestTrial:
+def select_best(plan: TuningPlan, tracking: TrackingStore) -> BestTrial:
     """Load the study, pick the best completed trial, log it with plots to the parent run."""
     import mlflow
     import optuna
 
-    study = optuna.load_study(study_name=plan.settings.tune_study_name, storage=open_storage(plan.storage))
+    study = optuna.load_study(study_name=plan.settings.study_name, storage=open_storage(plan.storage))
     trials = study.get_trials(deepcopy=False)
     states = dict(Counter(t.state.name.lower() for t in trials))
     if not states.get("complete"):
         raise NoCompletedTrial(
-            f"study {plan.settings.tune_study_name!r} has no completed trial ({states or 'no trials'}); see the "
+            f"study {plan.settings.study_name!r} has no completed trial ({states or 'no trials'}); see the "
             f"failed/pruned child runs of MLflow run {plan.parent_run_id}, then widen the search space, "
             "relax the pruner or raise max_trials"
         )
@@ -66,8 +66,7 @@ def select_best(plan: TuningPlan, tracking: TrackingContext) -> BestTrial:
         mlflow_run_id=str(best_trial.user_attrs.get("mlflow_run_id", "")),
         states=states,
     )
-    tracking.apply()
-    with mlflow.start_run(run_id=plan.parent_run_id):
+    with tracking.resume_run(plan.parent_run_id):
         mlflow.log_params({f"best.{k}": _flat(v) for k, v in params.items()})
         mlflow.log_metrics(
             {

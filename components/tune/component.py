@@ -10,41 +10,43 @@ from mlops.images import PLATFORM_IMAGE
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
 def create_tuning_study(
-    train_config: dict,
+    train: dict,
     tune: dict,
-    tune_search_space: dict,
+    tune_trials: int,
     tracking: dict,
     pipeline_run_id: str,
     plan: Output[Artifact],
 ) -> List[int]:  # noqa: UP006
     """Validates the search space and storage, creates or resumes the study; returns the worker indices.
 
-    ``train_config`` is the base every trial starts from (the space varies some of it); ``tune``
-    holds :class:`~components.tune.study.TuneSettings`. The single return value (not a named
+    ``train`` (the ``train`` section) is the base every trial starts from (the space varies some
+    of it); ``tune`` is the ``tune`` section (:class:`~components.tune.config.TuneSettings`) and
+    ``tune_trials`` its per-run setting ``tune.trials``. The single return value (not a named
     output) is what ParallelFor loops over: kfp.local cannot loop over a named output.
     """
     from pathlib import Path
 
-    from components.tune.study import TuneSettings, resolve_storage
+    from components.tune.config import TuneSettings
+    from components.tune.study import resolve_storage
     from components.tune.tune import prepare_study
-    from mlops.settings import from_flat
-    from mlops.tracking.context import TrackingContext
+    from mlops.settings import from_section
+    from mlops.tracking.store import TrackingStore
     from training.config import TrainConfig
 
-    settings = from_flat(TuneSettings, {**tune, "tune_search_space": tune_search_space})
-    context = TrackingContext.from_dict(tracking, pipeline_run_id)
+    settings = from_section(TuneSettings, tune, trials=tune_trials)
+    store = TrackingStore.for_task(tracking, pipeline_run_id)
     tuning_plan = prepare_study(
         settings=settings,
-        base=from_flat(TrainConfig, train_config),
-        storage_url=resolve_storage(settings.tune_study_storage, context.tracking_uri),
-        tracking=context,
-        space_file=settings.tune_search_space_file,
-        space_overrides=settings.tune_search_space,
+        base=from_section(TrainConfig, train),
+        storage_url=resolve_storage(settings.study_storage, store.tracking_uri),
+        tracking=store,
+        space_file=settings.search_space_file,
+        space_overrides=settings.search_space,
     )
     tuning_plan.save(Path(plan.path))
     plan.metadata.update(
         {
-            "study_name": settings.tune_study_name,
+            "study_name": settings.study_name,
             "trials_before": tuning_plan.trials_before,
             "parent_run_id": tuning_plan.parent_run_id,
         }
@@ -66,7 +68,7 @@ def run_tuning_worker(
     from components.tune.study import TuningPlan
     from components.tune.tune import run_worker
     from mlops.data.dataset import load_table, schema_from_metadata
-    from mlops.tracking.context import TrackingContext
+    from mlops.tracking.store import TrackingStore
 
     frame, _ = load_table(dataset.path)
     summary = run_worker(
@@ -74,7 +76,7 @@ def run_tuning_worker(
         worker_index=int(worker_index),  # a ParallelFor item may arrive as a float under kfp.local
         frame=frame,
         schema=schema_from_metadata(dataset.metadata, "the tuning worker's dataset"),
-        tracking=TrackingContext.from_dict(tracking, pipeline_run_id),
+        tracking=TrackingStore.for_task(tracking, pipeline_run_id),
     )
     return summary.trials
 
@@ -94,26 +96,26 @@ def select_best_trial(
 
     from components.tune.best import select_best
     from components.tune.study import TuningPlan
-    from mlops.settings import flat
-    from mlops.tracking.context import TrackingContext
+    from mlops.settings import section_values
+    from mlops.tracking.store import TrackingStore
 
-    best = select_best(TuningPlan.load(Path(plan.path)), TrackingContext.from_dict(tracking, pipeline_run_id))
+    best = select_best(TuningPlan.load(Path(plan.path)), TrackingStore.for_task(tracking, pipeline_run_id))
     print(f"{int(sum(trials_run))} trials this run; best trial {best.number}: val AUC {best.value:.4f}")
     BestTrial = namedtuple("BestTrial", ["train_config", "best_val_auc", "best_trial"])
-    return BestTrial(flat(best.config), best.value, best.number)
+    return BestTrial(section_values(best.config), best.value, best.number)
 
 
 @dsl.component(base_image=PLATFORM_IMAGE, install_kfp_package=False)
-def fixed_train_config(train_config: dict) -> NamedTuple("FixedTrainConfig", [("train_config", dict)]):  # type: ignore[valid-type]
-    """Checks and passes the pipeline's own training settings on when tuning is off (the dsl.Else branch).
+def fixed_train_config(train: dict) -> NamedTuple("FixedTrainConfig", [("train_config", dict)]):  # type: ignore[valid-type]
+    """Checks and passes the pipeline's own ``train`` section on when tuning is off (the dsl.Else branch).
 
     With it, ``train_model`` takes ``dsl.OneOf`` of two parameter outputs; a OneOf of the two
     branches' artifacts (two ``train_model`` tasks) would not run under kfp.local.
     """
     from collections import namedtuple
 
-    from mlops.settings import flat, from_flat
+    from mlops.settings import from_section, section_values
     from training.config import TrainConfig
 
     FixedTrainConfig = namedtuple("FixedTrainConfig", ["train_config"])
-    return FixedTrainConfig(flat(from_flat(TrainConfig, train_config)))
+    return FixedTrainConfig(section_values(from_section(TrainConfig, train)))

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from components.tune.config import TuneSettings
 from components.tune.space import SearchSpace
-from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
+from mlops.settings import SETTINGS_CONFIG
 from training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -27,39 +28,6 @@ STUDY_FILE = "optuna.db"
 
 class StudyStorageError(ValueError):
     """The study storage URL is missing, malformed or cannot be reached."""
-
-
-class TuneSettings(BaseModel):
-    """How much to search and how: budget, parallelism, pruning."""
-
-    model_config = SETTINGS_CONFIG
-
-    tune_trials: int = Field(default=0, ge=0, le=10_000)
-    """Optuna trials this run adds to the study (training pipeline: 0 = off, train with the hyperparameters given)."""
-    tune_study_name: str = Field(
-        default="credit-default", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
-    )
-    """Optuna study name; a second run with the same name resumes the stored trials."""
-    tune_max_minutes: float = Field(default=60.0, gt=0)
-    """Tuning wall-time budget from set-up; no trial starts after it."""
-    tune_workers: int = Field(default=2, ge=1, le=64)
-    """Parallel workers sharing the study."""
-    tune_pruner: Literal["median", "hyperband", "none"] = Field(default="median")
-    """Stops trials whose per-epoch validation AUC falls behind."""
-    tune_pruner_startup_trials: int = Field(default=2, ge=0)
-    """Median pruner: trials that finish before any pruning."""
-    tune_pruner_warmup_epochs: int = Field(default=1, ge=0)
-    """Median pruner: epochs of every trial that are never pruned."""
-    tune_sampler_seed: int = Field(default=0, ge=0)
-    """Seed of the TPE sampler (offset per worker)."""
-    tune_sampler_startup_trials: int = Field(default=10, ge=1)
-    """TPE: random trials before the model-based search starts."""
-    tune_study_storage: str = Field(default="")
-    """Optuna RDB URL (PostgreSQL on a cluster). Empty: optuna.db next to a SQLite tracking store."""
-    tune_search_space_file: str = Field(default="", json_schema_extra=LOCAL_FILE)
-    """YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml."""
-    tune_search_space: dict[str, Any] = Field(default_factory=dict)
-    """Parameter ranges replacing or extending the file's, e.g. {"dropout": {"type": "float", "low": 0, "high": 0.3}}."""
 
 
 class TuningPlan(BaseModel):
@@ -84,13 +52,13 @@ class TuningPlan(BaseModel):
 
     @property
     def worker_count(self) -> int:
-        return min(self.settings.tune_workers, self.settings.tune_trials)
+        return min(self.settings.workers, self.settings.trials)
 
     def quota(self, worker_index: int) -> int:
         """This worker's share of ``max_trials``: exact in total, without a race on a shared counter."""
         if not 0 <= worker_index < self.worker_count:
             raise ValueError(f"worker_index {worker_index} is outside 0..{self.worker_count - 1}")
-        share, extra = divmod(self.settings.tune_trials, self.worker_count)
+        share, extra = divmod(self.settings.trials, self.worker_count)
         return share + (1 if worker_index < extra else 0)
 
     def save(self, path: Path) -> None:
@@ -152,12 +120,12 @@ def open_storage(url: str) -> optuna.storages.RDBStorage:
 def make_pruner(settings: TuneSettings, epochs: int) -> optuna.pruners.BasePruner:
     import optuna
 
-    if settings.tune_pruner == "median":
+    if settings.pruner == "median":
         return optuna.pruners.MedianPruner(
-            n_startup_trials=settings.tune_pruner_startup_trials,
-            n_warmup_steps=settings.tune_pruner_warmup_epochs + 1,  # Optuna steps are our 1-based epochs
+            n_startup_trials=settings.pruner_startup_trials,
+            n_warmup_steps=settings.pruner_warmup_epochs + 1,  # Optuna steps are our 1-based epochs
         )
-    if settings.tune_pruner == "hyperband":
+    if settings.pruner == "hyperband":
         return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=epochs)
     return optuna.pruners.NopPruner()
 
@@ -171,12 +139,12 @@ def open_study(plan: TuningPlan, worker_index: int = 0) -> optuna.Study:
     import optuna
 
     sampler = optuna.samplers.TPESampler(
-        seed=plan.settings.tune_sampler_seed + 1000 * plan.trials_before + worker_index,
-        n_startup_trials=plan.settings.tune_sampler_startup_trials,
+        seed=plan.settings.sampler_seed + 1000 * plan.trials_before + worker_index,
+        n_startup_trials=plan.settings.sampler_startup_trials,
         constant_liar=True,
     )
     return optuna.load_study(
-        study_name=plan.settings.tune_study_name,
+        study_name=plan.settings.study_name,
         storage=open_storage(plan.storage),
         sampler=sampler,
         pruner=make_pruner(plan.settings, plan.base.epochs),

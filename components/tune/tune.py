@@ -30,7 +30,8 @@ from components.tune.study import (
 )
 from mlops.data.dataset import DatasetSchema
 from mlops.progress import Progress, emit
-from mlops.tracking.context import PIPELINE_RUN_ID_TAG, TASK_TAG, TrackingContext, task_run
+from mlops.settings import tracker_params
+from mlops.tracking.store import TrackingStore
 from training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def prepare_study(
     settings: TuneSettings,
     base: TrainConfig,
     storage_url: str,
-    tracking: TrackingContext,
+    tracking: TrackingStore,
     space_file: str = "",
     space_overrides: Mapping[str, Any] | None = None,
 ) -> TuningPlan:
@@ -75,38 +76,40 @@ def prepare_study(
     import mlflow
     import optuna
 
-    if settings.tune_trials < 1:
-        raise ValueError(f"tune_trials is {settings.tune_trials}: nothing to tune; set tune_trials >= 1")
+    if settings.trials < 1:
+        raise ValueError(f"tune.trials is {settings.trials}: nothing to tune; set tune.trials >= 1")
     space: SearchSpace = load_space(space_file, space_overrides)
     space.check_against(base)
     storage = open_storage(storage_url)
     study = optuna.create_study(
-        study_name=settings.tune_study_name, storage=storage, direction="maximize", load_if_exists=True
+        study_name=settings.study_name, storage=storage, direction="maximize", load_if_exists=True
     )
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise StudyStorageError(
-            f"study {settings.tune_study_name!r} in {redact(storage_url)} minimises its objective; this component "
+            f"study {settings.study_name!r} in {redact(storage_url)} minimises its objective; this component "
             "maximises validation AUC: pick another study_name"
         )
     trials_before = len(study.get_trials(deepcopy=False))
-    with task_run(tracking, TASK_NAME) as run:
+    with tracking.task_run(TASK_NAME) as run:
         mlflow.log_params(
             {
-                **{f"tune.{k}": v for k, v in settings.model_dump().items()},
-                "tune.storage": redact(storage_url),
+                # The settings by address (tune.trials, train.learning_rate: the base every trial varies).
+                **tracker_params(settings),
+                **base.flat_params(),
+                "tune.study_storage": redact(settings.study_storage) if settings.study_storage else "",
+                "tune.resolved_storage": redact(storage_url),
                 "tune.trials_before": trials_before,
-                **{f"base.{k}": v for k, v in base.flat_params().items()},
             }
         )
         mlflow.log_dict(space.model_dump(mode="json"), "tuning/search_space.json")
-        mlflow.set_tags({"optuna.study_name": settings.tune_study_name})
+        mlflow.set_tags({"optuna.study_name": settings.study_name})
         parent_run_id = run.info.run_id
     return TuningPlan(
         settings=settings,
         storage=storage_url,
         space=space,
         base=base,
-        deadline=time.time() + settings.tune_max_minutes * 60,
+        deadline=time.time() + settings.max_minutes * 60,
         parent_run_id=parent_run_id,
         trials_before=trials_before,
     )
@@ -145,7 +148,7 @@ def run_worker(
     worker_index: int,
     frame: pd.DataFrame,
     schema: DatasetSchema,
-    tracking: TrackingContext,
+    tracking: TrackingStore,
 ) -> WorkerSummary:
     """Run this worker's quota of trials (or fewer, if the deadline passes); failures do not stop it."""
     import optuna
@@ -153,7 +156,6 @@ def run_worker(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     schema.check(frame, "tuning data")
     study = open_study(plan, worker_index)
-    tracking.apply()
     states = {"complete": 0, "pruned": 0, "failed": 0}
     for _ in range(plan.quota(worker_index)):
         if time.time() >= plan.deadline:
@@ -172,7 +174,7 @@ def _run_trial(
     worker_index: int,
     frame: pd.DataFrame,
     schema: DatasetSchema,
-    tracking: TrackingContext,
+    tracking: TrackingStore,
 ) -> str:
     import mlflow
     import optuna
@@ -182,38 +184,39 @@ def _run_trial(
     from training.trainer import train
 
     tags = {
-        TASK_TAG: TRIAL_TASK_NAME,
-        "optuna.study_name": plan.settings.tune_study_name,
+        "optuna.study_name": plan.settings.study_name,
         "optuna.trial_number": str(trial.number),
         "optuna.worker": str(worker_index),
     }
-    if tracking.pipeline_run_id:
-        tags[PIPELINE_RUN_ID_TAG] = tracking.pipeline_run_id
-    run = mlflow.start_run(run_name=f"trial-{trial.number}", parent_run_id=plan.parent_run_id, tags=tags)
-    trial.set_user_attr("mlflow_run_id", run.info.run_id)
     state, value, error = "failed", None, ""
-    try:
-        params = plan.space.suggest(trial)
-        mlflow.log_params({f"trial.{k}": v for k, v in params.items()})
-        config = apply(plan.base, params)
-        logger = PruningLogger(MlflowLogger(run.info.run_id, mlflow.get_tracking_uri()), trial)
-        with tempfile.TemporaryDirectory(prefix="mlops-trial-") as scratch:
-            result = train(frame, schema, config, Path(scratch) / "model", logger=logger)
-        state, value = "complete", result.best_val_auc
-    except optuna.TrialPruned as pruned:
-        state, error = "pruned", str(pruned)
-    except Exception as exc:  # a crashing trial is recorded and the study goes on
-        error = f"{type(exc).__name__}: {exc}"
-        log.warning("trial %d failed: %s", trial.number, error)
-    finally:
-        if state == "complete":
-            study.tell(trial, value)
-            mlflow.log_metric("trial_value", float(value or 0.0))
-        else:
-            failed = optuna.trial.TrialState.FAIL
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED if state == "pruned" else failed)
-        mlflow.set_tags({STATE_TAG: state, **({"optuna.reason": error[:500]} if error else {})})
-        mlflow.end_run(status=MLFLOW_STATUS[state])
+    with tracking.task_run(
+        TRIAL_TASK_NAME, run_name=f"trial-{trial.number}", parent_run_id=plan.parent_run_id, tags=tags
+    ) as run:
+        trial.set_user_attr("mlflow_run_id", run.info.run_id)
+        try:
+            params = plan.space.suggest(trial)
+            mlflow.log_params({f"trial.{k}": v for k, v in params.items()})
+            config = apply(plan.base, params)
+            logger = PruningLogger(MlflowLogger(run.info.run_id, tracking), trial)
+            with tempfile.TemporaryDirectory(prefix="mlops-trial-") as scratch:
+                result = train(frame, schema, config, Path(scratch) / "model", logger=logger)
+            state, value = "complete", result.best_val_auc
+        except optuna.TrialPruned as pruned:
+            state, error = "pruned", str(pruned)
+        except Exception as exc:  # a crashing trial is recorded and the study goes on
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("trial %d failed: %s", trial.number, error)
+        finally:
+            if state == "complete":
+                study.tell(trial, value)
+                mlflow.log_metric("trial_value", float(value or 0.0))
+            else:
+                failed = optuna.trial.TrialState.FAIL
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED if state == "pruned" else failed)
+            mlflow.set_tags({STATE_TAG: state, **({"optuna.reason": error[:500]} if error else {})})
+            mlflow.end_run(
+                status=MLFLOW_STATUS[state]
+            )  # the run's own status; the scope then finds it closed
     print(f"tune worker {worker_index}: trial {trial.number} {state}" + (f" ({error})" if error else ""))
     figure = f"trial {trial.number} {state}" + (f", val AUC {value:.4f}" if value is not None else "")
     emit(Progress(unit="trial", total=plan.quota(worker_index), advance=1, text=figure))

@@ -9,6 +9,8 @@ live requests, its answers are never returned), then canary steps, each held for
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, Field, field_validator
 
 from mlops.settings import SETTINGS_CONFIG
@@ -21,6 +23,7 @@ class RolloutConfig(BaseModel):
     """How a challenger moves towards champion, and what it must show at every interval."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "rollout"
 
     shadow: bool = True
     """Start with a shadow stage: the challenger scores a copy of every request, the champion answers."""

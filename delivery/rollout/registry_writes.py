@@ -1,26 +1,23 @@
 """What a rollout writes to the MLflow registry: the verdict on the challenger, and the challenger alias.
 
 The champion alias itself moves only through the target's ``deploy`` (which calls
-:func:`mlops.vocabulary.move_alias`), so the registry and the serving side move together.
+:meth:`mlops.tracking.store.TrackingStore.move_alias`), so the registry and the serving side move together.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mlops.gates import PROMOTE, REJECT
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
     CHALLENGER,
     CHAMPION,
     ROLLED_BACK_AT_TAG,
     ROLLOUT_GATE,
     ROLLOUT_STAGE_TAG,
-    clip,
-    gate_tag,
 )
-from serving.model_source import registry_client
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -29,21 +26,18 @@ if TYPE_CHECKING:
 class RolloutRegistry:
     """Reads the pair a rollout starts from and records how it ended, for one registered model."""
 
-    def __init__(self, tracking_uri: str, model_name: str):
-        self.tracking_uri = tracking_uri
+    def __init__(self, tracking: TrackingStore | str, model_name: str):
+        self.store = tracking if isinstance(tracking, TrackingStore) else TrackingStore.from_uri(tracking)
+        """The registry the rollout reads and writes (a URI builds it)."""
+        self.tracking_uri = self.store.tracking_uri
         self.model_name = model_name
 
-    @cached_property
+    @property
     def client(self) -> MlflowClient:
-        return registry_client(self.tracking_uri)
+        return self.store.client
 
     def alias(self, alias: str) -> str | None:
-        from mlflow.exceptions import MlflowException
-
-        try:
-            return str(self.client.get_model_version_by_alias(self.model_name, alias).version)
-        except MlflowException:
-            return None
+        return self.store.alias_version(self.model_name, alias)
 
     def pair(self, challenger: str | None = None) -> tuple[str, str]:
         """(champion, challenger): the aliases' versions, or ``challenger`` when given."""
@@ -83,12 +77,7 @@ class RolloutRegistry:
         self._drop_challenger_alias(version)
 
     def _verdict(self, version: str, decision: str, reason: str) -> None:
-        self.client.set_model_version_tag(
-            self.model_name, version, gate_tag(ROLLOUT_GATE, "decision"), decision
-        )
-        self.client.set_model_version_tag(
-            self.model_name, version, gate_tag(ROLLOUT_GATE, "reason"), clip(reason)
-        )
+        self.store.record_gate(self.model_name, version, ROLLOUT_GATE, decision, reason)
 
     def _drop_challenger_alias(self, version: str) -> None:
         if self.alias(CHALLENGER) == version:

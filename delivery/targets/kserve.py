@@ -26,7 +26,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from delivery.targets.base import (
@@ -36,9 +35,8 @@ from delivery.targets.base import (
     TrafficShare,
     replaced_by,
 )
-from mlops.tracking.aliases import move_alias
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION
-from serving.model_source import registry_client
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -59,7 +57,7 @@ class KServeTarget:
         namespace: str,
         name: str,
         model_name: str,
-        tracking_uri: str,
+        tracking: TrackingStore | str,
         storage_uri: Callable[[str], str] | None = None,
         model_format: str = "onnx",
         resources: dict[str, Any] | None = None,
@@ -73,7 +71,9 @@ class KServeTarget:
         self.api = client.CustomObjectsApi(api_client)
         self.namespace, self.name = namespace, name
         self._model_name = model_name
-        self.tracking_uri = tracking_uri
+        self.store = tracking if isinstance(tracking, TrackingStore) else TrackingStore.from_uri(tracking)
+        """The registry whose alias follows the service (a URI builds it)."""
+        self.tracking_uri = self.store.tracking_uri
         self._storage_uri = storage_uri
         self.model_format = model_format
         self.resources = resources
@@ -88,9 +88,9 @@ class KServeTarget:
     def model_name(self) -> str:
         return self._model_name
 
-    @cached_property
+    @property
     def client(self) -> MlflowClient:
-        return registry_client(self.tracking_uri)
+        return self.store.client
 
     def describe(self) -> str:
         return f"kserve {self.namespace}/{self.name}"
@@ -118,8 +118,7 @@ class KServeTarget:
         status = self._wait(lambda status: status.percent(version) == 100)
         # The alias moves once the service answers with the version: a refused patch or a revision
         # that never gets Ready leaves the registry as it was.
-        move_alias(
-            self.client,
+        self.store.move_alias(
             self.model_name,
             self.alias,
             version,
@@ -280,12 +279,7 @@ class KServeTarget:
             time.sleep(self.poll_s)
 
     def _alias_version(self) -> str | None:
-        from mlflow.exceptions import MlflowException
-
-        try:
-            return str(self.client.get_model_version_by_alias(self.model_name, self.alias).version)
-        except MlflowException:
-            return None
+        return self.store.alias_version(self.model_name, self.alias)
 
 
 def _condition(status: dict[str, Any], kind: str) -> dict[str, Any]:

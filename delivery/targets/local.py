@@ -23,13 +23,11 @@ import json
 import time
 import urllib.error
 import urllib.request
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from delivery.targets.base import DeploymentError, DeploymentStatus, TrafficShare, replaced_by
-from mlops.tracking.aliases import move_alias
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION
-from serving.model_source import registry_client
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -41,7 +39,7 @@ class LocalServerTarget:
     def __init__(
         self,
         server_url: str,
-        tracking_uri: str,
+        tracking: TrackingStore | str,
         model_name: str,
         alias: str = CHAMPION,
         auth_token: str = "",
@@ -49,7 +47,9 @@ class LocalServerTarget:
         poll_s: float = 0.2,
     ):
         self.server_url = server_url.rstrip("/")
-        self.tracking_uri = tracking_uri
+        self.store = tracking if isinstance(tracking, TrackingStore) else TrackingStore.from_uri(tracking)
+        """The registry whose alias the server follows (a URI builds it)."""
+        self.tracking_uri = self.store.tracking_uri
         self._model_name = model_name
         self.alias = alias
         self.timeout_s = timeout_s
@@ -64,9 +64,9 @@ class LocalServerTarget:
     def model_name(self) -> str:
         return self._model_name
 
-    @cached_property
+    @property
     def client(self) -> MlflowClient:
-        return registry_client(self.tracking_uri)
+        return self.store.client
 
     def describe(self) -> str:
         return f"local {self.server_url}"
@@ -82,8 +82,7 @@ class LocalServerTarget:
                 f"cannot deploy {name} version {version!r}: not in the registry at {self.tracking_uri} "
                 f"({exc.message})"
             ) from exc
-        move_alias(
-            self.client,
+        self.store.move_alias(
             name,
             self.alias,
             version,
@@ -175,12 +174,7 @@ class LocalServerTarget:
             raise DeploymentError(f"the server at {self.server_url} is unreachable: {exc}") from exc
 
     def _alias_version(self) -> str | None:
-        from mlflow.exceptions import MlflowException
-
-        try:
-            return str(self.client.get_model_version_by_alias(self.model_name, self.alias).version)
-        except MlflowException:
-            return None
+        return self.store.alias_version(self.model_name, self.alias)
 
     def _wait_until_serving(self, version: str) -> dict[str, object]:
         """Wait until the server's champion (the model following the alias) is ``version``."""

@@ -66,3 +66,14 @@ class DirectionalTest(BaseModel):
     @property
     def name(self) -> str:
         return f"directional:{self.feature}:{self.delta:+g}:{self.expectation}"
+
+
+class BehaviouralSuite(BaseModel):
+    """Behavioural tests that replace the dataset's declared ones (empty: the declared ones run)."""
+
+    model_config = SETTINGS_CONFIG
+
+    invariance: tuple[InvarianceTest, ...] = Field(default=())
+    """Features whose perturbation must not matter. Empty: the dataset schema's invariance tests (the built-in sample's on the sample)."""
+    directional: tuple[DirectionalTest, ...] = Field(default=())
+    """Features whose change must move the score one way. Empty: the dataset schema's directional tests (the built-in sample's on the sample)."""

@@ -10,7 +10,7 @@ import hashlib
 import io
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -72,6 +72,7 @@ class DatasetSchema(BaseModel):
     """Which columns of a table play which role."""
 
     model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "schema"
 
     label: str
     """Binary label column; its two values are positive_label and negative_label."""

@@ -67,21 +67,21 @@ _NEVER_MISSING = {"age", "loan_amount", "loan_term_months", "interest_rate"}
 
 
 class SampleDataConfig(BaseModel):
-    """How to generate the sample dataset (used when ``data_uri`` is empty)."""
+    """How to generate the sample dataset (``data.sample``; used when ``data.uri`` is empty)."""
 
     model_config = SETTINGS_CONFIG
 
-    sample_rows: int = Field(default=5000, ge=1)
+    rows: int = Field(default=5000, ge=1)
     """Rows of the sample dataset."""
-    sample_seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0)
     """Seed of the sample dataset; the same settings always yield the same bytes."""
-    sample_missing_rate: float = Field(default=0.03, ge=0, lt=0.5)
+    missing_rate: float = Field(default=0.03, ge=0, lt=0.5)
     """Fraction of values blanked in the sample's nullable numeric and categorical columns."""
-    sample_drift: float = Field(default=0.0, ge=0, le=5)
+    drift: float = Field(default=0.0, ge=0, le=5)
     """0 = reference distribution; 1 = strongly shifted income, credit score, utilisation and purpose mix."""
-    sample_bias: float = Field(default=0.0, ge=0, le=10)
+    bias: float = Field(default=0.0, ge=0, le=10)
     """0 = label independent of sex given the features; > 0 raises default odds for sex == 'female'."""
-    sample_minority_fraction: float = Field(default=0.5, gt=0, lt=1)
+    minority_fraction: float = Field(default=0.5, gt=0, lt=1)
     """Share of sample rows with sex == 'female'; small values make a tiny group for fairness tests."""
 
 
@@ -90,10 +90,10 @@ def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:
     import pandas as pd
 
     cfg = config or SampleDataConfig()
-    rng = np.random.default_rng(cfg.sample_seed)
-    n, d = cfg.sample_rows, cfg.sample_drift
+    rng = np.random.default_rng(cfg.seed)
+    n, d = cfg.rows, cfg.drift
 
-    sex = np.where(rng.random(n) < cfg.sample_minority_fraction, "female", "male")
+    sex = np.where(rng.random(n) < cfg.minority_fraction, "female", "male")
     age = np.clip(rng.normal(41, 12, n), 18, 85).round()
     income = np.exp(rng.normal(10.8 - 0.25 * d, 0.5, n)).round(-2)
     loan_amount = np.clip(income * rng.uniform(0.1, 0.9, n), 1000, None).round(-2)
@@ -133,7 +133,7 @@ def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:
         - 0.4 * (categorical["home_ownership"] == "own")
     )
     # Irreducible noise keeps the signal imperfect (a well-fitted model reaches ROC AUC ~0.8).
-    logit = -1.7 + signal + cfg.sample_bias * (sex == "female") + rng.normal(0, 0.5, n)
+    logit = -1.7 + signal + cfg.bias * (sex == "female") + rng.normal(0, 0.5, n)
     label = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
 
     frame = pd.DataFrame(
@@ -160,7 +160,7 @@ def generate(config: SampleDataConfig | None = None) -> pd.DataFrame:
     for col in (*NUMERIC, *CATEGORIES):
         if col in _NEVER_MISSING:
             continue
-        mask = rng.random(n) < cfg.sample_missing_rate
+        mask = rng.random(n) < cfg.missing_rate
         frame.loc[mask, col] = np.nan if col in NUMERIC else None
     return frame
 

@@ -186,14 +186,21 @@ def sign_registered_version(
     client: MlflowClient, model_name: str, version: str, local_dir: Path, pipeline_run_id: str = ""
 ) -> Signed:
     """Inside the registering MLflow run: sign ``local_dir`` (the version's downloaded artifacts),
-    log the bundle, tag the version and record ``model.signed`` in the audit trail."""
+    log the bundle, tag the version and record ``model.signed`` in the audit trail.
+
+    ``client`` is the task's store client (:meth:`mlops.tracking.store.TrackingStore.sign_version`):
+    the bundle goes into the open run through it, and the keys default to its workspace.
+    """
     import mlflow
 
     from mlops.governance.audit import record_in_run
     from mlops.vocabulary import SIGNATURE_URI_TAG, SIGNING_KEY_ID_TAG
     from mlops.workspace import workspace_of
 
-    workspace = workspace_of(mlflow.get_tracking_uri())
+    run = mlflow.active_run()
+    if run is None:
+        raise SignatureError("sign_registered_version must run inside the registering MLflow run")
+    workspace = workspace_of(client.tracking_uri)
     private = SigningSettings.from_env().private_key(workspace)
     with tempfile.TemporaryDirectory(prefix="mlops-signature-") as tmp:
         bundle = Path(tmp) / SIGNATURE_FILE
@@ -206,10 +213,7 @@ def sign_registered_version(
         public = Path(tmp) / PUBLIC_KEY_FILE
         public.write_bytes(public_key_of(private))
         signer = key_id(public)
-        mlflow.log_artifact(str(bundle), artifact_path=SIGNATURE_ARTIFACT_DIR)
-    run = mlflow.active_run()
-    if run is None:
-        raise SignatureError("sign_registered_version must run inside the registering MLflow run")
+        client.log_artifact(run.info.run_id, str(bundle), artifact_path=SIGNATURE_ARTIFACT_DIR)
     uri = f"runs:/{run.info.run_id}/{SIGNATURE_ARTIFACT_DIR}/{SIGNATURE_FILE}"
     client.set_model_version_tag(model_name, version, SIGNATURE_URI_TAG, uri)
     client.set_model_version_tag(model_name, version, SIGNING_KEY_ID_TAG, signer)
@@ -246,21 +250,21 @@ def public_key_for(tags: Mapping[str, str], what: str, tracking_uri: str) -> Pat
     return settings.public_key(workspace_of(tracking_uri))
 
 
-def verify_registered(model_name: str, version: str, local_dir: Path, tracking_uri: str) -> None:
-    """Verify a downloaded registered version (``local_dir``) against its signature bundle."""
+def verify_registered(client: MlflowClient, model_name: str, version: str, local_dir: Path) -> None:
+    """Verify a downloaded registered version (``local_dir``) against its signature bundle, read through
+    ``client`` (a store's: :meth:`mlops.tracking.store.TrackingStore.verify_version`)."""
     import mlflow
 
     from mlops.vocabulary import SIGNATURE_URI_TAG
 
-    client = mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     tags = dict(client.get_model_version(model_name, version).tags)
     what = f"{model_name} version {version}"
-    public = public_key_for(tags, what, tracking_uri)
+    public = public_key_for(tags, what, client.tracking_uri)
     if public is None:
         return
     with tempfile.TemporaryDirectory(prefix="mlops-signature-") as tmp:
         bundle = mlflow.artifacts.download_artifacts(
-            artifact_uri=tags[SIGNATURE_URI_TAG], dst_path=tmp, tracking_uri=tracking_uri
+            artifact_uri=tags[SIGNATURE_URI_TAG], dst_path=tmp, tracking_uri=client.tracking_uri
         )
         verify_directory(local_dir, Path(bundle), public, what)
 

@@ -217,28 +217,3 @@ def build_profile(
         calibration=fitted,
         metrics=metrics,
     )
-
-
-def load_version_profile(tracking_uri: str, model_name: str, version: str) -> ReferenceProfile:
-    """The profile a registered version was stored with; :class:`ProfileError` when it has none."""
-    import mlflow
-
-    from mlops.vocabulary import PROFILE_TAG
-
-    client = mlflow.MlflowClient(tracking_uri=tracking_uri or None, registry_uri=tracking_uri or None)
-    uri = client.get_model_version(model_name, version).tags.get(PROFILE_TAG)
-    if not uri:
-        raise ProfileError(
-            f"model {model_name!r} version {version} has no reference profile (no {PROFILE_TAG} tag): it was "
-            "registered before profiles existed or outside the register step. Retrain it (mlops run training) "
-            "so the new version carries one; nothing was triggered"
-        )
-    if tracking_uri:
-        mlflow.set_tracking_uri(tracking_uri)
-    try:
-        text = mlflow.artifacts.load_text(uri)
-    except Exception as exc:  # MLflow raises several types for a missing artifact
-        raise ProfileError(
-            f"cannot read the reference profile of {model_name} v{version} at {uri}: {exc}"
-        ) from exc
-    return ReferenceProfile.from_json(text, f"profile of {model_name} v{version}")

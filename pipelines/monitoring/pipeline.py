@@ -16,35 +16,46 @@ from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.retrain_trigger.component import trigger_retraining
 from components.retrain_trigger.config import RetrainSettings
 from mlops.tracking.context import TrackingSettings
-from pipelines.signature import Parameters, settings_pipeline
+from pipelines.signature import Parameters, PipelineForm
 
 PIPELINE_NAME = "monitoring"
 DEFAULTS = (WindowSettings(), DriftSettings(), RetrainSettings(), TrackingSettings(experiment=PIPELINE_NAME))
+PER_RUN = ("window.model_name", "window.since", "window.until", "retrain.workspace")
+"""The settings ``mlops monitor`` (or a recurring run) changes per check: plain parameters of the form."""
 DESCRIPTION = (
     "Check a window of the request log for drift against the model's reference profile; retrain if drifted."
 )
-
-
-@settings_pipeline(
-    PIPELINE_NAME, DESCRIPTION, DEFAULTS, returns=(str, "The check's decision: retrain or none.")
+FORM = PipelineForm(
+    PIPELINE_NAME,
+    DESCRIPTION,
+    DEFAULTS,
+    per_run=PER_RUN,
+    returns=(str, "The check's decision: retrain or none."),
 )
+
+
+@FORM.pipeline
 def monitoring_pipeline(parameters: Parameters) -> Any:
     tracking = parameters.tracking()
+    model_name = parameters.per_run("window.model_name")
+    workspace = parameters.per_run("retrain.workspace")
     check = check_drift(
-        window=parameters.of(WindowSettings),
-        drift=parameters.of(DriftSettings),
-        **parameters.unpacked(DriftSettings),
-        audit_workspace=parameters["workspace"],
+        window=parameters.section("window"),
+        window_model_name=model_name,
+        window_since=parameters.per_run("window.since"),
+        window_until=parameters.per_run("window.until"),
+        drift=parameters.section("drift"),
+        audit_workspace=workspace,
         **tracking,
     )
     # The condition uses the single return value: kfp.local cannot resolve named outputs here.
     with dsl.If(check.outputs["Output"] == "retrain", name="drifted"):
         trigger_retraining(
-            model_name=parameters["model_name"],
+            model_name=model_name,
             check_run_id=check.outputs["run_id"],
             reasons=check.outputs["reasons"],
-            retrain=parameters.of(RetrainSettings),
-            **parameters.unpacked(RetrainSettings),
+            retrain=parameters.section("retrain"),
+            retrain_workspace=workspace,
             **tracking,
         )
     return check.outputs["Output"]

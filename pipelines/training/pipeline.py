@@ -1,12 +1,13 @@
 """The training pipeline: prepare → validate → train → evaluate → export → register → gate → promote.
 
-With ``canary`` on, a version that passed the gates is rolled out (shadow, canary steps) on a
-running server instead of being promoted at once (``components/canary``).
+With ``rollout.canary`` on, a version that passed the gates is rolled out (shadow, canary steps)
+on a running server instead of being promoted at once (``components/canary``).
 
-Every parameter comes from a stage's typed config (``DEFAULTS``: the values are the
-pipeline's defaults), with its description, because operators start runs from the
-KFP UI form. The same compiled YAML runs under ``kfp.local`` and on a cluster; only
-parameter values (tracking URI, artifact root) differ.
+Every setting comes from a stage's typed config (``DEFAULTS``: the values are the pipeline's
+defaults), with its description, because operators start runs from the KFP UI form: the
+settings changed per run (``PER_RUN``) are plain parameters, every other one sits in its
+section's ``dict`` parameter. The same compiled YAML runs under ``kfp.local`` and on a cluster;
+only parameter values (tracking URI, artifact root) differ.
 """
 
 from __future__ import annotations
@@ -25,18 +26,17 @@ from components.model_validation.component import validate_model
 from components.model_validation.config import ValidationConfig
 from components.prepare_data.config import DataSettings
 from components.promotion_gate.component import combine_gates, metrics_gate, promote_to_champion
-from components.promotion_gate.promotion_gate import MetricsGatePolicy
+from components.promotion_gate.config import MetricsGatePolicy
 from components.register.component import register_model
 from components.train.component import train_model
 from components.train.config import TrainTaskSettings
 from components.tune.component import fixed_train_config
-from components.tune.study import TuneSettings
-from delivery.rollout.config import RolloutConfig
+from components.tune.config import TuneSettings
 from mlops.data.sample_data import SAMPLE_SCHEMA
 from mlops.tracking.context import TrackingSettings
 from mlops.vocabulary import RegistrationSettings
 from pipelines.fragments import validated_dataset
-from pipelines.signature import Parameters, settings_pipeline
+from pipelines.signature import Parameters, PipelineForm
 from pipelines.tuning.pipeline import tuning_stage
 from training.config import TrainConfig
 
@@ -53,48 +53,61 @@ DEFAULTS = (
     MetricsGatePolicy(),
     ValidationConfig(),
     CanarySettings(),
-    RolloutConfig(),
     TrackingSettings(experiment=PIPELINE_NAME),
+)
+PER_RUN = (
+    "data.uri",
+    "registration.model_name",
+    "tune.trials",
+    "rollout.canary",
+    "train_task.cpu_request",
+    "train_task.memory_request",
+    "train_task.accelerator_type",
+    "train_task.accelerator_limit",
+)
+"""The settings a person changes per run, and those the pipeline itself reads (the tuning and canary
+conditions, the train task's own pod resources): plain parameters of the form. 8 of them and 12
+section dicts keep the form at 20 fields."""
+
+DESCRIPTION = "Validate data, train, evaluate, export to ONNX, register and gate a tabular classifier."
+FORM = PipelineForm(
+    PIPELINE_NAME, DESCRIPTION, DEFAULTS, per_run=PER_RUN, returns=(str, "The registered model version.")
 )
 
 
-DESCRIPTION = "Validate data, train, evaluate, export to ONNX, register and gate a tabular classifier."
-
-
-@settings_pipeline(PIPELINE_NAME, DESCRIPTION, DEFAULTS, returns=(str, "The registered model version."))
+@FORM.pipeline
 def training_pipeline(parameters: Parameters) -> Any:
     tracking = parameters.tracking()
-    model_name = parameters["model_name"]
+    model_name = parameters.per_run("registration.model_name")
     validation = validated_dataset(parameters)
-    with dsl.If(parameters["tune_trials"] > 0, name="tuning"):
+    with dsl.If(parameters.per_run("tune.trials") > 0, name="tuning"):
         tuned = tuning_stage(parameters, validation.outputs["dataset"])
     with dsl.Else(name="fixed-hyperparameters"):
-        fixed = fixed_train_config(train_config=parameters.of(TrainConfig))
+        fixed = fixed_train_config(train=parameters.section("train"))
     training = train_model(
         dataset=validation.outputs["dataset"],
         train_config=dsl.OneOf(tuned.outputs["train_config"], fixed.outputs["train_config"]),
-        train_task=parameters.of(TrainTaskSettings),
+        train_task=parameters.section("train_task"),
         **tracking,
     )
     # The task's own pod: the ranks run in it with launcher=local; it only submits and waits otherwise.
-    training.set_cpu_request(parameters["task_cpu_request"]).set_memory_request(
-        parameters["task_memory_request"]
+    training.set_cpu_request(parameters.per_run("train_task.cpu_request")).set_memory_request(
+        parameters.per_run("train_task.memory_request")
     )
-    training.set_accelerator_type(parameters["task_accelerator_type"])
-    training.set_accelerator_limit(parameters["task_accelerator_limit"])
+    training.set_accelerator_type(parameters.per_run("train_task.accelerator_type"))
+    training.set_accelerator_limit(parameters.per_run("train_task.accelerator_limit"))
     model, test_data = training.outputs["model"], training.outputs["test_data"]
     evaluation = evaluate_model(model=model, test_data=test_data, model_name=model_name, **tracking)
-    export = export_onnx_model(model=model, test_data=test_data, export=parameters.of(ExportSettings))
+    export = export_onnx_model(model=model, test_data=test_data, export=parameters.section("export"))
     registration = register_model(
         onnx_model=export.outputs["onnx_model"],
         test_data=test_data,
-        model_name=model_name,
+        registration=parameters.section("registration"),
+        registration_model_name=model_name,
         dataset_digest=validation.outputs["dataset_digest"],
         suite_version=validation.outputs["suite_version"],
         train_run_id=training.outputs["run_id"],
-        git_commit=parameters["git_commit"],
         **tracking,
-        trigger=parameters["trigger"],
     )
     version = registration.outputs["version"]
     # Every gate task and the promotion act on this version and log alike.
@@ -103,13 +116,13 @@ def training_pipeline(parameters: Parameters) -> Any:
         test_auc=evaluation.outputs["test_auc"],
         champion_auc=evaluation.outputs["champion_auc"],
         has_champion=evaluation.outputs["has_champion"],
-        policy=parameters.of(MetricsGatePolicy),
+        gate=parameters.section("gate"),
         **on_version,
     )
     validation_gate = validate_model(
         model=model,
         test_data=test_data,
-        validation=parameters.of(ValidationConfig),
+        model_validation=parameters.section("model_validation"),
         **on_version,
     )
     verdict = combine_gates(
@@ -121,12 +134,9 @@ def training_pipeline(parameters: Parameters) -> Any:
     )
     # The condition uses the single return value: kfp.local cannot resolve named outputs here.
     with dsl.If(verdict.outputs["Output"] == "promote", name="gates-passed"):
-        with dsl.If(parameters["canary"] == True, name="canary"):  # noqa: E712 - a KFP condition, not a test
-            canary_rollout(
-                canary_server_url=parameters["canary_server_url"],
-                rollout=parameters.of(RolloutConfig),
-                **on_version,
-            )
+        canary = parameters.per_run("rollout.canary")
+        with dsl.If(canary == True, name="canary"):  # noqa: E712 - a KFP condition, not a test
+            canary_rollout(rollout=parameters.section("rollout"), rollout_canary=canary, **on_version)
         with dsl.Else(name="direct-promotion"):
             promote_to_champion(**on_version)
     return version

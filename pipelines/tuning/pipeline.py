@@ -1,7 +1,7 @@
 """Hyperparameter tuning: set-up → N parallel workers sharing one Optuna study → best trial.
 
 ``tuning_stage`` is the reusable part (the training pipeline adds it behind
-``tune_trials > 0``); ``tuning_pipeline`` runs it alone on validated data for
+``tune.trials > 0``); ``tuning_pipeline`` runs it alone on validated data for
 ``mlops run tuning``. Workers are a ``dsl.ParallelFor`` over the indices the set-up
 step returns, and the fan-in reads their trial counts through ``dsl.Collected``
 only to wait for all of them: the results themselves live in the study.
@@ -16,11 +16,11 @@ from kfp import dsl
 from components.data_validation.config import DataValidationSettings
 from components.prepare_data.config import DataSettings
 from components.tune.component import create_tuning_study, run_tuning_worker, select_best_trial
-from components.tune.study import TuneSettings
+from components.tune.config import TuneSettings
 from mlops.data.sample_data import SAMPLE_SCHEMA
 from mlops.tracking.context import TrackingSettings
 from pipelines.fragments import validated_dataset
-from pipelines.signature import Parameters, settings_pipeline
+from pipelines.signature import Parameters, PipelineForm
 from training.config import TrainConfig
 
 PIPELINE_NAME = "tuning"
@@ -28,10 +28,12 @@ DEFAULTS = (
     DataSettings(),
     SAMPLE_SCHEMA,
     DataValidationSettings(),
-    TuneSettings(tune_trials=8),  # run alone, tuning is the point: 0 trials would be an error
+    TuneSettings(trials=8),  # run alone, tuning is the point: 0 trials would be an error
     TrainConfig(),
     TrackingSettings(experiment=PIPELINE_NAME),
 )
+PER_RUN = ("data.uri", "tune.trials")
+"""The settings a person changes per run: plain parameters of the form; the rest ride in their sections."""
 
 
 def tuning_stage(parameters: Parameters, dataset: Any) -> dsl.PipelineTask:
@@ -44,9 +46,9 @@ def tuning_stage(parameters: Parameters, dataset: Any) -> dsl.PipelineTask:
     """
     tracking = parameters.tracking()
     setup = create_tuning_study(
-        train_config=parameters.of(TrainConfig),
-        tune=parameters.of(TuneSettings),
-        **parameters.unpacked(TuneSettings),
+        train=parameters.section("train"),
+        tune=parameters.section("tune"),
+        tune_trials=parameters.per_run("tune.trials"),
         **tracking,
     )
     setup.set_caching_options(False)  # it opens a run and stamps the deadline: never reuse it
@@ -61,11 +63,16 @@ def tuning_stage(parameters: Parameters, dataset: Any) -> dsl.PipelineTask:
 
 
 DESCRIPTION = "Validate data, then tune the classifier's hyperparameters."
-
-
-@settings_pipeline(
-    PIPELINE_NAME, DESCRIPTION, DEFAULTS, returns=(float, "The best validation ROC AUC in the study.")
+FORM = PipelineForm(
+    PIPELINE_NAME,
+    DESCRIPTION,
+    DEFAULTS,
+    per_run=PER_RUN,
+    returns=(float, "The best validation ROC AUC in the study."),
 )
+
+
+@FORM.pipeline
 def tuning_pipeline(parameters: Parameters) -> Any:
     validation = validated_dataset(parameters)
     best = tuning_stage(parameters, validation.outputs["dataset"])

@@ -137,3 +137,24 @@ def test_every_mlops_command_in_the_workflows_parses(path: Path) -> None:
     for argv in invocations:
         args = parser.parse_args(argv)
         assert args.handler is not None
+
+
+@pytest.mark.parametrize("path", [CI, TRAIN], ids=lambda p: p.name)
+def test_every_setting_a_workflow_sets_is_a_setting_of_its_pipeline(path: Path) -> None:
+    """``--set section.field=…`` in a workflow names a setting the pipeline has (a renamed setting would
+    otherwise fail only on main, when the run is submitted)."""
+    from pipelines.catalog import forms
+
+    addresses = {name: {s.address for s in form.settings} for name, form in forms().items()}
+    checked = 0
+    for argv in _mlops_invocations(load(path)):
+        pipeline = argv[argv.index("--pipeline") + 1] if "--pipeline" in argv else "training"
+        for index, word in enumerate(argv):
+            if word == "--set":
+                address = argv[index + 1].partition("=")[0]
+                assert address in addresses[pipeline], (
+                    f"{path.name}: --set {address} is not a {pipeline} setting"
+                )
+                checked += 1
+    if path == TRAIN:
+        assert checked >= 3

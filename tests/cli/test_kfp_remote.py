@@ -178,6 +178,54 @@ def test_upload_without_package_compiles_the_registered_pipeline(
     assert yaml.safe_load(content) == yaml.safe_load(package.read_text())
 
 
+def test_set_changes_the_uploaded_versions_form_defaults_and_names_the_version(
+    fake: FakeKfp, package: Path, repo: Path, tmp_path: Path
+) -> None:
+    sha = git(repo, "rev-parse", "HEAD")
+    sets = [
+        "--set",
+        "train.epochs=5",
+        "--set",
+        "tune.trials=2",
+        "--set",
+        "tracking.tracking_uri=http://mlflow:5000",
+    ]
+    assert mlops("upload", *auth(fake), *sets, workspace=tmp_path / "ws") == 0
+
+    sent = fake.calls("POST", "/pipelines/upload_version")[0]
+    (name,) = sent.query["name"]
+    assert name.startswith(f"{sha[:12]}-") and len(name) == 12 + 1 + 8
+    assert (
+        "defaults tracking.tracking_uri=http://mlflow:5000, train.epochs=5, tune.trials=2"
+        in sent.query["description"][0]
+    )
+    _, content = sent.files()["uploadfile"]
+    uploaded, original = yaml.safe_load(content), yaml.safe_load(package.read_text())
+    inputs = uploaded["root"]["inputDefinitions"]["parameters"]
+    assert inputs["train"]["defaultValue"]["epochs"] == 5 and inputs["tune_trials"]["defaultValue"] == 2
+    assert inputs["tracking"]["defaultValue"]["tracking_uri"] == "http://mlflow:5000"
+    assert "train.epochs: Maximum number of epochs. (default 5)" in inputs["train"]["description"]
+    # Nothing else differs from the plain compile.
+    for parameter in ("train", "tune_trials", "tracking"):
+        original["root"]["inputDefinitions"]["parameters"][parameter] = inputs[parameter]
+    assert uploaded == original
+    # A run started without --set is the pipeline with these defaults.
+    from pipelines.training.pipeline import FORM
+
+    values = FORM.values({p: spec["defaultValue"] for p, spec in inputs.items()})
+    assert values["train.epochs"] == 5 and values["tune.trials"] == 2
+
+    # The same settings again: the same version, reused; a bad one is refused before connecting.
+    assert mlops("upload", *auth(fake), *sets, workspace=tmp_path / "ws") == 0
+    assert len(fake.calls("POST", "/pipelines/upload_version")) == 1
+    requests = len(fake.requests)
+    with pytest.raises(ParameterError, match=r"unknown setting 'train.epoch'"):
+        mlops("upload", *auth(fake), "--set", "train.epoch=5", workspace=tmp_path / "ws")
+    with pytest.raises(ValueError, match="leave out --package"):
+        upload(fake, package, tmp_path, "--set", "train.epochs=5")
+    assert len(fake.requests) == requests
+
+
 def test_unknown_pipeline_name_is_refused_before_connecting(fake: FakeKfp, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown pipeline 'trainig'; known: monitoring, training, tuning"):
         mlops("upload", *auth(fake), "--pipeline", "trainig", "--version-name", "v1", workspace=tmp_path)
@@ -187,7 +235,13 @@ def test_unknown_pipeline_name_is_refused_before_connecting(fake: FakeKfp, tmp_p
 # ------------------------------------------------------------------------ submit
 
 
-def test_submit_types_parameters_starts_the_run_and_follows_it_to_success(
+def section_defaults(package: Path, section: str) -> dict[str, Any]:
+    """The default of a section parameter as the compiled (uploaded) version holds it."""
+    spec = yaml.safe_load(package.read_text())
+    return dict(spec["root"]["inputDefinitions"]["parameters"][section]["defaultValue"])
+
+
+def test_submit_types_settings_starts_the_run_and_follows_it_to_success(
     fake: FakeKfp, package: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert upload(fake, package, tmp_path, "--version-name", "v1") == 0
@@ -197,15 +251,17 @@ def test_submit_types_parameters_starts_the_run_and_follows_it_to_success(
         "--experiment",
         "nightly",
         "--set",
-        "epochs=3",
+        "train.epochs=3",
         "--set",
-        "learning_rate=0.01",
+        "train.learning_rate=0.01",
         "--set",
-        "hidden_units=32,16",
+        "train.model.hidden_units=32,16",
         "--set",
-        "data_uri=s3://bucket/loans.csv",
+        "data.uri=s3://bucket/loans.csv",
         "--set",
-        "numeric_features=income,age",
+        "schema.numeric_features=income,age",
+        "--set",
+        "tune.trials=2",
         "--wait",
     )
 
@@ -215,20 +271,32 @@ def test_submit_types_parameters_starts_the_run_and_follows_it_to_success(
     (run,) = fake.calls("POST", "/runs")
     body = run.json()
     assert run.headers["authorization"] == f"Bearer {TOKEN}"
+    # Per-run settings are plain parameters; any other setting rides in its whole section: the
+    # version's defaults with the given values on top (a section argument replaces the default whole).
+    train = section_defaults(package, "train")
+    train.update(epochs=3, learning_rate=0.01, model={**train["model"], "hidden_units": [32, 16]})
+    schema = {**section_defaults(package, "schema"), "numeric_features": ["income", "age"]}
     assert body["runtime_config"]["parameters"] == {
-        "epochs": 3,
-        "learning_rate": 0.01,
-        "hidden_units": [32, 16],
+        "train": train,
         "data_uri": "s3://bucket/loans.csv",
-        "numeric_features": ["income", "age"],
+        "schema": schema,
+        "tune_trials": 2,
     }
+    # What the tasks rebuild from them.
+    from pipelines.training.pipeline import FORM
+
+    settings = FORM.values(body["runtime_config"]["parameters"])
+    assert settings["train.epochs"] == 3 and settings["train.model.hidden_units"] == [32, 16]
+    assert settings["train.batch_size"] == FORM.setting("train.batch_size").default
+    assert settings["schema.numeric_features"] == ["income", "age"] and settings["tune.trials"] == 2
+    out = capsys.readouterr().out
+    assert "  train.epochs = 3\n" in out and "  data.uri = 's3://bucket/loans.csv'\n" in out
     (pipeline_id,) = fake.pipelines
     assert body["pipeline_version_reference"] == {
         "pipeline_id": pipeline_id,
         "pipeline_version_id": fake.versions[pipeline_id][0]["pipeline_version_id"],
     }
     assert body["experiment_id"] == next(iter(fake.experiments))
-    out = capsys.readouterr().out
     changes = [line.split("] ", 1)[1].strip() for line in out.splitlines() if line.startswith("[")]
     assert changes == [
         "run PENDING",
@@ -298,11 +366,15 @@ def test_a_run_still_going_at_the_timeout_exits_1(
 @pytest.mark.parametrize(
     ("assignment", "message"),
     [
-        ("learning_rat=0.1", "unknown parameter 'learning_rat'; did you mean 'learning_rate'"),
-        ("epochs=many", r"--set epochs='many': expected integer"),
-        ("dropout=high", r"--set dropout='high': expected float"),
-        ("hidden_units=32,wide", r"--set hidden_units='32,wide': expected list"),
-        ("epochs", "is not key=value"),
+        (
+            "train.learning_rat=0.1",
+            "unknown setting 'train.learning_rat' of pipeline 'training'; did you mean",
+        ),
+        ("train.epochs=many", r"--set train.epochs='many': expected integer"),
+        ("train.model.dropout=high", r"--set train.model.dropout='high': expected float"),
+        ("train.model.hidden_units=32,wide", r"--set train.model.hidden_units='32,wide': expected list"),
+        ("train.epochs=0", r"train.epochs: Input should be greater than or equal to 1 \(got 0\)"),
+        ("train.epochs", "is not section.field=value"),
     ],
 )
 def test_a_bad_parameter_is_refused_before_any_experiment_or_run(
@@ -311,7 +383,7 @@ def test_a_bad_parameter_is_refused_before_any_experiment_or_run(
     assert upload(fake, package, tmp_path, "--version-name", "v1") == 0
 
     with pytest.raises(ParameterError, match=message):
-        submit(fake, tmp_path, "--set", "epochs=2", "--set", assignment, "--wait")
+        submit(fake, tmp_path, "--set", "train.epochs=2", "--set", assignment, "--wait")
     assert fake.calls("POST", "/runs") == []
     assert fake.calls("POST", "/experiments") == []
 
@@ -338,7 +410,7 @@ def test_an_unreachable_host_is_named_with_the_fix(
     with pytest.raises(KfpUnreachableError, match=rf"cannot reach KFP at {host} .*Connection refused"):
         open_client(KfpConnection(host=host))
 
-    code = mlops("submit", "--host", host, "--set", "epochs=2", workspace=tmp_path)
+    code = mlops("submit", "--host", host, "--set", "train.epochs=2", workspace=tmp_path)
     assert code == 3
     assert "check --host/KFP_HOST" in capsys.readouterr().err
 
@@ -482,21 +554,21 @@ def test_submit_sets_the_kubernetes_launcher_and_the_job_shape(
 ) -> None:
     from components.train.config import TrainTaskSettings
     from components.train.train import launcher_for
-    from mlops.settings import from_flat
+    from mlops.settings import from_section
     from training.kubernetes_launcher import KubernetesLauncher
 
     assert upload(fake, package, tmp_path, "--version-name", "v1") == 0
     sets = {
-        "launcher": "trainjob",
-        "nproc": "4",
-        "workers": "2",
-        "gpus_per_worker": "2",
-        "gpu_type": "NVIDIA-H100-80GB-HBM3",
-        "region": "eu-west-1",
-        "allowed_regions": "eu-west-1,eu-central-1",
-        "k8s_namespace": "team-risk",
-        "staging_uri": "s3://mlops/train-jobs",
-        "task_cpu_request": "500m",
+        "train_task.launcher": "trainjob",
+        "train.nproc": "4",
+        "train_task.cluster.workers": "2",
+        "train_task.cluster.gpus_per_worker": "2",
+        "train_task.cluster.gpu_type": "NVIDIA-H100-80GB-HBM3",
+        "train_task.cluster.region": "eu-west-1",
+        "train_task.cluster.allowed_regions": "eu-west-1,eu-central-1",
+        "train_task.cluster.namespace": "team-risk",
+        "train_task.cluster.staging_uri": "s3://mlops/train-jobs",
+        "train_task.cpu_request": "500m",
     }
     assert (
         submit(fake, tmp_path, *[arg for key, value in sets.items() for arg in ("--set", f"{key}={value}")])
@@ -504,13 +576,36 @@ def test_submit_sets_the_kubernetes_launcher_and_the_job_shape(
     )
     (run,) = fake.calls("POST", "/runs")
     parameters = run.json()["runtime_config"]["parameters"]
+    assert set(parameters) == {"train_task", "train", "train_task_cpu_request"}
+    cluster = parameters["train_task"]["cluster"]
+    assert cluster["workers"] == 2 and cluster["gpus_per_worker"] == 2
     assert (
-        parameters["workers"] == 2
-        and parameters["gpus_per_worker"] == 2
-        and parameters["launcher"] == "trainjob"
+        parameters["train_task"]["launcher"] == "trainjob" and parameters["train_task_cpu_request"] == "500m"
     )
-    # What the train task then rebuilds from those values (KFP hands them over as text in its dict).
-    task = from_flat(TrainTaskSettings, {k: str(v) for k, v in parameters.items() if k != "nproc"})
-    launcher = launcher_for(task, nproc=parameters["nproc"])
+    # What the train task then rebuilds from those values (its section whole, its per-run setting beside it).
+    task = from_section(
+        TrainTaskSettings, parameters["train_task"], cpu_request=parameters["train_task_cpu_request"]
+    )
+    launcher = launcher_for(task, nproc=parameters["train"]["nproc"])
     assert isinstance(launcher, KubernetesLauncher) and launcher.kind == "trainjob"
     assert task.cluster.workers * task.cluster.gpus_per_worker == 4
+    assert task.cluster.namespace == "team-risk" and task.cpu_request == "500m"
+
+
+def test_a_setting_the_uploaded_version_lacks_is_refused(
+    fake: FakeKfp, package: Path, tmp_path: Path
+) -> None:
+    spec = yaml.safe_load(package.read_text())
+    del spec["root"]["inputDefinitions"]["parameters"]["train"]["defaultValue"]["patience"]
+    del spec["root"]["inputDefinitions"]["parameters"]["tune_trials"]
+    older = tmp_path / "older.yaml"
+    older.write_text(yaml.safe_dump(spec))
+    assert upload(fake, older, tmp_path, "--version-name", "old") == 0
+
+    with pytest.raises(ParameterError, match=r"no setting 'train.patience' in its 'train' section; upload"):
+        submit(fake, tmp_path, "--set", "train.patience=2")
+    with pytest.raises(
+        ParameterError, match=r"--set tune.trials: the uploaded version .* no parameter 'tune_trials'"
+    ):
+        submit(fake, tmp_path, "--set", "tune.trials=2")
+    assert fake.calls("POST", "/runs") == []

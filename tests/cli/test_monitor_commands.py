@@ -9,26 +9,44 @@ import pandas as pd
 import pytest
 
 from cli.commands.monitor import pipeline_argv
+from cli.commands.run import parse_pipeline_arguments
 from cli.main import build_parser, main
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from serving.request_log import Block, RequestLogger
 
 
-def test_monitor_flags_become_the_monitoring_pipeline_parameters() -> None:
+def test_monitor_flags_become_the_monitoring_pipelines_settings() -> None:
     args = build_parser().parse_args(
-        ["monitor", "--since", "2026-11-01T00:00Z", "--model-name", "m", "--force", "--set", "min_rows=5"]
+        [
+            "monitor",
+            "--since",
+            "2026-11-01T00:00Z",
+            "--model-name",
+            "m",
+            "--force",
+            "--set",
+            "window.min_rows=5",
+        ]
     )
     assert isinstance(args, argparse.Namespace)
-    assert pipeline_argv(args) == [
-        "--since=2026-11-01T00:00Z", "--until=", "--model_name=m", "--force=true", "--set=min_rows=5"
+    argv = pipeline_argv(args)
+    assert argv == [
+        "--window.since=2026-11-01T00:00Z", "--window.model_name=m", "--retrain.force=true", "--set=window.min_rows=5"
     ]  # fmt: skip
+    # Each is a setting of the monitoring pipeline, typed as mlops run monitoring types it.
+    assert parse_pipeline_arguments("monitoring", argv) == {
+        "window.since": "2026-11-01T00:00Z",
+        "window.model_name": "m",
+        "retrain.force": True,
+        "window.min_rows": 5,
+    }
 
 
 def test_feedback_stores_labels_and_counts_the_ones_matching_logged_requests(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    frame = generate(SampleDataConfig(sample_rows=30, sample_seed=4))
+    frame = generate(SampleDataConfig(rows=30, seed=4))
     spec = FeatureSpec.fit(frame, SAMPLE_SCHEMA)
     block = Block("1", spec, 30)
     x = spec.encode(frame)

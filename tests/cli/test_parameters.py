@@ -1,45 +1,95 @@
+"""``--set section.field=value``: typed from the setting's annotation, named by its address, validated by its config."""
+
 import pytest
 
-from cli.parameters import ParameterError, merged_arguments, parse_overrides
-from pipelines.training.pipeline import training_pipeline
+from cli.parameters import ParameterError, checked_arguments, parse_overrides
+from pipelines.training.pipeline import FORM
 
 
-def test_overrides_are_typed_from_the_pipeline_signature() -> None:
+def test_overrides_are_typed_from_the_settings_annotations() -> None:
     values = parse_overrides(
-        training_pipeline,
-        ["epochs=3", "learning_rate=0.01", "hidden_units=32,16", "numeric_features=a,b", "model_name=x"],
+        FORM,
+        [
+            "train.epochs=3",
+            "train.learning_rate=0.01",
+            "train.model.hidden_units=32,16",
+            "schema.numeric_features=a,b",
+            "registration.model_name=x",
+            "train.precision=bf16",
+            "train_task.cluster.keep_job=yes",
+        ],
     )
     assert values == {
-        "epochs": 3,
-        "learning_rate": 0.01,
-        "hidden_units": [32, 16],
-        "numeric_features": ["a", "b"],
-        "model_name": "x",
+        "train.epochs": 3,
+        "train.learning_rate": 0.01,
+        "train.model.hidden_units": [32, 16],
+        "schema.numeric_features": ["a", "b"],
+        "registration.model_name": "x",
+        "train.precision": "bf16",
+        "train_task.cluster.keep_job": True,
     }
-    assert parse_overrides(training_pipeline, ["hidden_units=[8]"]) == {"hidden_units": [8]}
+    assert parse_overrides(FORM, ["train.model.hidden_units=[8]"]) == {"train.model.hidden_units": [8]}
+    assert parse_overrides(FORM, ["train.epochs=3", "train.epochs=4"]) == {"train.epochs": 4}  # the last wins
 
 
-def test_unknown_parameter_is_named_with_a_suggestion() -> None:
-    with pytest.raises(ParameterError, match=r"unknown parameter 'epoch'; did you mean 'epochs'"):
-        parse_overrides(training_pipeline, ["epoch=3"])
+def test_a_whole_section_or_nested_group_as_json_sets_each_of_its_settings() -> None:
+    values = parse_overrides(FORM, ['train={"epochs": 2, "model": {"dropout": 0.2}}', 'tune={"trials": 3}'])
+    assert values == {"train.epochs": 2, "train.model.dropout": 0.2, "tune.trials": 3}
+    assert parse_overrides(FORM, ['train.model={"embedding_dim": 4}']) == {"train.model.embedding_dim": 4}
+    with pytest.raises(ParameterError, match=r"unknown setting 'train.epoch'.*did you mean 'train.epochs'"):
+        parse_overrides(FORM, ['train={"epoch": 2}'])
+    with pytest.raises(ParameterError, match=r"train is a group of settings; give a JSON object"):
+        parse_overrides(FORM, ["train=5x"])
+
+
+def test_unknown_address_suggests_the_closest_and_lists_the_sections_settings() -> None:
+    with pytest.raises(ParameterError) as raised:
+        parse_overrides(FORM, ["train.epoch=3"])
+    message = str(raised.value)
+    assert "unknown setting 'train.epoch' of pipeline 'training'; did you mean 'train.epochs'?" in message
+    assert "train's settings: train.epochs, train.batch_size, train.learning_rate" in message
+    assert "train.model.dropout" in message and "tune.trials" not in message
+
+
+@pytest.mark.parametrize(
+    ("name", "suggestion"),
+    [
+        ("tune_trials", "tune.trials"),  # the pre-sections name: the form name of tune.trials
+        ("epochs", "train.epochs"),  # a bare field name
+        ("sample_rows", "data.sample.rows"),
+        ("trian.epochs", "train.epochs"),  # a misspelt section
+    ],
+)
+def test_old_or_misspelt_names_point_at_the_address(name: str, suggestion: str) -> None:
+    with pytest.raises(ParameterError, match=rf"unknown setting '{name}'.*did you mean '{suggestion}'"):
+        parse_overrides(FORM, [f"{name}=3"])
+    with pytest.raises(ParameterError, match=r"sections: data, schema, validation, train"):
+        parse_overrides(FORM, ["nosuch.thing=3"])
 
 
 @pytest.mark.parametrize(
     ("assignment", "message"),
     [
-        ("epochs=three", r"--set epochs='three': expected integer"),
-        ("auc_floor=high", r"--set auc_floor='high': expected float"),
-        ("hidden_units=a,b", r"--set hidden_units='a,b': expected list"),
-        ("epochs", r"'epochs' is not key=value"),
+        ("train.epochs=three", r"--set train.epochs='three': expected integer \(e.g. train.epochs=3\)"),
+        ("gate.auc_floor=high", r"--set gate.auc_floor='high': expected float"),
+        ("train.model.hidden_units=a,b", r"--set train.model.hidden_units='a,b': expected list"),
+        ("train.precision=fp8", r"--set train.precision='fp8': expected one of auto, fp32, bf16, fp16"),
+        ("tune.search_space=[1]", r"--set tune.search_space='\[1\]': expected JSON object"),
+        ("train.epochs", r"'train.epochs' is not section.field=value \(e.g. train.epochs=5\)"),
     ],
 )
 def test_mistyped_values_are_rejected(assignment: str, message: str) -> None:
     with pytest.raises(ParameterError, match=message):
-        parse_overrides(training_pipeline, [assignment])
+        parse_overrides(FORM, [assignment])
 
 
-def test_overrides_win_over_cli_defaults() -> None:
-    merged = merged_arguments(training_pipeline, {"epochs": 5, "data_uri": "x"}, {"epochs": 2})
-    assert merged == {"epochs": 2, "data_uri": "x"}
-    with pytest.raises(ParameterError, match="no parameter"):
-        merged_arguments(training_pipeline, {"nope": 1}, {})
+def test_values_become_the_forms_arguments_and_every_invalid_one_is_listed() -> None:
+    arguments = checked_arguments(FORM, {"train.epochs": 2, "data.uri": "x.csv", "tune.trials": 3})
+    assert arguments["data_uri"] == "x.csv" and arguments["tune_trials"] == 3  # per-run: plain parameters
+    assert arguments["train"]["epochs"] == 2  # the rest: inside the whole section, defaults beside it
+    assert arguments["train"]["batch_size"] == FORM.setting("train.batch_size").default
+    assert FORM.values(arguments)["train.epochs"] == 2
+    with pytest.raises(ParameterError) as raised:
+        checked_arguments(FORM, {"train.epochs": 0, "gate.auc_floor": 2.0})
+    assert "train.epochs: Input should be greater than or equal to 1 (got 0)" in str(raised.value)
+    assert "gate.auc_floor: Input should be less than or equal to 1 (got 2.0)" in str(raised.value)

@@ -1,7 +1,7 @@
 """The platform against a real remote MLflow: ``mlflow server`` on PostgreSQL, artifacts in Ceph RGW (S3).
 
 Every command runs as a subprocess with the environment a user's shell would have
-(``MLFLOW_TRACKING_URI`` or ``--set tracking_uri=…``, S3 endpoint and keys), and the
+(``MLFLOW_TRACKING_URI`` or ``--set tracking.tracking_uri=…``, S3 endpoint and keys), and the
 results are checked where they must land: the server's registry, objects in the
 bucket, and no ``mlflow.db`` in the workspace (the old failure: everything silently
 went to local SQLite).
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from mlops.data.sample_data import SampleDataConfig, generate
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import ONNX_FILE
 from tests.services.plugin import MlflowService
 from tests.support.serving import direct, free_port, stop, train_onnx, v2_body
@@ -59,9 +59,7 @@ def mlops(
 
 
 def registry_client(server: MlflowService) -> Any:
-    import mlflow
-
-    return mlflow.MlflowClient(tracking_uri=server.tracking_uri, registry_uri=server.tracking_uri)
+    return TrackingStore.from_uri(server.tracking_uri).client
 
 
 def assert_version_in_bucket(server: MlflowService, model: str, version: str) -> list[str]:
@@ -84,7 +82,7 @@ def assert_no_local_store(workspace: Path) -> None:
 
 @pytest.fixture(scope="module")
 def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    frame = generate(SampleDataConfig(sample_rows=800, sample_seed=5))
+    frame = generate(SampleDataConfig(rows=800, seed=5))
     return train_onnx(tmp_path_factory.mktemp("onnx"), frame, seed=0)
 
 
@@ -92,23 +90,19 @@ def register_remote(
     server: MlflowService, onnx: Path, model: str, experiment: str, artifact_root: str = ""
 ) -> str:
     """Register ``onnx`` on the server the way components.register does; alias champion."""
-    import mlflow
-
     from components.register.register import register_onnx_model
     from mlops.vocabulary import Lineage
 
-    previous = mlflow.get_tracking_uri()
     saved = {k: os.environ.get(k) for k in server.s3.env}
     os.environ.update(server.s3.env)  # an s3:// artifact_root is written by this process directly
     try:
-        context = TrackingContext(server.tracking_uri, experiment, "remote-tests", artifact_root)
-        frame = generate(SampleDataConfig(sample_rows=50, sample_seed=9))
+        store = TrackingStore(server.tracking_uri, experiment, "remote-tests", artifact_root)
+        frame = generate(SampleDataConfig(rows=50, seed=9))
         version = register_onnx_model(
-            onnx, frame, model, Lineage("remote", "", "d", "1", "0", "r"), context
+            onnx, frame, model, Lineage("remote", "", "d", "1", "0", "r"), store
         ).version
-        registry_client(server).set_registered_model_alias(model, "champion", version)
+        store.point_alias(model, "champion", version)
     finally:
-        mlflow.set_tracking_uri(previous)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -176,9 +170,7 @@ def test_serve_follows_mlflow_tracking_uri_and_logs_requests_to_s3(
     flags = ["--model-name", model, "--request-log-uri", log_uri, "--request-log-flush-s", "0.5"]
     from mlops.model.onnx_model import OnnxScorer
 
-    encoded = OnnxScorer.load(onnx_dir / ONNX_FILE).spec.encode(
-        generate(SampleDataConfig(sample_rows=3, sample_seed=2))
-    )
+    encoded = OnnxScorer.load(onnx_dir / ONNX_FILE).spec.encode(generate(SampleDataConfig(rows=3, seed=2)))
     with serving(workspace, flags, tmp_path, env) as (url, log_path):
         response = httpx.post(f"{url}/v2/models/{model}/infer", json=v2_body(encoded), timeout=10)
         assert response.status_code == 200, response.text
@@ -252,7 +244,7 @@ def test_serve_against_an_unreachable_server_exits_2_fast(tmp_path: Path) -> Non
 
 # --- run and tune (wired by `mlops run` / `mlops tune` through mlops.tracking.context.resolve_tracking) -----
 
-TRAINING = ["--set", "sample_rows=1500", "--set", "epochs=2"]
+TRAINING = ["--set", "data.sample.rows=1500", "--set", "train.epochs=2"]
 
 
 def check_remote_run(
@@ -264,18 +256,26 @@ def check_remote_run(
     assert_no_local_store(workspace)
 
 
-@pytest.mark.parametrize("how", ["MLFLOW_TRACKING_URI", "--set tracking_uri"])
+@pytest.mark.parametrize("how", ["MLFLOW_TRACKING_URI", "--set tracking.tracking_uri"])
 def test_run_training_against_the_remote_server(
     mlflow_server: MlflowService, tmp_path: Path, how: str
 ) -> None:
     model = f"remote-training-{'env' if how.startswith('MLFLOW') else 'set'}"
     workspace = tmp_path / "ws"
-    args = ["--workspace", str(workspace), "run", "training", *TRAINING, "--set", f"model_name={model}"]
+    args = [
+        "--workspace",
+        str(workspace),
+        "run",
+        "training",
+        *TRAINING,
+        "--set",
+        f"registration.model_name={model}",
+    ]
     if how == "MLFLOW_TRACKING_URI":
         env = user_env(mlflow_server, MLFLOW_TRACKING_URI=mlflow_server.tracking_uri)
     else:
         env = user_env(mlflow_server)
-        args += ["--set", f"tracking_uri={mlflow_server.tracking_uri}"]
+        args += ["--set", f"tracking.tracking_uri={mlflow_server.tracking_uri}"]
     result = mlops(args, tmp_path, env)
     check_remote_run(mlflow_server, result, workspace)
     versions = registry_client(mlflow_server).search_model_versions(f"name = '{model}'")
@@ -284,21 +284,21 @@ def test_run_training_against_the_remote_server(
     assert_version_in_bucket(mlflow_server, model, "1")
 
 
-@pytest.mark.parametrize("how", ["MLFLOW_TRACKING_URI", "--set tracking_uri"])
+@pytest.mark.parametrize("how", ["MLFLOW_TRACKING_URI", "--set tracking.tracking_uri"])
 def test_tune_against_the_remote_server_with_a_postgres_study(
     mlflow_server: MlflowService, tmp_path: Path, how: str
 ) -> None:
     study = f"remote-{'env' if how.startswith('MLFLOW') else 'set'}"
     storage = mlflow_server.postgres.database("optuna")
     workspace = tmp_path / "ws"
-    args = ["--workspace", str(workspace), "tune", "--tune_trials", "2", "--tune_workers", "1"]
-    args += ["--tune_study_name", study, "--tune_study_storage", storage, "--set", "sample_rows=1500"]
-    args += ["--set", "epochs=2"]
+    args = ["--workspace", str(workspace), "tune", "--tune.trials", "2", "--tune.workers", "1"]
+    args += ["--tune.study_name", study, "--tune.study_storage", storage, "--set", "data.sample.rows=1500"]
+    args += ["--set", "train.epochs=2"]
     if how == "MLFLOW_TRACKING_URI":
         env = user_env(mlflow_server, MLFLOW_TRACKING_URI=mlflow_server.tracking_uri)
     else:
         env = user_env(mlflow_server)
-        args += ["--set", f"tracking_uri={mlflow_server.tracking_uri}"]
+        args += ["--set", f"tracking.tracking_uri={mlflow_server.tracking_uri}"]
     result = mlops(args, tmp_path, env)
     check_remote_run(mlflow_server, result, workspace)
     import optuna

@@ -20,7 +20,7 @@ from mlops.data.sample_data import (
     write,
 )
 
-SMALL = SampleDataConfig(sample_rows=400, sample_seed=21)
+SMALL = SampleDataConfig(rows=400, seed=21)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_csv_and_parquet_load_the_same_table_with_the_digest_of_their_bytes(tmp_
     assert parquet_digest == hashlib.sha256(parquet.read_bytes()).hexdigest()
     assert csv_digest != parquet_digest
     pd.testing.assert_frame_equal(from_csv, from_parquet, check_dtype=False)
-    assert len(from_csv) == SMALL.sample_rows
+    assert len(from_csv) == SMALL.rows
 
 
 def test_parquet_is_recognised_by_content_not_name(tmp_path: Path, sample: pd.DataFrame) -> None:
@@ -192,12 +192,12 @@ def test_generator_is_deterministic(tmp_path: Path) -> None:
     first = Path(write(str(tmp_path / "a.csv"), SMALL)).read_bytes()
     second = Path(write(str(tmp_path / "b.csv"), SMALL)).read_bytes()
     assert first == second
-    other = generate(SampleDataConfig(sample_rows=SMALL.sample_rows, sample_seed=SMALL.sample_seed + 1))
+    other = generate(SampleDataConfig(rows=SMALL.rows, seed=SMALL.seed + 1))
     assert not other["income"].equals(generate(SMALL)["income"])
 
 
 def test_generator_shape_categories_and_missing_values() -> None:
-    frame = generate(SampleDataConfig(sample_rows=4000, sample_seed=2, sample_missing_rate=0.05))
+    frame = generate(SampleDataConfig(rows=4000, seed=2, missing_rate=0.05))
     assert frame.shape == (4000, len(SAMPLE_SCHEMA.columns))
     for column, values in CATEGORIES.items():
         assert set(frame[column].dropna()) <= set(values)
@@ -208,17 +208,12 @@ def test_generator_shape_categories_and_missing_values() -> None:
     assert frame[never_missing].notna().all().all()
     rates = frame.drop(columns=never_missing).isna().mean()
     assert rates.between(0.03, 0.07).all(), rates.to_dict()
-    assert (
-        generate(SampleDataConfig(sample_rows=2000, sample_seed=2, sample_missing_rate=0.0))
-        .notna()
-        .all()
-        .all()
-    )
+    assert generate(SampleDataConfig(rows=2000, seed=2, missing_rate=0.0)).notna().all().all()
 
 
 def test_drift_shifts_distributions() -> None:
-    base = generate(SampleDataConfig(sample_rows=5000, sample_seed=3))
-    drifted = generate(SampleDataConfig(sample_rows=5000, sample_seed=3, sample_drift=1.0))
+    base = generate(SampleDataConfig(rows=5000, seed=3))
+    drifted = generate(SampleDataConfig(rows=5000, seed=3, drift=1.0))
     assert drifted["credit_score"].mean() < base["credit_score"].mean() - 25
     assert drifted["income"].median() < base["income"].median() * 0.85
     assert drifted["credit_utilization"].mean() > base["credit_utilization"].mean() + 0.05
@@ -235,33 +230,33 @@ def _female_minus_male_default_rate(frame: pd.DataFrame) -> float:
 
 
 def test_bias_makes_the_label_depend_on_sex() -> None:
-    fair = generate(SampleDataConfig(sample_rows=6000, sample_seed=4))
-    biased = generate(SampleDataConfig(sample_rows=6000, sample_seed=4, sample_bias=2.0))
+    fair = generate(SampleDataConfig(rows=6000, seed=4))
+    biased = generate(SampleDataConfig(rows=6000, seed=4, bias=2.0))
     assert abs(_female_minus_male_default_rate(fair)) < 0.04
     assert _female_minus_male_default_rate(biased) > 0.2
 
 
 def test_minority_fraction_sets_group_size() -> None:
-    frame = generate(SampleDataConfig(sample_rows=5000, sample_seed=5, sample_minority_fraction=0.1))
+    frame = generate(SampleDataConfig(rows=5000, seed=5, minority_fraction=0.1))
     assert 0.08 < (frame["sex"] == "female").mean() < 0.12
 
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"sample_rows": 0}, r"sample_rows\n  Input should be greater than or equal to 1 .*input_value=0"),
+        ({"rows": 0}, r"rows\n  Input should be greater than or equal to 1 .*input_value=0"),
         (
-            {"sample_missing_rate": 0.5},
-            r"sample_missing_rate\n  Input should be less than 0.5 .*input_value=0.5",
+            {"missing_rate": 0.5},
+            r"missing_rate\n  Input should be less than 0.5 .*input_value=0.5",
         ),
         (
-            {"sample_drift": -0.1},
-            r"sample_drift\n  Input should be greater than or equal to 0 .*input_value=-0.1",
+            {"drift": -0.1},
+            r"drift\n  Input should be greater than or equal to 0 .*input_value=-0.1",
         ),
-        ({"sample_bias": 11}, r"sample_bias\n  Input should be less than or equal to 10 .*input_value=11"),
+        ({"bias": 11}, r"bias\n  Input should be less than or equal to 10 .*input_value=11"),
         (
-            {"sample_minority_fraction": 1.0},
-            r"sample_minority_fraction\n  Input should be less than 1 .*input_value=1.0",
+            {"minority_fraction": 1.0},
+            r"minority_fraction\n  Input should be less than 1 .*input_value=1.0",
         ),
     ],
 )
@@ -272,7 +267,7 @@ def test_sample_config_rejects_out_of_range_knobs(kwargs: dict[str, float], matc
 
 def test_write_picks_the_format_from_the_suffix(tmp_path: Path) -> None:
     for name, magic_is_parquet in (("x.parquet", True), ("x.PQ", True), ("x.csv", False), ("x.txt", False)):
-        path = Path(write(str(tmp_path / name), SampleDataConfig(sample_rows=20, sample_seed=6)))
+        path = Path(write(str(tmp_path / name), SampleDataConfig(rows=20, seed=6)))
         assert (path.read_bytes()[:4] == b"PAR1") is magic_is_parquet, name
 
 

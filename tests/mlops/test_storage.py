@@ -56,7 +56,7 @@ def test_missing_object_is_not_found(root: str) -> None:
 
 
 def test_dataset_loads_from_any_store(root: str, tmp_path: Path) -> None:
-    local = Path(write(str(tmp_path / "sample.csv"), SampleDataConfig(sample_rows=200, sample_seed=1)))
+    local = Path(write(str(tmp_path / "sample.csv"), SampleDataConfig(rows=200, seed=1)))
     uri = storage.write_file(f"{root}/sample.csv", local)
     frame, digest = load_table(uri)
     assert len(frame) == 200

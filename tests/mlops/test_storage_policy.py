@@ -104,23 +104,17 @@ def test_mlflow_artifacts_on_s3_get_the_same_policy(
 ) -> None:
     import mlflow
 
-    from mlops.tracking.context import TrackingContext, task_run
+    from mlops.tracking.store import TrackingStore
 
     monkeypatch.setenv(storage.MLFLOW_UPLOAD_ARGS_ENV, "")  # unset for the test, restored afterwards
-    previous = mlflow.get_tracking_uri()
-    try:
-        context = TrackingContext(
-            f"sqlite:///{tmp_path}/mlflow.db", "sse", "run", f"s3://{s3.bucket}/mlflow-sse"
-        )
-        with task_run(context, "probe"):
-            mlflow.log_text("artifact", "probe.txt")
-        (key,) = [k for k in s3.keys("mlflow-sse/") if k.endswith("probe.txt")]
-        head = s3.client().head_object(Bucket=s3.bucket, Key=key)
-        assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == KMS_KEY_ID
+    store = TrackingStore(f"sqlite:///{tmp_path}/mlflow.db", "sse", "run", f"s3://{s3.bucket}/mlflow-sse")
+    with store.task_run("probe"):
+        mlflow.log_text("artifact", "probe.txt")
+    (key,) = [k for k in s3.keys("mlflow-sse/") if k.endswith("probe.txt")]
+    head = s3.client().head_object(Bucket=s3.bucket, Key=key)
+    assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == KMS_KEY_ID
 
-        monkeypatch.setenv("MLOPS_S3_ALLOWED_REGIONS", "eu-central-1")
-        with pytest.raises(PolicyError, match=r"region 'default'"), task_run(context, "probe"):
-            mlflow.log_text("never", "refused.txt")
-        assert not [k for k in s3.keys("mlflow-sse/") if k.endswith("refused.txt")]
-    finally:
-        mlflow.set_tracking_uri(previous)
+    monkeypatch.setenv("MLOPS_S3_ALLOWED_REGIONS", "eu-central-1")
+    with pytest.raises(PolicyError, match=r"region 'default'"), store.task_run("probe"):
+        mlflow.log_text("never", "refused.txt")
+    assert not [k for k in s3.keys("mlflow-sse/") if k.endswith("refused.txt")]

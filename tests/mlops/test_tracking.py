@@ -1,34 +1,26 @@
-"""Tracking resolution (explicit > MLFLOW_TRACKING_URI > workspace) and the artifact-location guard."""
+"""Tracking resolution (explicit > MLFLOW_TRACKING_URI > workspace), the artifact-location guard, and the
+one MLflow seam (:class:`TrackingStore`): explicit URIs, a fluent scope that restores MLflow's globals,
+task runs, alias moves with their audit record, reference profiles."""
 
 from __future__ import annotations
 
+import pickle
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mlops.tracking.context import (
     ARTIFACT_ROOT_ENV,
-    TrackingContext,
     TrackingError,
     check_reachable,
     redact_uri,
     resolve_tracking,
 )
+from mlops.tracking.store import TrackingStore, fluent_state
 from mlops.workspace import Workspace
 
 REMOTE = "http://mlflow.example:5000"
-
-
-@pytest.fixture(autouse=True)
-def _restore_global_tracking_uri() -> Iterator[None]:
-    """``apply()`` sets MLflow's process-wide URI; later tests must not inherit a deleted tmp store."""
-    import mlflow
-
-    previous = mlflow.get_tracking_uri()
-    yield
-    mlflow.set_tracking_uri(previous)
 
 
 @pytest.fixture
@@ -77,16 +69,15 @@ def test_artifact_root_precedence(workspace: Workspace) -> None:
     assert local.artifact_root == "s3://env-bucket/mlflow"
 
 
-def test_context_travels_as_the_same_dict(workspace: Workspace) -> None:
+def test_store_travels_as_the_tracking_section_and_the_run_id(workspace: Workspace) -> None:
     resolved = resolve_tracking(workspace, experiment="tuning", pipeline_run_id="r1", environ={})
-    values = resolved.context.as_dict()
+    values = resolved.store.settings()
     assert values == {
         "tracking_uri": workspace.tracking_uri,
         "experiment": "tuning",
-        "pipeline_run_id": "r1",
         "artifact_root": workspace.artifact_root,
     }
-    assert TrackingContext.from_dict(values) == resolved.context
+    assert TrackingStore.for_task(values, "r1", environ={}) == resolved.store
 
 
 def test_describe_names_sources_and_hides_passwords(workspace: Workspace) -> None:
@@ -120,36 +111,211 @@ def test_unreachable_server_fails_fast_with_the_fix() -> None:
         check_reachable(f"http://127.0.0.1:{port}", timeout_s=2)
 
 
-def test_apply_refuses_an_experiment_stored_elsewhere(tmp_path: Path) -> None:
+def test_the_experiment_refuses_to_be_stored_elsewhere(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path}/mlflow.db"
-    first = TrackingContext(store, "training", "", (tmp_path / "a").as_uri())
-    first.apply()
-    first.apply()  # the same root again is fine
-    moved = TrackingContext(store, "training", "", (tmp_path / "b").as_uri())
+    first = TrackingStore(store, "training", "", (tmp_path / "a").as_uri())
+    created = first.ensure_experiment()
+    assert created.artifact_location == f"{(tmp_path / 'a').as_uri()}/training"
+    TrackingStore(store, "training", "", (tmp_path / "a").as_uri()).ensure_experiment()  # same root: fine
+    moved = TrackingStore(store, "training", "", (tmp_path / "b").as_uri())
     with pytest.raises(TrackingError, match=r"already stores its artifacts at .*/a/training") as info:
-        moved.apply()
+        moved.ensure_experiment()
     message = str(info.value)
     assert f"{(tmp_path / 'b').as_uri()}/training" in message  # the location asked for
     assert "--set experiment=" in message and f"({(tmp_path / 'a').as_uri()})" in message  # both fixes
+    with pytest.raises(TrackingError, match="already stores its artifacts"), moved.task_run("refused"):
+        pass  # no run opens in the wrong place either
     # Another experiment name is the documented way out.
-    TrackingContext(store, "training-b", "", (tmp_path / "b").as_uri()).apply()
+    TrackingStore(store, "training-b", "", (tmp_path / "b").as_uri()).ensure_experiment()
 
 
-def test_apply_accepts_a_path_spelling_of_the_same_location(tmp_path: Path) -> None:
+def test_a_path_spelling_of_the_same_location_is_the_same_location(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path}/mlflow.db"
-    TrackingContext(store, "e", "", (tmp_path / "a").as_uri()).apply()
-    TrackingContext(store, "e", "", f"{tmp_path}/a/").apply()
+    TrackingStore(store, "e", "", (tmp_path / "a").as_uri()).ensure_experiment()
+    TrackingStore(store, "e", "", f"{tmp_path}/a/").ensure_experiment()
 
 
 def test_no_artifact_root_accepts_any_existing_location(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path}/mlflow.db"
-    TrackingContext(store, "e", "", (tmp_path / "a").as_uri()).apply()
-    TrackingContext(store, "e", "", "").apply()
+    TrackingStore(store, "e", "", (tmp_path / "a").as_uri()).ensure_experiment()
+    TrackingStore(store, "e", "", "").ensure_experiment()
 
 
 def test_check_finds_the_mismatch_before_anything_runs(workspace: Workspace, tmp_path: Path) -> None:
     workspace.create()
     resolve_tracking(workspace, environ={}).check()  # fresh workspace: nothing to compare yet
-    TrackingContext(workspace.tracking_uri, "training", "", (tmp_path / "old").as_uri()).apply()
+    TrackingStore(workspace.tracking_uri, "training", "", (tmp_path / "old").as_uri()).ensure_experiment()
     with pytest.raises(TrackingError, match="already stores its artifacts"):
         resolve_tracking(workspace, environ={}).check()
+
+
+# --- the seam: TrackingStore ---------------------------------------------------------------------
+
+
+def _store(root: Path, experiment: str = "seam", run_id: str = "kfp-1") -> TrackingStore:
+    return TrackingStore(f"sqlite:///{root}/mlflow.db", experiment, run_id, (root / "artifacts").as_uri())
+
+
+def _version(store: TrackingStore, name: str, source: Path) -> str:
+    """A new version of ``name`` (the model is created with its first version)."""
+    source.mkdir(parents=True, exist_ok=True)
+    if not store.client.search_registered_models(f"name='{name}'"):
+        store.client.create_registered_model(name)
+    return str(store.client.create_model_version(name, source.as_uri()).version)
+
+
+def test_the_store_names_its_uris_and_the_registry_follows_the_tracking_store(tmp_path: Path) -> None:
+    store = TrackingStore(f"sqlite:///{tmp_path}/mlflow.db")
+    assert (store.registry_uri, store.experiment) == (store.tracking_uri, "training")
+    assert store.client.tracking_uri == store.tracking_uri
+    assert store.client is store.client  # built once
+    separate = TrackingStore(store.tracking_uri, registry_uri=f"sqlite:///{tmp_path}/registry.db")
+    assert separate.registry_uri.endswith("registry.db")
+
+
+def test_explicit_uris_beat_the_process_wide_ones(tmp_path: Path) -> None:
+    first, second = _store(tmp_path / "a"), _store(tmp_path / "b")
+    _version(first, "only-in-a", tmp_path / "model")
+    with first.fluent():  # MLflow's globals now name store a; store b's client must not follow them
+        assert second.client.search_registered_models() == []
+        assert TrackingStore.from_uri(second.tracking_uri).client.search_registered_models() == []
+    assert [m.name for m in first.client.search_registered_models()] == ["only-in-a"]
+
+
+def test_an_empty_or_unknown_setting_is_refused_with_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(TrackingError, match="tracking URI is empty.*MLFLOW_TRACKING_URI"):
+        TrackingStore.for_task({"tracking_uri": ""}, "run-1", environ={})
+    with pytest.raises(TrackingError, match=r"unknown key\(s\) \['pipeline_run_id'\].*task argument"):
+        TrackingStore.for_task({"tracking_uri": REMOTE, "pipeline_run_id": "x"}, "run-1", environ={})
+    with pytest.raises(TrackingError, match="experiment name is empty"):
+        TrackingStore(REMOTE, " ")
+    # Empty in the settings: the task environment's variable, read once, here.
+    store = TrackingStore.for_task({"experiment": "e"}, "run-1", environ={"MLFLOW_TRACKING_URI": REMOTE})
+    assert (store.tracking_uri, store.registry_uri, store.experiment, store.pipeline_run_id) == (
+        REMOTE,
+        REMOTE,
+        "e",
+        "run-1",
+    )
+
+
+def test_a_pickled_store_carries_settings_not_a_client(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.ensure_experiment()
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy == store
+    assert "client" not in copy.__dict__ and "_experiment" not in copy.__dict__
+    assert copy.client.get_experiment_by_name("seam") is not None  # builds its own on first use
+
+
+def test_the_fluent_scope_points_mlflow_at_the_store_and_restores_it_when_the_body_raises(
+    tmp_path: Path,
+) -> None:
+    import mlflow
+
+    outer, inner = _store(tmp_path / "outer", "outer"), _store(tmp_path / "inner", "inner")
+    before = fluent_state()
+    with pytest.raises(RuntimeError, match="boom"), outer.fluent():
+        assert (mlflow.get_tracking_uri(), mlflow.get_registry_uri()) == (
+            outer.tracking_uri,
+            outer.tracking_uri,
+        )
+        with inner.fluent():
+            assert mlflow.get_tracking_uri() == inner.tracking_uri
+            assert fluent_state()["experiment_id"] == inner.ensure_experiment().experiment_id
+        assert mlflow.get_tracking_uri() == outer.tracking_uri  # the inner scope put the outer one back
+        assert fluent_state()["experiment_id"] == outer.ensure_experiment().experiment_id
+        raise RuntimeError("boom")
+    assert fluent_state() == before
+
+
+def test_a_run_left_open_in_the_scope_ends_with_it(tmp_path: Path) -> None:
+    import mlflow
+
+    store = _store(tmp_path)
+    with pytest.raises(RuntimeError), store.fluent():
+        started = mlflow.start_run()
+        raise RuntimeError("the body forgot to end its run")
+    assert mlflow.active_run() is None
+    assert store.client.get_run(started.info.run_id).info.status == "FAILED"
+
+
+def test_a_task_run_is_tagged_with_its_pipeline_run_and_fails_when_the_body_does(tmp_path: Path) -> None:
+    import mlflow
+
+    store = _store(tmp_path)
+    with store.task_run("evaluate", tags={"extra": "1"}) as run:
+        mlflow.log_metric("auc", 0.9)
+    with pytest.raises(ValueError, match="bad data"), store.task_run("evaluate") as failed:
+        raise ValueError("bad data")
+    ok = store.client.get_run(run.info.run_id)
+    assert ok.info.experiment_id == store.ensure_experiment().experiment_id
+    assert (ok.info.status, ok.data.metrics["auc"]) == ("FINISHED", 0.9)
+    assert {k: ok.data.tags[k] for k in ("mlops.task", "mlops.pipeline_run_id", "extra")} == {
+        "mlops.task": "evaluate",
+        "mlops.pipeline_run_id": "kfp-1",
+        "extra": "1",
+    }
+    assert store.client.get_run(failed.info.run_id).info.status == "FAILED"
+    assert store.ensure_experiment().artifact_location == f"{(tmp_path / 'artifacts').as_uri()}/seam"
+
+
+def test_moving_a_live_alias_keeps_its_history_and_an_audit_record(tmp_path: Path) -> None:
+    from mlops.governance.audit import read_events
+    from mlops.vocabulary import PROMOTED_AT_TAG, REPLACED_BY_TAG
+
+    store = _store(tmp_path)
+    first, second = _version(store, "m", tmp_path / "v1"), _version(store, "m", tmp_path / "v2")
+    assert store.alias_version("m", "champion") is None
+    store.move_alias("m", "champion", first, None, reason="first")
+    store.move_alias("m", "champion", second, first, reason="better", links={"deployment": "local/m"})
+    assert store.alias_version("m", "champion") == second
+    assert store.client.get_model_version("m", first).tags[REPLACED_BY_TAG] == second
+    assert PROMOTED_AT_TAG in store.client.get_model_version("m", second).tags
+    moved = [e for e in read_events(tracking_uri=store.tracking_uri) if e.action == "alias.moved"]
+    assert [(e.details["from"], e.details["to"], e.details["reason"]) for e in moved] == [
+        ("", first, "first"),
+        (first, second, "better"),
+    ]
+    assert moved[-1].links == {
+        "pipeline_run_id": "kfp-1",
+        "deployment": "local/m",
+        "model_version": f"m/{second}",
+    }
+    # A working alias moves without the champion's history.
+    assert store.point_alias("m", "challenger", first) is None
+    assert store.point_alias("m", "challenger", second) == first
+    assert REPLACED_BY_TAG not in store.client.get_model_version("m", second).tags
+
+
+def test_gate_tags_are_clipped_to_what_mlflow_stores(tmp_path: Path) -> None:
+    from mlops.vocabulary import MAX_TAG_CHARS, gate_tag
+
+    store = _store(tmp_path)
+    version = _version(store, "m", tmp_path / "v1")
+    store.record_gate("m", version, "metrics", "reject", "x" * (MAX_TAG_CHARS + 10))
+    tags = store.client.get_model_version("m", version).tags
+    assert tags[gate_tag("metrics", "decision")] == "reject"
+    assert len(tags[gate_tag("metrics", "reason")]) == MAX_TAG_CHARS
+
+
+def test_a_reference_profile_round_trips_through_the_version(tmp_path: Path) -> None:
+    import numpy as np
+
+    from mlops.model.reference_profile import ProfileError, ReferenceProfile, numeric_profile
+
+    store = _store(tmp_path)
+    version = _version(store, "m", tmp_path / "v1")
+    with pytest.raises(ProfileError, match="has no reference profile"):
+        store.reference_profile("m", version)
+    profile = ReferenceProfile(
+        created_at="2024-01-01T00:00:00+00:00",
+        rows=3,
+        numeric=(numeric_profile("age", np.array([20.0, 30.0, 40.0])),),
+        categorical=(),
+        score=numeric_profile("prediction", np.array([0.1, 0.5, 0.9])),
+    )
+    with store.task_run("register") as run:
+        uri = store.write_reference_profile(run.info.run_id, "m", version, profile)
+    assert uri.endswith("/reference_profile.json")
+    assert store.reference_profile("m", version) == profile

@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import mlflow
 import pytest
 
 from cli.main import main
 from mlops.governance.audit import read_events
+from mlops.tracking.store import TrackingStore
 
 pytestmark = pytest.mark.slow
 
@@ -22,15 +22,15 @@ PLANTED = "planted-S3cr3t-7f3a9c"
 SMALL = [  # 2 epochs that still clear both gates (measured: test AUC 0.80, behavioural tests pass)
     *(
         "--set",
-        "sample_rows=3000",
+        "data.sample.rows=3000",
         "--set",
-        "epochs=2",
+        "train.epochs=2",
         "--set",
-        "learning_rate=0.01",
+        "train.learning_rate=0.01",
         "--set",
-        "batch_size=64",
+        "train.batch_size=64",
     ),
-    *("--set", "bootstrap_resamples=0"),
+    *("--set", "model_validation.fairness.bootstrap_resamples=0"),
 ]
 
 
@@ -61,7 +61,9 @@ def test_lineage_history_and_audit_after_two_promotions(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", PLANTED)
     monkeypatch.setenv("MLOPS_DB_PASSWORD", PLANTED)
 
-    first = run_cli("--workspace", str(ws), "run", "training", *SMALL, "--set", "git_commit=aaa111")
+    first = run_cli(
+        "--workspace", str(ws), "run", "training", *SMALL, "--set", "registration.git_commit=aaa111"
+    )
     second = run_cli(
         "--workspace",
         str(ws),
@@ -69,14 +71,13 @@ def test_lineage_history_and_audit_after_two_promotions(
         "training",
         *SMALL,
         "--set",
-        "git_commit=bbb222",
+        "registration.git_commit=bbb222",
         "--set",
-        "max_auc_regression=0.05",
+        "gate.max_auc_regression=0.05",
     )
     run_output = first.stdout + first.stderr + second.stdout + second.stderr
 
-    store = f"sqlite:///{ws}/mlflow.db"
-    client = mlflow.MlflowClient(tracking_uri=store, registry_uri=store)
+    client = TrackingStore.from_uri(f"sqlite:///{ws}/mlflow.db").client
     champion = client.get_model_version_by_alias("credit-default", "champion")
     assert str(champion.version) == "2", champion.tags.get("mlops.reason")
     tags = champion.tags

@@ -11,30 +11,29 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import httpx
-import mlflow
 import pytest
 
 from cli.local_run import PipelineFailed, run_locally
 from cli.main import main
 from mlops.governance import audit
-from pipelines.monitoring.pipeline import monitoring_pipeline
+from pipelines.monitoring.pipeline import FORM, monitoring_pipeline
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic, write_log
 from tests.support.serving import DemoStore, running_server
 
 pytestmark = pytest.mark.slow
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
-RETRAIN_SMALL = json.dumps(
+RETRAIN_SMALL = json.dumps(  # the triggered training run's settings, by address
     {
-        "sample_rows": "1500",
-        "sample_drift": "1",
-        "epochs": "2",
-        "hidden_units": "[16]",
-        "batch_size": "256",
-        "bootstrap_resamples": "0",
-        "n_examples": "0",
-        "n_references": "10",
-        "permutation_repeats": "1",
+        "data.sample.rows": "1500",
+        "data.sample.drift": "1",
+        "train.epochs": "2",
+        "train.model.hidden_units": "[16]",
+        "train.batch_size": "256",
+        "model_validation.fairness.bootstrap_resamples": "0",
+        "model_validation.explainability.n_examples": "0",
+        "model_validation.explainability.n_references": "10",
+        "model_validation.explainability.permutation_repeats": "1",
     }
 )
 
@@ -44,22 +43,24 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Monitored:
     return monitored_model(tmp_path_factory.mktemp("monitoring-pipeline"))
 
 
-def arguments(model: Monitored, since: datetime, until: datetime, **extra: object) -> dict[str, object]:
+def arguments(model: Monitored, since: datetime, until: datetime) -> dict[str, object]:
+    """The monitoring pipeline's arguments (per-run parameters and whole sections) for this window."""
     ws = model.workspace
-    return {
-        "since": since.isoformat(),
-        "until": until.isoformat(),
-        "tracking_uri": ws.tracking_uri,
-        "artifact_root": ws.artifact_root,
-        "request_log_uri": model.log_root,
-        "workspace": str(ws.root),
-        "report_rows": 0,
-        **extra,
-    }
+    return FORM.arguments(
+        {
+            "window.since": since.isoformat(),
+            "window.until": until.isoformat(),
+            "tracking.tracking_uri": ws.tracking_uri,
+            "tracking.artifact_root": ws.artifact_root,
+            "window.request_log_uri": model.log_root,
+            "retrain.workspace": str(ws.root),
+            "window.report_rows": 0,
+        }
+    )
 
 
 def versions(model: Monitored) -> list[str]:
-    client = mlflow.MlflowClient(model.workspace.tracking_uri, registry_uri=model.workspace.tracking_uri)
+    client = model.store.client
     return sorted(v.version for v in client.search_model_versions(f"name = '{MODEL}'"))
 
 
@@ -103,9 +104,9 @@ def test_drifted_traffic_to_the_served_champion_triggers_a_retraining_once(model
 
     ws = str(model.workspace.root)
     monitor = ["--workspace", ws, "monitor", f"--since={since.isoformat()}", f"--until={until.isoformat()}"]
-    assert main([*monitor, f"--set=retrain_overrides={RETRAIN_SMALL}", "--set=report_rows=0"]) == 0
+    assert main([*monitor, f"--set=retrain.overrides={RETRAIN_SMALL}", "--set=window.report_rows=0"]) == 0
 
-    client = mlflow.MlflowClient(model.workspace.tracking_uri, registry_uri=model.workspace.tracking_uri)
+    client = model.store.client
     new = [v for v in versions(model) if v not in before]
     assert len(new) == 1, "the drifted window must register exactly one new version"
     challenger = client.get_model_version(MODEL, new[0])
@@ -124,6 +125,6 @@ def test_drifted_traffic_to_the_served_champion_triggers_a_retraining_once(model
     assert "model.registered" in actions[checked + 2 :]
 
     # The same window again, within the cooldown: the check still says retrain, nothing is started.
-    assert main([*monitor, "--set=report_rows=0"]) == 0
+    assert main([*monitor, "--set=window.report_rows=0"]) == 0
     assert len(versions(model)) == len(before) + 1
     assert audit.read_events(model.workspace.root)[-1].action == "retrain.suppressed"

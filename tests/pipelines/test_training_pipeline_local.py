@@ -4,28 +4,37 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import mlflow
 import pytest
 
 from cli.local_run import PipelineFailed, run_locally
 from components.data_validation.suite import DEFAULT_SUITE_PATH
 from mlops.data.sample_data import SampleDataConfig, generate
+from mlops.tracking.store import TrackingStore
 from mlops.workspace import Workspace
-from pipelines.training.pipeline import training_pipeline
+from pipelines.training.pipeline import FORM, training_pipeline
 
 pytestmark = pytest.mark.slow
 
-FAST = {"sample_rows": 3000, "epochs": 8, "batch_size": 256, "hidden_units": [32, 16], "patience": 3}
+FAST = {
+    "data.sample.rows": 3000,
+    "train.epochs": 8,
+    "train.batch_size": 256,
+    "train.model.hidden_units": [32, 16],
+    "train.patience": 3,
+}
 
 
 def _arguments(workspace: Workspace, **extra: object) -> dict[str, object]:
-    return {
-        "tracking_uri": workspace.tracking_uri,
-        "artifact_root": workspace.artifact_root,
-        "git_commit": "0123abc",
-        **FAST,
-        **extra,
-    }
+    """The pipeline's arguments (per-run parameters and whole sections) for these settings by address."""
+    return FORM.arguments(
+        {
+            "tracking.tracking_uri": workspace.tracking_uri,
+            "tracking.artifact_root": workspace.artifact_root,
+            "registration.git_commit": "0123abc",
+            **FAST,
+            **extra,
+        }
+    )
 
 
 def test_pipeline_registers_and_promotes_a_model(tmp_path: Path) -> None:
@@ -33,7 +42,7 @@ def test_pipeline_registers_and_promotes_a_model(tmp_path: Path) -> None:
     result = run_locally(training_pipeline, _arguments(workspace), workspace)
     version = str(result.output)
 
-    client = mlflow.MlflowClient(tracking_uri=workspace.tracking_uri, registry_uri=workspace.tracking_uri)
+    client = TrackingStore.from_uri(workspace.tracking_uri).client
     registered = client.get_model_version("credit-default", version)
     assert set(registered.aliases) == {"challenger", "champion"}
     tags = registered.tags
@@ -65,7 +74,7 @@ def test_pipeline_registers_and_promotes_a_model(tmp_path: Path) -> None:
     assert result.run_dir is not None and (result.run_dir / "validate-data" / "report_html").exists()
 
     # A second run with an impossible floor is registered as challenger but never becomes champion.
-    second = run_locally(training_pipeline, _arguments(workspace, auc_floor=0.999), workspace)
+    second = run_locally(training_pipeline, _arguments(workspace, **{"gate.auc_floor": 0.999}), workspace)
     second_version = client.get_model_version("credit-default", str(second.output))
     assert second_version.aliases == ["challenger"]
     assert second_version.tags["mlops.decision"] == "reject"
@@ -75,7 +84,7 @@ def test_pipeline_registers_and_promotes_a_model(tmp_path: Path) -> None:
 
 
 def test_corrupt_data_stops_at_validation_and_registers_nothing(tmp_path: Path) -> None:
-    frame = generate(SampleDataConfig(sample_rows=1500, sample_seed=1))
+    frame = generate(SampleDataConfig(rows=1500, seed=1))
     frame.loc[:200, "credit_score"] = 5000.0  # far outside the plausible range
     data = tmp_path / "corrupt.csv"
     frame.to_csv(data, index=False)
@@ -83,12 +92,14 @@ def test_corrupt_data_stops_at_validation_and_registers_nothing(tmp_path: Path) 
 
     with pytest.raises(PipelineFailed) as failure:
         # User data declares its own suite; here the credit suite, which the file is shaped for.
-        arguments = _arguments(workspace, data_uri=str(data), expectation_suite=str(DEFAULT_SUITE_PATH))
+        arguments = _arguments(
+            workspace, **{"data.uri": str(data), "validation.expectation_suite": str(DEFAULT_SUITE_PATH)}
+        )
         run_locally(training_pipeline, arguments, workspace)
     assert failure.value.task == "validate-data"
     assert "credit_score" in failure.value.reason
     assert failure.value.run_dir is not None
     assert (failure.value.run_dir / "validate-data" / "report_html").exists()
 
-    client = mlflow.MlflowClient(tracking_uri=workspace.tracking_uri, registry_uri=workspace.tracking_uri)
+    client = TrackingStore.from_uri(workspace.tracking_uri).client
     assert client.search_registered_models() == []

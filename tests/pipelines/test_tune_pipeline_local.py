@@ -4,18 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import mlflow
 import optuna
 import pytest
 
 from cli.local_run import run_locally
 from cli.main import main
+from mlops.tracking.store import TrackingStore
 from mlops.workspace import Workspace
-from pipelines.tuning.pipeline import tuning_pipeline
+from pipelines.tuning.pipeline import FORM, tuning_pipeline
 
 pytestmark = pytest.mark.slow
 
-SMALL = ["sample_rows=1000", "epochs=2", "patience=1", "hidden_units=16", "precision=fp32", "batch_size=128"]
+SMALL = [
+    "data.sample.rows=1000",
+    "train.epochs=2",
+    "train.patience=1",
+    "train.model.hidden_units=16",
+    "train.precision=fp32",
+    "train.batch_size=128",
+]
 SPACE = """parameters:
   learning_rate: {type: float, low: 0.001, high: 0.05, log: true}
   dropout: {type: float, low: 0.0, high: 0.3}
@@ -38,13 +45,13 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
 
     code = _tune(
         workspace,
-        "--tune_trials",
+        "--tune.trials",
         "4",
-        "--tune-workers",  # dashes or underscores: the same parameter
+        "--tune.workers",
         "2",
-        "--tune_study_name",
+        "--tune.study-name",  # dashes or underscores: the same setting
         "s",
-        "--tune_search_space_file",
+        "--tune.search_space_file",
         str(space),
         *sets,
     )
@@ -68,21 +75,23 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
     # Same study name, run through the pipeline directly: the stored trials are resumed, numbers continue.
     second = run_locally(
         tuning_pipeline,
-        {
-            "tracking_uri": workspace.tracking_uri,
-            "artifact_root": workspace.artifact_root,
-            "tune_study_name": "s",
-            "tune_search_space_file": str(space),
-            "tune_trials": 4,
-            "tune_workers": 2,
-            "sample_rows": 1000,
-            "epochs": 2,
-            "patience": 1,
-            "hidden_units": [16],
-            "precision": "fp32",
-            "batch_size": 128,
-            "tune_search_space": {"dropout": {"type": "float", "low": 0.0, "high": 0.1}},
-        },
+        FORM.arguments(
+            {
+                "tracking.tracking_uri": workspace.tracking_uri,
+                "tracking.artifact_root": workspace.artifact_root,
+                "tune.study_name": "s",
+                "tune.search_space_file": str(space),
+                "tune.trials": 4,
+                "tune.workers": 2,
+                "data.sample.rows": 1000,
+                "train.epochs": 2,
+                "train.patience": 1,
+                "train.model.hidden_units": [16],
+                "train.precision": "fp32",
+                "train.batch_size": 128,
+                "tune.search_space": {"dropout": {"type": "float", "low": 0.0, "high": 0.1}},
+            }
+        ),
         workspace,
     )
     study = optuna.load_study(study_name="s", storage=storage)
@@ -90,7 +99,7 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
     assert all(t.params["dropout"] <= 0.1 for t in study.trials if t.number >= 4)  # the dict override applied
     assert float(second.output) == pytest.approx(study.best_value)
 
-    client = mlflow.MlflowClient(tracking_uri=workspace.tracking_uri)
+    client = TrackingStore.from_uri(workspace.tracking_uri).client
     experiment = client.get_experiment_by_name("tuning")
     assert experiment is not None
     parents = client.search_runs([experiment.experiment_id], "tags.`mlops.task` = 'tune'")
@@ -108,7 +117,7 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
     bad = tmp_path / "bad.yaml"
     bad.write_text("parameters:\n  learning_rate: {type: float, low: 0.1, high: 0.01}\n")
     code = _tune(
-        workspace, "--tune_trials", "2", "--tune_study_name", "s", "--tune_search_space_file", str(bad), *sets
+        workspace, "--tune.trials", "2", "--tune.study_name", "s", "--tune.search_space_file", str(bad), *sets
     )
     printed = capsys.readouterr().out
     assert code == 1

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-import mlflow
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,11 +17,15 @@ import yaml
 
 from cli.main import main
 from mlops.model.onnx_model import OnnxScorer
+from mlops.tracking.store import TrackingStore
 from serving.protocol import model_metadata
 
 pytestmark = pytest.mark.slow
 
-FAST = ["--epochs", "3", "--batch_size", "256", "--hidden_units", "32,16", "--bootstrap_resamples", "50"]
+FAST = [
+    "--train.epochs", "3", "--train.batch_size", "256", "--train.model.hidden_units", "32,16",
+    "--model_validation.fairness.bootstrap_resamples", "50",
+]  # fmt: skip
 
 
 def census(rows: int = 1500, seed: int = 3) -> pd.DataFrame:
@@ -57,9 +61,8 @@ def _init(data: Path, out: Path, workspace: Path) -> Path:
     return out / "census.schema.yaml"
 
 
-def _client(workspace: Path) -> mlflow.MlflowClient:
-    uri = f"sqlite:///{workspace}/mlflow.db"
-    return mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+def _client(workspace: Path) -> Any:
+    return TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db").client
 
 
 def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> None:
@@ -76,22 +79,17 @@ def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> Non
 
     code = main(
         ["--workspace", str(workspace), "run", "training", "--data", str(data), "--schema", str(schema_path),
-         "--model_name", "census", *FAST]
+         "--registration.model_name", "census", *FAST]
     )  # fmt: skip
     assert code == 0
     client = _client(workspace)
     version = client.get_model_version("census", "1")
     assert "challenger" in version.aliases  # the gates decided, so the version became the challenger
     # The served model names the label values: its probability is of ">50K".
-    store = f"sqlite:///{workspace}/mlflow.db"
-    previous = (mlflow.get_tracking_uri(), mlflow.get_registry_uri())
-    mlflow.set_tracking_uri(store)  # models:/ URIs resolve against the global registry URI
-    mlflow.set_registry_uri(store)
-    try:
-        local = Path(mlflow.artifacts.download_artifacts("models:/census/1"))
-    finally:
-        mlflow.set_tracking_uri(previous[0])
-        mlflow.set_registry_uri(previous[1])
+    # The version's files through the seam's registry (MLflow's models:/ download reads a global URI).
+    local = TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db").download_version(
+        "census", "1", tmp_path / "v1"
+    )
     spec = OnnxScorer.load(local / "model.onnx").spec
     assert (spec.label, spec.classes) == ("income", ("<=50K", ">50K"))
     served = json.loads(model_metadata("census", "1", spec, "fp32"))["parameters"]
@@ -133,7 +131,7 @@ def test_an_unknown_column_in_a_behavioural_test_fails_before_training_and_regis
 
     code = main(
         ["--workspace", str(workspace), "run", "training", "--data", str(data), "--schema", str(schema_path),
-         "--model_name", "census", *FAST]
+         "--registration.model_name", "census", *FAST]
     )  # fmt: skip
     assert code == 1
     out = capsys.readouterr().out

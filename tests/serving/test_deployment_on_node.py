@@ -19,12 +19,10 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
-from mlflow.tracking import MlflowClient
 
 from components.register.register import register_onnx_model
 from mlops.data.sample_data import SampleDataConfig, generate
-from mlops.tracking.aliases import move_alias
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import Lineage
 from tests.services.node import K8sNode
 from tests.services.plugin import MlflowService
@@ -42,7 +40,7 @@ REGISTRATION_ENV = (
 
 
 def _register(mlflow_server: MlflowService, name: str, onnx_dir: Path, holdout: pd.DataFrame) -> str:
-    context = TrackingContext(tracking_uri=mlflow_server.tracking_uri, experiment="pods-serving")
+    context = TrackingStore(tracking_uri=mlflow_server.tracking_uri, experiment="pods-serving")
     lineage = Lineage("pods-serving", "", "digest", "1", "0.1.0", "run")
     return register_onnx_model(onnx_dir, holdout, name, lineage, context).version
 
@@ -67,13 +65,13 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
         monkeypatch.setenv(key, s3.env[key])
 
     name = f"pods-credit-{uuid.uuid4().hex[:6]}"
-    train = generate(SampleDataConfig(sample_rows=800, sample_seed=21))
-    holdout = generate(SampleDataConfig(sample_rows=200, sample_seed=22))
+    train = generate(SampleDataConfig(rows=800, seed=21))
+    holdout = generate(SampleDataConfig(rows=200, seed=22))
     onnx_a = train_onnx(tmp_path / "a", train, seed=0)
     onnx_b = train_onnx(tmp_path / "b", train, seed=1, hidden_units=(16,))
-    tracking = MlflowClient(mlflow_server.tracking_uri, registry_uri=mlflow_server.tracking_uri)
+    tracking = TrackingStore.from_uri(mlflow_server.tracking_uri)
     v1 = _register(mlflow_server, name, onnx_a, holdout)
-    move_alias(tracking, name, "champion", v1, None)
+    tracking.move_alias(name, "champion", v1, None)
 
     endpoint = k8s_node.from_pod(s3.endpoint)
     deployment = predictor_deployment(
@@ -134,7 +132,7 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
             assert _requests_served(http.get("/metrics").text, name, v1) == 1
 
             v2 = _register(mlflow_server, name, onnx_b, holdout)
-            move_alias(tracking, name, "champion", v2, v1)
+            tracking.move_alias(name, "champion", v2, v1)
             versions: list[str] = []
             failures = 0
             deadline = time.monotonic() + 120

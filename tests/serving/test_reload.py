@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import httpx
-import mlflow
 import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -31,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 def tamper(store: DemoStore, name: str, version: str) -> Path:
     """Change the stored model.onnx of a registered version behind the registry's back."""
-    uri = mlflow.MlflowClient(store.workspace.tracking_uri).get_model_version_download_uri(name, version)
+    uri = store.tracking.client.get_model_version_download_uri(name, version)
     path = Path(uri.removeprefix("file://")) / "model.onnx"
     with path.open("ab") as handle:
         handle.write(b"\0")
@@ -102,7 +101,7 @@ def test_alias_move_swaps_model_under_load_without_errors(store: DemoStore) -> N
         # An altered version is refused; the server keeps serving the last verified one.
         register(store, name, store.onnx_a, alias=None)
         tamper(store, name, "3")
-        mlflow.MlflowClient(store.workspace.tracking_uri).set_registered_model_alias(name, "champion", "3")
+        store.tracking.point_alias(name, "champion", "3")
         deadline = time.monotonic() + 30
         while metric(server.url, "mlops_serving_reloads_total", outcome="refused") < 1:
             assert time.monotonic() < deadline, "the tampered version was never checked"

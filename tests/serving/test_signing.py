@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
-import mlflow
 import pytest
 
 from mlops.governance.signing import SignatureError, generate_key_pair, key_id
@@ -17,8 +17,8 @@ from tests.support.serving import DemoStore, encoded, register, running_server, 
 pytestmark = pytest.mark.slow
 
 
-def _client(store: DemoStore) -> mlflow.MlflowClient:
-    return mlflow.MlflowClient(store.workspace.tracking_uri)
+def _client(store: DemoStore) -> Any:
+    return store.tracking.client
 
 
 def _register_with_other_key(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 from components.register.register import register_onnx_model
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, Lineage
 from mlops.workspace import Workspace
 from serving.request_log import Block, RequestLogger
@@ -35,6 +36,11 @@ class Monitored:
     def log_root(self) -> str:
         return str(self.workspace.root / "request-logs")
 
+    @cached_property
+    def store(self) -> TrackingStore:
+        """The workspace's registry, through the seam (one client for every check of a test module)."""
+        return TrackingStore.from_uri(self.workspace.tracking_uri, experiment="monitoring")
+
     @property
     def scorer(self) -> OnnxScorer:
         return OnnxScorer.load(self.onnx_dir / "model.onnx")
@@ -42,27 +48,24 @@ class Monitored:
 
 def monitored_model(base: Path, name: str = MODEL) -> Monitored:
     """A small TabularNet trained on sample data, registered with its profile and made champion."""
-    import mlflow
-
     from tests.support.model_factory import fit_tabular_net
     from training.onnx_export import export_onnx
 
     workspace = Workspace(base / "workspace").create()
-    train = generate(SampleDataConfig(sample_rows=2000, sample_seed=21))
-    test = generate(SampleDataConfig(sample_rows=1500, sample_seed=22))
+    train = generate(SampleDataConfig(rows=2000, seed=21))
+    test = generate(SampleDataConfig(rows=1500, seed=22))
     onnx_dir = base / "onnx"
     onnx_dir.mkdir(parents=True, exist_ok=True)
     export_onnx(fit_tabular_net(train, steps=150), onnx_dir / "model.onnx")
-    context = TrackingContext(workspace.tracking_uri, "training", "tests", workspace.artifact_root)
+    store = TrackingStore(workspace.tracking_uri, "training", "tests", workspace.artifact_root)
     lineage = Lineage("tests", "", "digest", "1", "0.1.0", "run")
-    registered = register_onnx_model(onnx_dir, test, name, lineage, context, label=SAMPLE_SCHEMA.label)
-    client = mlflow.MlflowClient(workspace.tracking_uri, registry_uri=workspace.tracking_uri)
-    client.set_registered_model_alias(name, CHAMPION, registered.version)
+    registered = register_onnx_model(onnx_dir, test, name, lineage, store, label=SAMPLE_SCHEMA.label)
+    store.point_alias(name, CHAMPION, registered.version)
     return Monitored(workspace, onnx_dir, registered.version)
 
 
 def traffic(rows: int, seed: int, drift: float = 0.0) -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=rows, sample_seed=seed, sample_drift=drift))
+    return generate(SampleDataConfig(rows=rows, seed=seed, drift=drift))
 
 
 def write_log(

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import httpx
@@ -27,7 +28,7 @@ import pandas as pd
 
 from components.register.register import register_onnx_model
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import Lineage
 from mlops.workspace import Workspace
 
@@ -46,9 +47,10 @@ class DemoStore:
     holdout: pd.DataFrame
     """Labelled rows the models never trained on."""
 
-    @property
-    def context(self) -> TrackingContext:
-        return TrackingContext(
+    @cached_property
+    def tracking(self) -> TrackingStore:
+        """The workspace's store, through the seam (one client for the whole test process)."""
+        return TrackingStore(
             tracking_uri=self.workspace.tracking_uri,
             experiment="serving-tests",
             pipeline_run_id="serving-tests",
@@ -94,22 +96,18 @@ def train_onnx(
 
 def register(store: DemoStore, name: str, onnx_dir: Path, alias: str | None = "champion") -> str:
     """Register ``onnx_dir`` as a new version of ``name``; point ``alias`` at it; return the version."""
-    import mlflow
-
     lineage = Lineage("serving-tests", "", "digest", "1", "0.1.0", "run")
-    registered = register_onnx_model(onnx_dir, store.holdout, name, lineage, store.context)
+    registered = register_onnx_model(onnx_dir, store.holdout, name, lineage, store.tracking)
     if alias:
-        mlflow.MlflowClient(store.workspace.tracking_uri).set_registered_model_alias(
-            name, alias, registered.version
-        )
+        store.tracking.point_alias(name, alias, registered.version)
     return registered.version
 
 
 @functools.cache
 def demo_store(base: Path) -> DemoStore:
     workspace = Workspace(base / "workspace").create()
-    train = generate(SampleDataConfig(sample_rows=1500, sample_seed=11))
-    holdout = generate(SampleDataConfig(sample_rows=600, sample_seed=12))
+    train = generate(SampleDataConfig(rows=1500, seed=11))
+    holdout = generate(SampleDataConfig(rows=600, seed=12))
     store = DemoStore(
         workspace=workspace,
         onnx_a=train_onnx(base / "onnx-a", train, seed=0),
@@ -175,8 +173,8 @@ def serve_command(store: DemoStore, port: int, *flags: str) -> list[str]:
 
 
 def clean_env() -> dict[str, str]:
-    """The environment of a user's shell: mlflow.set_tracking_uri in this process exports
-    MLFLOW_TRACKING_URI, which would let a server that ignores its --tracking-uri pass anyway."""
+    """The environment of a user's shell, without any ``MLFLOW_*`` variable of this process (a server
+    that ignored its --tracking-uri must not pass by reading MLFLOW_TRACKING_URI instead)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     return {**env, "PYTHONUNBUFFERED": "1"}
 

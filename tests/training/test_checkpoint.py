@@ -54,7 +54,7 @@ class Recorder(NullLogger):
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=2500, sample_seed=11))
+    return generate(SampleDataConfig(rows=2500, seed=11))
 
 
 @pytest.fixture(scope="module")

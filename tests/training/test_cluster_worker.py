@@ -52,7 +52,7 @@ class TorchrunPodLauncher:
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=1200, sample_seed=4))
+    return generate(SampleDataConfig(rows=1200, seed=4))
 
 
 def test_torchrun_ranks_train_like_the_local_launcher(frame: pd.DataFrame, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from mlops.settings import SettingsError, from_section, section_values
 from training.config import ModelConfig, TrainConfig, cpu_has_native_bf16, resolve_runtime
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks behaviour on a machine without CUDA")
@@ -79,9 +80,22 @@ def test_auto_resolves_to_cpu_with_bf16_only_where_native() -> None:
     assert resolve_runtime(TrainConfig(precision="fp32")).precision == "fp32"
 
 
-def test_flat_params_are_scalars_for_trackers() -> None:
+def test_flat_params_are_scalars_for_trackers_by_address() -> None:
     flat = TrainConfig(model=ModelConfig(hidden_units=(32, 16), dropout=0.2)).flat_params()
-    assert flat["hidden_units"] == "32,16"
-    assert flat["dropout"] == 0.2
-    assert flat["learning_rate"] == 0.001
+    assert flat["train.model.hidden_units"] == "32,16"
+    assert flat["train.model.dropout"] == 0.2
+    assert flat["train.learning_rate"] == 0.001
+    assert all(key.startswith("train.") for key in flat)
     assert all(isinstance(v, str | int | float) for v in flat.values())
+
+
+def test_the_train_section_round_trips_as_a_task_receives_it() -> None:
+    """What fixed_train_config / the best trial hand train-model: the section dict (ints as floats
+    from a KFP struct, a value typed into the form as text)."""
+    config = TrainConfig(epochs=3, model=ModelConfig(hidden_units=(32, 16)))
+    values = section_values(config)
+    assert values["model"] == {"hidden_units": [32, 16], "dropout": 0.1, "embedding_dim": 4}
+    assert from_section(TrainConfig, values) == config
+    assert from_section(TrainConfig, {"epochs": 3.0, "model": {"hidden_units": "[32, 16]"}}) == config
+    with pytest.raises(SettingsError, match=r"train.model.dropout: Input should be less than 1"):
+        from_section(TrainConfig, {"model": {"dropout": 1.5}})

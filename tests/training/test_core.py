@@ -23,7 +23,7 @@ FP32 = Runtime(device_type="cpu", precision="fp32", backend="gloo")
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=4000, sample_seed=0))
+    return generate(SampleDataConfig(rows=4000, seed=0))
 
 
 def _config(**overrides: object) -> TrainConfig:
@@ -108,7 +108,7 @@ def test_a_different_seed_gives_a_different_model(frame: pd.DataFrame, tmp_path:
 
 def test_early_stopping_restores_the_best_epoch(tmp_path: Path) -> None:
     # A wide net on few rows with a high learning rate overfits: validation AUC peaks early.
-    small = generate(SampleDataConfig(sample_rows=800, sample_seed=5))
+    small = generate(SampleDataConfig(rows=800, seed=5))
     config = _config(
         epochs=12,
         batch_size=32,

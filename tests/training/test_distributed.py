@@ -62,7 +62,7 @@ def _fail_on_rank_one(rank: int, world_size: int) -> None:
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=3000, sample_seed=2))
+    return generate(SampleDataConfig(rows=3000, seed=2))
 
 
 def test_two_process_ddp_matches_single_process(frame: pd.DataFrame, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from training.kubernetes_config import ClusterPolicyError, KubernetesJobSettings
 
 
 def settings(**overrides: Any) -> KubernetesJobSettings:
-    base: dict[str, Any] = {"k8s_namespace": "team-risk", "staging_uri": "s3://mlops/jobs/"}
+    base: dict[str, Any] = {"namespace": "team-risk", "staging_uri": "s3://mlops/jobs/"}
     return KubernetesJobSettings(**{**base, **overrides})
 
 
@@ -76,9 +76,9 @@ def test_empty_namespace_outside_a_pod_says_which_setting(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with pytest.raises(
-        ClusterPolicyError, match="k8s_namespace is empty and this process is not in a Kubernetes pod"
+        ClusterPolicyError, match="namespace is empty and this process is not in a Kubernetes pod"
     ):
-        plan(settings(k8s_namespace=""), nproc=1)
+        plan(settings(namespace=""), nproc=1)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from training.kubernetes_config import KubernetesJobSettings, plan
 from training.kubernetes_jobs import pytorchjob, trainjob
 
 SETTINGS = KubernetesJobSettings(
-    k8s_namespace="team-risk",
+    namespace="team-risk",
     staging_uri="s3://mlops/jobs/train-1",
     workers=3,
     gpus_per_worker=2,
@@ -98,7 +98,7 @@ def test_pytorchjob_has_one_master_and_the_other_workers() -> None:
 
 
 def test_single_cpu_worker_has_no_gpu_and_no_worker_replicas() -> None:
-    cpu = plan(KubernetesJobSettings(k8s_namespace="team-dev", staging_uri="/shared/jobs"), nproc=1)
+    cpu = plan(KubernetesJobSettings(namespace="team-dev", staging_uri="/shared/jobs"), nproc=1)
     body = pytorchjob(cpu, "train-cpu", "img:1")
     assert set(body["spec"]["pytorchReplicaSpecs"]) == {"Master"}
     pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
@@ -114,8 +114,10 @@ def test_pods_get_the_tasks_endpoints_and_storage_policy_but_no_secret(
     monkeypatch.setenv("MLOPS_S3_SSE_KMS_KEY_ID", "key-1")
     monkeypatch.setenv("MLOPS_S3_ALLOWED_REGIONS", "eu-west-1")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-for-pods")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.mlops-system:5000")
     env = {e["name"]: e.get("value") for e in trainjob(PLAN, "train-abc", "img:1")["spec"]["trainer"]["env"]}
     assert env["MLFLOW_S3_ENDPOINT_URL"] == "http://s3.mlops-system:8080"
+    assert "MLFLOW_TRACKING_URI" not in env  # tracking travels one way: in the staged job's logger
     assert (env["MLOPS_S3_SSE"], env["MLOPS_S3_SSE_KMS_KEY_ID"]) == ("aws:kms", "key-1")
     assert env["MLOPS_S3_ALLOWED_REGIONS"] == "eu-west-1"
     assert env["AWS_SECRET_ACCESS_KEY"] is None  # from the Secret, never the task's value

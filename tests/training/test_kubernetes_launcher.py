@@ -57,12 +57,12 @@ def namespace(cluster: KubeCluster) -> str:
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=1200, sample_seed=4))
+    return generate(SampleDataConfig(rows=1200, seed=4))
 
 
 def settings(namespace: str, staging: Path, **overrides: Any) -> KubernetesJobSettings:
     base: dict[str, Any] = {
-        "k8s_namespace": namespace,
+        "namespace": namespace,
         "staging_uri": str(staging),
         "workers": 2,
         "region": "eu-west-1",

@@ -65,7 +65,7 @@ class RecordingLauncher:
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=1200, sample_seed=4))
+    return generate(SampleDataConfig(rows=1200, seed=4))
 
 
 def test_train_runs_one_process_through_the_launcher_it_is_given(frame: pd.DataFrame, tmp_path: Path) -> None:

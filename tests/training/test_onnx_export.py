@@ -29,7 +29,7 @@ def _train(frame: pd.DataFrame, steps: int = 200) -> TabularNet:
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=1500, sample_seed=11))
+    return generate(SampleDataConfig(rows=1500, seed=11))
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_onnx_matches_torch_at_any_batch_size(
 
 
 def test_scorer_handles_missing_and_unseen_values_like_torch(onnx_path: Path, model_dir: Path) -> None:
-    raw = generate(SampleDataConfig(sample_rows=6, sample_seed=2)).astype({"income": float})
+    raw = generate(SampleDataConfig(rows=6, seed=2)).astype({"income": float})
     raw.loc[0, "income"] = np.nan
     raw.loc[1, "employment_type"] = None
     raw.loc[2, "region"] = "atlantis"  # never seen in training: code 0 like a missing value
@@ -145,7 +145,7 @@ def test_scorer_errors_name_the_problem(onnx_path: Path, tmp_path: Path) -> None
 
 
 def test_parity_refuses_an_onnx_file_of_another_model(onnx_path: Path, frame: pd.DataFrame) -> None:
-    other = _train(generate(SampleDataConfig(sample_rows=300, sample_seed=99)), steps=1)
+    other = _train(generate(SampleDataConfig(rows=300, seed=99)), steps=1)
     with pytest.raises(OnnxModelError, match="different feature spec"):
         check_parity(other, OnnxScorer.load(onnx_path), frame.head(5), atol=TOLERANCE, rtol=0)
 
@@ -202,7 +202,7 @@ def test_run_export_rejects_bad_inputs(model_dir: Path, test_parquet: Path, tmp_
     with pytest.raises(FileNotFoundError, match="is not a saved model"):
         run_export(tmp_path, test_parquet, tmp_path / "out", tolerance=TOLERANCE)
     empty = tmp_path / "empty.parquet"
-    generate(SampleDataConfig(sample_rows=5)).head(0).to_parquet(empty)
+    generate(SampleDataConfig(rows=5)).head(0).to_parquet(empty)
     with pytest.raises(DatasetError, match="no rows"):
         run_export(model_dir, empty, tmp_path / "out", tolerance=TOLERANCE)
     with pytest.raises(DatasetError, match="does not exist"):
@@ -220,17 +220,15 @@ def test_component_runs_under_the_kfp_local_runner(
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
 
     @dsl.pipeline(name="export-onnx-test")
-    def pipeline(tolerance: float) -> float:
+    def pipeline(export: dict) -> float:  # the ``export`` section, handed to the task whole
         model = dsl.importer(artifact_uri=str(model_dir), artifact_class=dsl.Model)
         data = dsl.importer(artifact_uri=str(test_parquet), artifact_class=dsl.Dataset)
-        export = export_onnx_model(
-            model=model.output, test_data=data.output, export={"onnx_tolerance": tolerance}
-        )
-        return export.outputs["max_abs_diff"]
+        task = export_onnx_model(model=model.output, test_data=data.output, export=export)
+        return task.outputs["max_abs_diff"]
 
-    run = pipeline(tolerance=TOLERANCE)
+    run = pipeline(export={"tolerance": TOLERANCE})
 
     assert 0 <= run.output < TOLERANCE
     exported = list((tmp_path / "root").rglob("onnx_model/model.onnx"))
     assert len(exported) == 1
-    assert OnnxScorer.load(exported[0]).predict_proba(generate(SampleDataConfig(sample_rows=3))).shape == (3,)
+    assert OnnxScorer.load(exported[0]).predict_proba(generate(SampleDataConfig(rows=3))).shape == (3,)

@@ -84,7 +84,7 @@ def team(
 
 def _launcher(node: K8sNode, ns: str, staging: str, reports: list[str]) -> KubernetesLauncher:
     settings = KubernetesJobSettings(
-        k8s_namespace=ns,
+        namespace=ns,
         staging_uri=staging,
         workers=2,
         cpu_per_worker="500m",
@@ -124,7 +124,7 @@ def test_two_pods_train_together_and_resume_from_s3_after_a_worker_is_killed(
     k8s_node: K8sNode, mlflow_server: MlflowService, team: tuple[str, str], tmp_path: Path
 ) -> None:
     ns, staging = team
-    frame = generate(SampleDataConfig(sample_rows=30_000, sample_seed=41))
+    frame = generate(SampleDataConfig(rows=30_000, seed=41))
     reports: list[str] = []
     killed: list[str] = []
     with TrainerStandIn(k8s_node, ns) as operator:
@@ -164,7 +164,7 @@ def test_a_worker_failing_on_bad_data_fails_the_job_with_its_last_log_lines(
     k8s_node: K8sNode, team: tuple[str, str]
 ) -> None:
     ns, staging = team
-    frame = generate(SampleDataConfig(sample_rows=2_000, sample_seed=42))
+    frame = generate(SampleDataConfig(rows=2_000, seed=42))
     config = CONFIG.model_copy(update={"epochs": 2})
     data = encode_splits(split_frame(frame, SAMPLE_SCHEMA, config), SAMPLE_SCHEMA)
     corrupted = data.x_train.copy()

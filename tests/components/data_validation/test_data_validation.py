@@ -6,7 +6,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -27,7 +27,8 @@ from components.data_validation.data_validation import (
 )
 from mlops.data.dataset import DatasetError, DatasetSchema
 from mlops.data.sample_data import CATEGORIES, SAMPLE_SCHEMA, SampleDataConfig, generate, write
-from mlops.tracking.context import TrackingContext
+from mlops.settings import section_values
+from mlops.tracking.store import TrackingStore
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +37,14 @@ def suite() -> Suite:
 
 
 @pytest.fixture
-def context(tmp_path: Path) -> Iterator[TrackingContext]:
-    previous = mlflow.get_tracking_uri()
+def context(tmp_path: Path) -> TrackingStore:
     # An explicit artifact root: MLflow's default for a SQLite store is ./mlruns in the working directory.
-    yield TrackingContext(
+    return TrackingStore(
         tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
         experiment="t",
         pipeline_run_id="p1",
         artifact_root=(tmp_path / "artifacts").as_uri(),
     )
-    mlflow.set_tracking_uri(previous)
 
 
 class _Tags(HTMLParser):
@@ -97,11 +96,11 @@ def test_builtin_suite_is_versioned_and_matches_the_sample_schema(suite: Suite) 
 @pytest.mark.parametrize(
     "config",
     [
-        SampleDataConfig(sample_rows=1000, sample_seed=0),
-        SampleDataConfig(sample_rows=1000, sample_seed=1),
-        SampleDataConfig(sample_rows=1000, sample_seed=2),
-        SampleDataConfig(sample_rows=1000, sample_seed=3, sample_drift=1.0),
-        SampleDataConfig(sample_rows=1000, sample_seed=4, sample_drift=1.0, sample_bias=2.0),
+        SampleDataConfig(rows=1000, seed=0),
+        SampleDataConfig(rows=1000, seed=1),
+        SampleDataConfig(rows=1000, seed=2),
+        SampleDataConfig(rows=1000, seed=3, drift=1.0),
+        SampleDataConfig(rows=1000, seed=4, drift=1.0, bias=2.0),
     ],
     ids=["seed0", "seed1", "seed2", "drift1", "drift1-bias2"],
 )
@@ -115,7 +114,7 @@ def test_suite_passes_on_clean_and_drifted_sample_data(suite: Suite, config: Sam
 
 
 def test_pandas_extension_dtypes_pass_the_type_checks(suite: Suite) -> None:
-    frame = generate(SampleDataConfig(sample_rows=800, sample_seed=5))
+    frame = generate(SampleDataConfig(rows=800, seed=5))
     frame = frame.astype({"region": "category", "education": "string", "default": "Int64", "age": "Float64"})
     result = validate(frame, SAMPLE_SCHEMA, suite)
     assert result.success, [c.describe() for c in result.failed]
@@ -169,7 +168,7 @@ def test_corrupted_data_fails_naming_expectation_column_and_observation(
     column: str | None,
     observed: str,
 ) -> None:
-    frame = mutate(generate(SampleDataConfig(sample_rows=1000, sample_seed=7)))
+    frame = mutate(generate(SampleDataConfig(rows=1000, seed=7)))
     result = validate(frame, SAMPLE_SCHEMA, suite, source="corrupt.csv")
     assert not result.success
     assert observed in _failed(result, expectation, column)
@@ -183,7 +182,7 @@ def test_corrupted_data_fails_naming_expectation_column_and_observation(
 
 
 def test_structural_problems_are_reported_alongside_the_suite(suite: Suite) -> None:
-    frame = generate(SampleDataConfig(sample_rows=600, sample_seed=8)).drop(columns=["region"])
+    frame = generate(SampleDataConfig(rows=600, seed=8)).drop(columns=["region"])
     frame.loc[:4, "default"] = None
     result = validate(frame, SAMPLE_SCHEMA, suite)
     schema_check = result.checks[0]
@@ -195,7 +194,7 @@ def test_structural_problems_are_reported_alongside_the_suite(suite: Suite) -> N
 
 
 def test_reports_are_valid_html_and_json(suite: Suite, tmp_path: Path) -> None:
-    frame = _set("credit_score", 4000.0)(generate(SampleDataConfig(sample_rows=500, sample_seed=9)))
+    frame = _set("credit_score", 4000.0)(generate(SampleDataConfig(rows=500, seed=9)))
     result = validate(frame, SAMPLE_SCHEMA, suite, source="<bad & data>.csv", digest="ab" * 32)
     write_reports(result, tmp_path / "r" / "report.html", tmp_path / "r" / "report.json")
 
@@ -222,7 +221,7 @@ def test_ge_writes_nothing_to_cwd_and_stays_quiet(
     gx_logger = logging.getLogger("great_expectations")
     monkeypatch.setattr(gx_logger, "level", logging.INFO)
 
-    assert validate(generate(SampleDataConfig(sample_rows=400, sample_seed=1)), SAMPLE_SCHEMA, suite).success
+    assert validate(generate(SampleDataConfig(rows=400, seed=1)), SAMPLE_SCHEMA, suite).success
 
     assert list(workdir.iterdir()) == []
     captured = capfd.readouterr()
@@ -231,7 +230,7 @@ def test_ge_writes_nothing_to_cwd_and_stays_quiet(
 
 
 def test_validation_time_for_50k_rows(suite: Suite) -> None:
-    frame = generate(SampleDataConfig(sample_rows=50_000, sample_seed=11))
+    frame = generate(SampleDataConfig(rows=50_000, seed=11))
     started = time.perf_counter()
     result = validate(frame, SAMPLE_SCHEMA, suite)
     elapsed = time.perf_counter() - started
@@ -321,8 +320,8 @@ def _paths(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-def _only_run(context: TrackingContext) -> mlflow.entities.Run:
-    client = mlflow.MlflowClient(tracking_uri=context.tracking_uri)
+def _only_run(context: TrackingStore) -> mlflow.entities.Run:
+    client = context.client
     experiment = client.get_experiment_by_name(context.experiment)
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id])
@@ -330,15 +329,15 @@ def _only_run(context: TrackingContext) -> mlflow.entities.Run:
     return runs[0]
 
 
-def _artifacts(context: TrackingContext, run: mlflow.entities.Run) -> set[str]:
-    client = mlflow.MlflowClient(tracking_uri=context.tracking_uri)
+def _artifacts(context: TrackingStore, run: mlflow.entities.Run) -> set[str]:
+    client = context.client
     return {a.path for a in client.list_artifacts(run.info.run_id, "validation")}
 
 
 def test_run_validation_success_writes_parquet_reports_and_logs(
-    tmp_path: Path, context: TrackingContext
+    tmp_path: Path, context: TrackingStore
 ) -> None:
-    data = Path(write(str(tmp_path / "data.csv"), SampleDataConfig(sample_rows=900, sample_seed=12)))
+    data = Path(write(str(tmp_path / "data.csv"), SampleDataConfig(rows=900, seed=12)))
     paths = _paths(tmp_path)
 
     digest, version = run_validation(str(data), SAMPLE_SCHEMA, None, context, **paths)
@@ -364,9 +363,9 @@ def test_run_validation_success_writes_parquet_reports_and_logs(
 
 
 def test_run_validation_failure_keeps_reports_and_writes_no_dataset(
-    tmp_path: Path, context: TrackingContext
+    tmp_path: Path, context: TrackingStore
 ) -> None:
-    frame = generate(SampleDataConfig(sample_rows=900, sample_seed=13))
+    frame = generate(SampleDataConfig(rows=900, seed=13))
     frame.loc[:100, "credit_score"] = 5000.0
     frame.to_parquet(tmp_path / "bad.parquet", index=False)
     paths = _paths(tmp_path)
@@ -387,7 +386,7 @@ def test_run_validation_failure_keeps_reports_and_writes_no_dataset(
     assert _artifacts(context, run) == {"validation/report.html", "validation/report.json"}
 
 
-def test_run_validation_on_unparseable_data_still_reports(tmp_path: Path, context: TrackingContext) -> None:
+def test_run_validation_on_unparseable_data_still_reports(tmp_path: Path, context: TrackingStore) -> None:
     data = tmp_path / "broken.parquet"
     data.write_bytes(b"PAR1 this is not really parquet")
     paths = _paths(tmp_path)
@@ -402,8 +401,8 @@ def test_run_validation_on_unparseable_data_still_reports(tmp_path: Path, contex
     assert _only_run(context).info.status == "FAILED"
 
 
-def test_run_validation_with_a_user_suite(tmp_path: Path, context: TrackingContext) -> None:
-    data = write(str(tmp_path / "data.csv"), SampleDataConfig(sample_rows=300, sample_seed=14))
+def test_run_validation_with_a_user_suite(tmp_path: Path, context: TrackingStore) -> None:
+    data = write(str(tmp_path / "data.csv"), SampleDataConfig(rows=300, seed=14))
     custom = {
         "name": "minimal",
         "version": "2.1.0",
@@ -430,11 +429,13 @@ def test_component_compiles_with_the_pipeline_contract(tmp_path: Path) -> None:
 
     compiler.Compiler().compile(validate_data, str(tmp_path / "validate.yaml"))
     spec = validate_data.component_spec
+    # The schema, validation and model_validation sections arrive whole, lists and all (no setting unpacked).
     assert list(spec.inputs or {}) == [
-        "data_uri", "is_sample", "label", "positive_label", "negative_label", "favourable_class",
-        "numeric_features", "categorical_features", "protected_attributes", "ignored_columns", "missing_values",
-        "validation", "invariance", "directional", "tracking",
+        "data_uri", "is_sample", "schema", "validation", "model_validation", "tracking", "pipeline_run_id"
     ]  # fmt: skip
+    assert {name: spec.inputs[name].type for name in ("schema", "validation", "model_validation")} == {
+        "schema": "Dict", "validation": "Dict", "model_validation": "Dict"
+    }  # fmt: skip
     outputs = spec.outputs or {}
     assert {name: outputs[name].type for name in outputs} == {
         "dataset": "system.Dataset@0.0.1",
@@ -446,7 +447,7 @@ def test_component_compiles_with_the_pipeline_contract(tmp_path: Path) -> None:
 
 
 def test_component_runs_under_the_kfp_local_runner(
-    tmp_path: Path, context: TrackingContext, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, context: TrackingStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import os
     import sys
@@ -458,25 +459,16 @@ def test_component_runs_under_the_kfp_local_runner(
     monkeypatch.setenv(
         "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     )
-    data = write(str(tmp_path / "data.parquet"), SampleDataConfig(sample_rows=400, sample_seed=15))
+    data = write(str(tmp_path / "data.parquet"), SampleDataConfig(rows=400, seed=15))
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
 
     task = validate_data(
         data_uri=data,
         is_sample=True,
-        label=SAMPLE_SCHEMA.label,
-        positive_label=SAMPLE_SCHEMA.positive_label,
-        negative_label=SAMPLE_SCHEMA.negative_label,
-        favourable_class=SAMPLE_SCHEMA.favourable_class,
-        numeric_features=list(SAMPLE_SCHEMA.numeric_features),
-        categorical_features=list(SAMPLE_SCHEMA.categorical_features),
-        protected_attributes=list(SAMPLE_SCHEMA.protected_attributes),
-        ignored_columns=[],
-        missing_values=[],
+        schema=section_values(SAMPLE_SCHEMA),
         validation={"expectation_suite": "", "schema_uri": ""},
-        invariance=[],
-        directional=[],
-        tracking={k: v for k, v in context.as_dict().items() if k != "pipeline_run_id"},
+        model_validation={},
+        tracking=context.settings(),
         pipeline_run_id="local-1",
     )
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from mlflow.tracking import MlflowClient
 
 from mlops.data.sample_data import SampleDataConfig, generate
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import PIPELINE_RUN_ID_TAG
+from pipelines.training.pipeline import FORM as TRAINING_FORM
 from tests.services.node import K8sNode
 from tests.services.plugin import MlflowService
 from tests.support.pods import (
@@ -46,7 +47,13 @@ def _run_validate_data(node: K8sNode, mlflow_server: MlflowService, frame: pd.Da
     parameters = task_parameters(
         TRAINING_YAML,
         "validate-data",
-        {"tracking_uri": node.from_pod(mlflow_server.tracking_uri), "experiment": "pods"},
+        # The run's arguments as the form holds them: the tracking section with two settings changed.
+        TRAINING_FORM.arguments(
+            {
+                "tracking.tracking_uri": node.from_pod(mlflow_server.tracking_uri),
+                "tracking.experiment": "pods",
+            }
+        ),
         {"data_uri": f"s3://{s3.bucket}/{data_key}", "is_sample": True},
         run_id,
     )
@@ -70,7 +77,7 @@ def test_validate_data_runs_in_a_pod_with_s3_artifacts_and_a_real_mlflow_run(
     k8s_node: K8sNode, mlflow_server: MlflowService
 ) -> None:
     run_id = f"pod-{uuid.uuid4().hex[:8]}"
-    frame = generate(SampleDataConfig(sample_rows=800, sample_seed=5))
+    frame = generate(SampleDataConfig(rows=800, seed=5))
     pod, logs, raw, task_root = _run_validate_data(k8s_node, mlflow_server, frame, run_id)
     assert pod.status.phase == "Succeeded", logs
     assert pod.spec.containers[0].image == k8s_node.image
@@ -92,7 +99,7 @@ def test_validate_data_runs_in_a_pod_with_s3_artifacts_and_a_real_mlflow_run(
     assert b"<table" in s3.client().get_object(Bucket=s3.bucket, Key=f"{prefix}/report_html")["Body"].read()
 
     # The pod logged to the MLflow server (its reports stored through the server, in S3).
-    client = MlflowClient(mlflow_server.tracking_uri)
+    client = TrackingStore.from_uri(mlflow_server.tracking_uri).client
     experiment = client.get_experiment_by_name("pods")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id], f"tags.`{PIPELINE_RUN_ID_TAG}` = '{run_id}'")
@@ -108,13 +115,13 @@ def test_validate_data_pod_fails_on_bad_data_and_uploads_no_dataset(
     k8s_node: K8sNode, mlflow_server: MlflowService
 ) -> None:
     run_id = f"pod-{uuid.uuid4().hex[:8]}"
-    frame = generate(SampleDataConfig(sample_rows=300, sample_seed=6)).drop(columns=["credit_score"])
+    frame = generate(SampleDataConfig(rows=300, seed=6)).drop(columns=["credit_score"])
     pod, logs, _, task_root = _run_validate_data(k8s_node, mlflow_server, frame, run_id)
     assert pod.status.phase == "Failed"
     assert "credit_score" in logs and "no output uploaded" in logs
     s3 = mlflow_server.s3
     assert s3.keys(task_root.removeprefix(f"s3://{s3.bucket}/")) == []
-    client = MlflowClient(mlflow_server.tracking_uri)
+    client = TrackingStore.from_uri(mlflow_server.tracking_uri).client
     experiment = client.get_experiment_by_name("pods")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id], f"tags.`{PIPELINE_RUN_ID_TAG}` = '{run_id}'")

@@ -6,7 +6,6 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import mlflow
 import pandas as pd
 import pytest
 
@@ -16,7 +15,7 @@ from components.drift_monitor.monitor import check_window, log_check, record_che
 from components.drift_monitor.window import WindowError
 from mlops.governance import audit
 from mlops.model.reference_profile import ProfileError
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import PROFILE_TAG
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic, write_log
 
@@ -26,7 +25,7 @@ DRIFTED = {"income", "loan_amount", "interest_rate", "credit_score", "debt_to_in
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Monitored:
-    """Champion v1 with its profile; day 1 normal traffic, day 2 drifted traffic (sample_drift=1)."""
+    """Champion v1 with its profile; day 1 normal traffic, day 2 drifted traffic (data.sample.drift=1)."""
     model = monitored_model(tmp_path_factory.mktemp("monitor"))
     write_log(model, traffic(2000, seed=31), T0 + timedelta(hours=6))
     write_log(model, traffic(2000, seed=32, drift=1.0), T0 + timedelta(days=1, hours=6))
@@ -40,7 +39,7 @@ def window(day: int, **extra: object) -> WindowSettings:
 
 
 def check(model: Monitored, day: int, **extra: object):  # type: ignore[no-untyped-def]
-    return check_window(window(day, **extra), DriftSettings(), model.workspace.tracking_uri, model.log_root)
+    return check_window(window(day, **extra), DriftSettings(), model.store, model.log_root)
 
 
 def test_a_window_without_drift_asks_for_nothing(model: Monitored) -> None:
@@ -64,9 +63,9 @@ def test_a_drifted_window_names_the_drifted_features_and_asks_to_retrain(model: 
 
 def test_per_feature_settings_override_the_defaults(model: Monitored) -> None:
     settings = DriftSettings(
-        feature_methods={"income": "psi"}, feature_thresholds={"credit_score": 5.0}, drift_share=0.3
+        feature_methods={"income": "psi"}, feature_thresholds={"credit_score": 5.0}, share=0.3
     )
-    result = check_window(window(1), settings, model.workspace.tracking_uri, model.log_root).result
+    result = check_window(window(1), settings, model.store, model.log_root).result
     features = {f.name: f for f in result.features}
     assert features["income"].method == "psi" and features["income"].threshold == 0.1
     assert features["credit_score"].threshold == 5.0 and not features["credit_score"].drifted
@@ -111,7 +110,7 @@ def test_an_empty_window_is_an_error_naming_the_window(model: Monitored) -> None
         check_window(
             WindowSettings(since=T0.isoformat(), until=T0.isoformat()),
             DriftSettings(),
-            model.workspace.tracking_uri,
+            model.store,
             model.log_root,
         )
 
@@ -134,7 +133,7 @@ def test_a_log_of_another_schema_is_an_error(model: Monitored) -> None:
 
 
 def test_a_version_without_a_profile_is_an_error(model: Monitored) -> None:
-    client = mlflow.MlflowClient(model.workspace.tracking_uri, registry_uri=model.workspace.tracking_uri)
+    client = model.store.client
     client.copy_model_version(f"models:/{MODEL}/{model.version}", "unprofiled")
     client.delete_model_version_tag("unprofiled", "1", PROFILE_TAG)
     with pytest.raises(ProfileError, match="version 1 has no reference profile"):
@@ -144,18 +143,16 @@ def test_a_version_without_a_profile_is_an_error(model: Monitored) -> None:
 def test_a_check_logs_metrics_at_the_window_end_and_writes_both_reports(
     model: Monitored, tmp_path: Path
 ) -> None:
-    result = check_window(
-        window(1, report_rows=300), DriftSettings(), model.workspace.tracking_uri, model.log_root
-    )
+    result = check_window(window(1, report_rows=300), DriftSettings(), model.store, model.log_root)
     reports = write_reports(result, DriftSettings(), tmp_path / "report.json", tmp_path / "report.html")
-    context = TrackingContext(model.workspace.tracking_uri, "monitoring", "", model.workspace.artifact_root)
-    run_id = log_check(result, context, reports)
+    store = TrackingStore(model.workspace.tracking_uri, "monitoring", "", model.workspace.artifact_root)
+    run_id = log_check(result, store, reports)
     record_check(result.result, run_id, str(model.workspace.root))
 
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["decision"] == "retrain" and len(saved["features"]) == 20
     assert "Wasserstein" in (tmp_path / "report.html").read_text()
-    client = mlflow.MlflowClient(model.workspace.tracking_uri)
+    client = store.client
     history = client.get_metric_history(run_id, "drift_credit_score")
     end = T0 + timedelta(days=2)
     assert [(m.step, m.timestamp) for m in history] == [(int(end.timestamp()), int(end.timestamp() * 1000))]

@@ -4,7 +4,6 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
@@ -26,8 +25,8 @@ from components.evaluate.metrics import EvaluationError, expected_calibration_er
 from mlops.data.dataset import SCHEMA_METADATA_KEY
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
-from mlops.settings import flat
-from mlops.tracking.context import TrackingContext
+from mlops.settings import section_values
+from mlops.tracking.store import TrackingStore
 from tests.support.model_factory import fit_tabular_net
 from training.model import TabularNet, load_model, save_model
 from training.onnx_export import export_onnx, torch_probabilities
@@ -43,12 +42,12 @@ def _train(frame: pd.DataFrame, steps: int = 200, seed: int = 0) -> TabularNet:
 
 @pytest.fixture(scope="module")
 def train_frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=1500, sample_seed=21))
+    return generate(SampleDataConfig(rows=1500, seed=21))
 
 
 @pytest.fixture(scope="module")
 def test_frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=800, sample_seed=22))
+    return generate(SampleDataConfig(rows=800, seed=22))
 
 
 @pytest.fixture(scope="module")
@@ -70,38 +69,33 @@ def test_parquet(test_frame: pd.DataFrame, tmp_path_factory: pytest.TempPathFact
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrackingContext]:
+def store(tmp_path_factory: pytest.TempPathFactory) -> TrackingStore:
     """One real SQLite MLflow store for the module (creating one costs seconds); tests use their own
     experiment and model names through :func:`_context` so they cannot see each other's runs."""
-    previous = mlflow.get_tracking_uri()
     root = tmp_path_factory.mktemp("mlflow")
-    yield TrackingContext(f"sqlite:///{root}/mlflow.db", "tests", "test-run", (root / "artifacts").as_uri())
-    mlflow.set_tracking_uri(previous)
+    return TrackingStore(f"sqlite:///{root}/mlflow.db", "tests", "test-run", (root / "artifacts").as_uri())
 
 
-def _context(store: TrackingContext, experiment: str) -> TrackingContext:
-    context = dataclasses.replace(store, experiment=experiment)
-    context.apply()
-    return context
+def _context(store: TrackingStore, experiment: str) -> TrackingStore:
+    return dataclasses.replace(store, experiment=experiment)
 
 
-def _register(onnx_path: Path, name: str) -> str:
-    from mlops.governance.signing import sign_registered_version
-
-    with mlflow.start_run():
+def _register(store: TrackingStore, onnx_path: Path, name: str) -> str:
+    with store.task_run("register"):
         # Explicit requirements skip MLflow's slow dependency inference; the model is the same.
         info = mlflow.onnx.log_model(
             onnx.load(str(onnx_path)), name="model", registered_model_name=name, pip_requirements=["onnx"]
         )
         version = str(info.registered_model_version)
-        local = Path(mlflow.artifacts.download_artifacts(f"models:/{name}/{version}"))
-        sign_registered_version(mlflow.MlflowClient(), name, version, local)  # as components.register does
+        store.sign_version(
+            name, version, store.download_version(name, version)
+        )  # as components.register does
     return version
 
 
-def _register_champion(onnx_path: Path, name: str) -> str:
-    version = _register(onnx_path, name)
-    mlflow.MlflowClient().set_registered_model_alias(name, "champion", version)
+def _register_champion(store: TrackingStore, onnx_path: Path, name: str) -> str:
+    version = _register(store, onnx_path, name)
+    store.point_alias(name, "champion", version)
     return version
 
 
@@ -157,12 +151,12 @@ def test_ece_is_zero_when_calibrated_and_large_when_overconfident() -> None:
 
 
 def test_champion_is_scored_from_its_registered_onnx_file(
-    store: TrackingContext, champion_onnx: Path, test_frame: pd.DataFrame
+    store: TrackingStore, champion_onnx: Path, test_frame: pd.DataFrame
 ) -> None:
-    _context(store, "champion-scored")
-    version = _register_champion(champion_onnx, "champion-scored")
+    context = _context(store, "champion-scored")
+    version = _register_champion(context, champion_onnx, "champion-scored")
 
-    champion = champion_metrics("champion-scored", test_frame, LABEL)
+    champion = champion_metrics(context, "champion-scored", test_frame, LABEL)
 
     assert champion is not None and champion.version == version
     direct = score_probabilities(
@@ -172,7 +166,7 @@ def test_champion_is_scored_from_its_registered_onnx_file(
 
 
 def test_a_champion_signed_with_another_key_is_not_scored(
-    store: TrackingContext,
+    store: TrackingStore,
     champion_onnx: Path,
     test_frame: pd.DataFrame,
     tmp_path: Path,
@@ -180,32 +174,30 @@ def test_a_champion_signed_with_another_key_is_not_scored(
 ) -> None:
     from mlops.governance.signing import SignatureError, generate_key_pair
 
-    _context(store, "champion-foreign")
-    _register_champion(champion_onnx, "champion-own")  # the workspace key exists
+    context = _context(store, "champion-foreign")
+    _register_champion(context, champion_onnx, "champion-own")  # the workspace key exists
     monkeypatch.setenv("MLOPS_SIGNING_KEY", str(generate_key_pair(tmp_path / "other")[0]))
-    version = _register_champion(champion_onnx, "champion-foreign")
+    version = _register_champion(context, champion_onnx, "champion-foreign")
     monkeypatch.delenv("MLOPS_SIGNING_KEY")
     with pytest.raises(
         SignatureError, match=f"champion-foreign version {version}: its signature does not verify"
     ):
-        champion_metrics("champion-foreign", test_frame, LABEL)
+        champion_metrics(context, "champion-foreign", test_frame, LABEL)
 
 
-def test_no_champion_means_none(
-    store: TrackingContext, champion_onnx: Path, test_frame: pd.DataFrame
-) -> None:
-    _context(store, "no-champion")
-    assert champion_metrics("never-registered", test_frame, LABEL) is None
+def test_no_champion_means_none(store: TrackingStore, champion_onnx: Path, test_frame: pd.DataFrame) -> None:
+    context = _context(store, "no-champion")
+    assert champion_metrics(context, "never-registered", test_frame, LABEL) is None
 
-    _register(champion_onnx, "registered-without-alias")
-    assert champion_metrics("registered-without-alias", test_frame, LABEL) is None
+    _register(context, champion_onnx, "registered-without-alias")
+    assert champion_metrics(context, "registered-without-alias", test_frame, LABEL) is None
 
     with pytest.raises(EvaluationError, match="model_name is empty"):
-        champion_metrics(" ", test_frame, LABEL)
+        champion_metrics(context, " ", test_frame, LABEL)
 
 
 def test_run_evaluation_logs_metrics_plots_and_the_champion_comparison(
-    store: TrackingContext,
+    store: TrackingStore,
     model_dir: Path,
     test_parquet: Path,
     test_frame: pd.DataFrame,
@@ -224,13 +216,13 @@ def test_run_evaluation_logs_metrics_plots_and_the_champion_comparison(
     assert report["champion"] is None and report["test"]["roc_auc"] == pytest.approx(expected_auc)
     assert report["roc_curve"]["thresholds"][0] is None  # sklearn's leading inf, valid JSON
 
-    version = _register_champion(champion_onnx, MODEL_NAME)
+    version = _register_champion(tracking, champion_onnx, MODEL_NAME)
     second = run_evaluation(model_dir, test_parquet, LABEL, MODEL_NAME, tracking, tmp_path / "second")
 
-    champion_auc = champion_metrics(MODEL_NAME, test_frame, LABEL).metrics.roc_auc  # type: ignore[union-attr]
+    champion_auc = champion_metrics(tracking, MODEL_NAME, test_frame, LABEL).metrics.roc_auc  # type: ignore[union-attr]
     assert second.has_champion and second.champion_auc == pytest.approx(champion_auc)
     assert second.champion_auc != pytest.approx(second.test_auc)  # really a different model
-    (run,) = mlflow.search_runs(
+    (run,) = tracking.search_runs(
         experiment_names=[tracking.experiment],
         filter_string="tags.`mlops.task` = 'evaluate' and tags.`mlops.has_champion` = 'true'",
         output_format="list",
@@ -240,7 +232,7 @@ def test_run_evaluation_logs_metrics_plots_and_the_champion_comparison(
     assert run.data.metrics["test_roc_auc"] == pytest.approx(second.test_auc)
     assert run.data.metrics["champion_test_roc_auc"] == pytest.approx(champion_auc)
     assert {"test_pr_auc", "test_accuracy", "test_f1", "test_log_loss", "test_ece"} <= set(run.data.metrics)
-    logged = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "evaluation")}
+    logged = {a.path for a in tracking.client.list_artifacts(run.info.run_id, "evaluation")}
     assert logged == {f"evaluation/{n}" for n in (CONFUSION_FILE, ROC_FILE, METRICS_FILE)}
 
 
@@ -265,17 +257,17 @@ def test_bad_inputs_are_rejected_with_clear_errors(
 
 
 def test_failed_evaluation_leaves_a_failed_mlflow_run(
-    store: TrackingContext, test_parquet: Path, tmp_path: Path
+    store: TrackingStore, test_parquet: Path, tmp_path: Path
 ) -> None:
     tracking = _context(store, "failed-evaluation")
     with pytest.raises(FileNotFoundError, match="not a saved model"):
         run_evaluation(tmp_path, test_parquet, LABEL, MODEL_NAME, tracking, tmp_path / "out")
-    (run,) = mlflow.search_runs(experiment_names=[tracking.experiment], output_format="list")
+    (run,) = tracking.search_runs(experiment_names=[tracking.experiment], output_format="list")
     assert run.info.status == "FAILED" and run.data.tags["mlops.task"] == "evaluate"
 
 
 def test_component_runs_under_the_kfp_local_runner(
-    store: TrackingContext,
+    store: TrackingStore,
     model_dir: Path,
     test_parquet: Path,
     tmp_path: Path,
@@ -294,7 +286,7 @@ def test_component_runs_under_the_kfp_local_runner(
         data = dsl.importer(
             artifact_uri=str(test_parquet),
             artifact_class=dsl.Dataset,
-            metadata={SCHEMA_METADATA_KEY: flat(SAMPLE_SCHEMA)},
+            metadata={SCHEMA_METADATA_KEY: section_values(SAMPLE_SCHEMA)},
         )
         task = evaluate_model(
             model=model.output,

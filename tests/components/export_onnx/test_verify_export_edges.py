@@ -114,7 +114,7 @@ def test_the_failure_says_what_to_do_and_the_file_checked_is_the_one_given(
     assert opened == [Path("exported/model.onnx")]
     assert str(raised.value).endswith(
         "The export is not faithful; check for ops the exporter translated differently, "
-        "or raise onnx_tolerance only if the difference is acceptable."
+        "or raise export.tolerance only if the difference is acceptable."
     )
 
 

@@ -24,7 +24,7 @@ from tests.support.model_factory import fit_model
 
 @pytest.fixture(scope="module")
 def data() -> tuple[pd.DataFrame, pd.DataFrame]:
-    frame = generate(SampleDataConfig(sample_rows=5000, sample_seed=31))
+    frame = generate(SampleDataConfig(rows=5000, seed=31))
     return frame.iloc[:4000], frame.iloc[4000:]
 
 

@@ -30,7 +30,7 @@ NOISE = (
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
-    frame = generate(SampleDataConfig(sample_rows=5500, sample_seed=21))
+    frame = generate(SampleDataConfig(rows=5500, seed=21))
     return fit_model(frame.iloc[:4000], SAMPLE_SCHEMA, tmp_path_factory.mktemp("model")), frame.iloc[4000:]
 
 

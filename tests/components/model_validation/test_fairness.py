@@ -20,7 +20,7 @@ from components.promotion_gate.combine import combine, record_overall
 from mlops.data.dataset import DatasetSchema
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.gates import Decision
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from tests.support.model_factory import fit_model
 
 # The model sees `sex`: it stands for a model that learned group membership directly or through proxies,
@@ -40,19 +40,18 @@ def _split(config: SampleDataConfig, test_rows: int) -> tuple[pd.DataFrame, pd.D
 
 @pytest.fixture(scope="module")
 def biased(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
-    train, test = _split(SampleDataConfig(sample_rows=6000, sample_seed=11, sample_bias=2.0), 2000)
+    train, test = _split(SampleDataConfig(rows=6000, seed=11, bias=2.0), 2000)
     return fit_model(train, SEX_AWARE, tmp_path_factory.mktemp("biased")), test
 
 
 @pytest.fixture(scope="module")
 def fair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
-    train, test = _split(SampleDataConfig(sample_rows=6000, sample_seed=12, sample_bias=0.0), 2000)
+    train, test = _split(SampleDataConfig(rows=6000, seed=12, bias=0.0), 2000)
     return fit_model(train, SEX_AWARE, tmp_path_factory.mktemp("fair")), test
 
 
-def _register(context: TrackingContext, name: str, source: Path) -> str:
-    context.apply()
-    client = mlflow.MlflowClient()
+def _register(store: TrackingStore, name: str, source: Path) -> str:
+    client = store.client
     with contextlib.suppress(mlflow.exceptions.MlflowException):  # already registered
         client.create_registered_model(name)
     return str(client.create_model_version(name, source=source.as_uri()).version)
@@ -91,7 +90,7 @@ def test_fair_model_passes_the_fairness_gate(fair: tuple[Path, pd.DataFrame]) ->
 
 def test_tiny_group_is_reported_with_its_size_not_dropped(fair: tuple[Path, pd.DataFrame]) -> None:
     model, _ = fair
-    test = generate(SampleDataConfig(sample_rows=1500, sample_seed=13, sample_minority_fraction=0.01))
+    test = generate(SampleDataConfig(rows=1500, seed=13, minority_fraction=0.01))
     n_female = int((test["sex"] == "female").sum())
     assert 0 < n_female < 30
     scores = load_scorer(model).predict(test)
@@ -169,7 +168,7 @@ def test_fairness_policy_rejects_impossible_thresholds() -> None:
 
 
 def test_run_writes_reports_logs_to_mlflow_and_tags_the_version(
-    biased: tuple[Path, pd.DataFrame], tracking: TrackingContext, tmp_path: Path
+    biased: tuple[Path, pd.DataFrame], tracking: TrackingStore, tmp_path: Path
 ) -> None:
     model, test = biased
     data = tmp_path / "test.parquet"
@@ -187,7 +186,7 @@ def test_run_writes_reports_logs_to_mlflow_and_tags_the_version(
     config = ValidationConfig(behavioural=sample_tests)
     result = run(model, str(data), SAMPLE_SCHEMA, config, "credit", version, tracking, html, report)
 
-    tags = mlflow.MlflowClient().get_model_version("credit", version).tags
+    tags = tracking.client.get_model_version("credit", version).tags
     assert tags["mlops.gate.model_validation.decision"] == "reject"
     assert tags["mlops.gate.fairness.decision"] == "reject"
     assert tags["mlops.gate.behavioural.decision"] == "promote"
@@ -195,12 +194,12 @@ def test_run_writes_reports_logs_to_mlflow_and_tags_the_version(
     assert violation.startswith("sex: demographic_parity_difference") and "> max 0.1000" in violation
     assert "demographic_parity_difference" in tags["mlops.gate.fairness.reason"]
 
-    logged = mlflow.get_run(tags[RUN_ID_TAG])
+    logged = tracking.client.get_run(tags[RUN_ID_TAG])
     assert logged.data.tags["mlops.task"] == "gate_model_validation"
     assert logged.data.metrics["fairness.sex.demographic_parity_difference"] > 0.3
-    assert logged.data.params["fairness.min_group_size"] == "30"
+    assert logged.data.params["model_validation.fairness.min_group_size"] == "30"
     assert tags[REPORT_URI_TAG].endswith("/model_validation/report.html")
-    local = Path(mlflow.artifacts.download_artifacts(tags[REPORT_URI_TAG]))
+    local = tracking.download(tags[REPORT_URI_TAG])
     page = local.read_text()
     assert page == html.read_text()
     assert "REJECT" in page and "demographic_parity_difference" in page and "data:image/png;base64," in page
@@ -217,7 +216,7 @@ def test_run_writes_reports_logs_to_mlflow_and_tags_the_version(
     assert result.decision.reason == body["reason"]
 
 
-def test_combine_promotes_only_when_every_gate_does(tracking: TrackingContext) -> None:
+def test_combine_promotes_only_when_every_gate_does(tracking: TrackingStore) -> None:
     ok = Decision("metrics", "promote", "auc fine", {})
     bad = Decision("model_validation", "reject", "sex: demographic_parity_difference 0.4 > max 0.1", {})
     assert combine([ok, ok]).promote
@@ -229,7 +228,7 @@ def test_combine_promotes_only_when_every_gate_does(tracking: TrackingContext) -
 
     version = _register(tracking, "combined", Path("/dev/null"))
     record_overall(rejected, "combined", version, tracking)
-    tags = mlflow.MlflowClient().get_model_version("combined", version).tags
+    tags = tracking.client.get_model_version("combined", version).tags
     assert tags["mlops.decision"] == "reject"
     assert tags["mlops.reason"] == rejected.reason
 
@@ -247,7 +246,7 @@ def test_components_gate_promotion_under_the_local_runner(
     from components.promotion_gate.component import combine_gates
     from mlops.data.dataset import SCHEMA_METADATA_KEY
     from mlops.data.sample_data import SAMPLE_SCHEMA
-    from mlops.settings import flat
+    from mlops.settings import section_values
     from mlops.workspace import Workspace
 
     invariance = [t.model_dump() for t in SAMPLE_INVARIANCE_TESTS]
@@ -265,12 +264,8 @@ def test_components_gate_promotion_under_the_local_runner(
         tracking_uri: str,
         artifact_root: str,
     ) -> str:
-        tracking = {
-            "tracking_uri": tracking_uri,
-            "experiment": "gate",
-            "pipeline_run_id": dsl.PIPELINE_JOB_ID_PLACEHOLDER,
-            "artifact_root": artifact_root,
-        }
+        tracking = {"tracking_uri": tracking_uri, "experiment": "gate", "artifact_root": artifact_root}
+        run_id = dsl.PIPELINE_JOB_ID_PLACEHOLDER  # beside the section, never substituted inside it
         model = dsl.importer(artifact_uri=model_uri, artifact_class=dsl.Model, reimport=False)
         data = dsl.importer(
             artifact_uri=data_uri,
@@ -278,7 +273,7 @@ def test_components_gate_promotion_under_the_local_runner(
             reimport=False,
             # The declaration validate-data hands on: the schema (protected attribute: sex) and the tests.
             metadata={
-                SCHEMA_METADATA_KEY: flat(SAMPLE_SCHEMA),
+                SCHEMA_METADATA_KEY: section_values(SAMPLE_SCHEMA),
                 "behavioural": {"invariance": invariance, "directional": directional},
             },
         )
@@ -287,16 +282,19 @@ def test_components_gate_promotion_under_the_local_runner(
             test_data=data.output,
             model_name="credit",
             version=version,
-            validation={
-                "decision_threshold": 0.5,
-                "max_demographic_parity_difference": 0.1,
-                "min_demographic_parity_ratio": 0.8,
-                "max_equalized_odds_difference": 0.1,
-                "min_group_size": 30,
-                "bootstrap_resamples": 100,
-                "min_rank_agreement": 0.6,
+            model_validation={  # the section, nested as the form holds it; keys left out default
+                "fairness": {
+                    "decision_threshold": 0.5,
+                    "max_demographic_parity_difference": 0.1,
+                    "min_demographic_parity_ratio": 0.8,
+                    "max_equalized_odds_difference": 0.1,
+                    "min_group_size": 30,
+                    "bootstrap_resamples": 100,
+                },
+                "explainability": {"min_rank_agreement": 0.6},
             },
             tracking=tracking,
+            pipeline_run_id=run_id,
         )
         gates = combine_gates(
             model_name="credit",
@@ -306,14 +304,15 @@ def test_components_gate_promotion_under_the_local_runner(
             validation_decision=validation.outputs["Output"],
             validation_reason=validation.outputs["reason"],
             tracking=tracking,
+            pipeline_run_id=run_id,
         )
         with dsl.If(gates.outputs["Output"] == "promote", name="all-gates-passed"):
             mark_promoted(version=version)
         return gates.outputs["reason"]
 
     workspace = Workspace(tmp_path / "ws")
-    client = mlflow.MlflowClient(tracking_uri=workspace.tracking_uri, registry_uri=workspace.tracking_uri)
-    context = TrackingContext(workspace.tracking_uri, "gate", "", workspace.artifact_root)
+    context = TrackingStore(workspace.tracking_uri, "gate", "", workspace.artifact_root)
+    client = context.client
     outcomes = {}
     for name, (model, test) in {"biased": biased, "fair": fair}.items():
         data = tmp_path / f"{name}.parquet"

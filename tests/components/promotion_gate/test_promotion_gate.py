@@ -8,12 +8,11 @@ import pytest
 from pydantic import ValidationError
 
 from components.promotion_gate.promotion_gate import MetricsGatePolicy, decide, promote, record
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 
 
-def _register_version(context: TrackingContext, name: str) -> str:
-    context.apply()
-    client = mlflow.MlflowClient()
+def _register_version(store: TrackingStore, name: str) -> str:
+    client = store.client
     with contextlib.suppress(mlflow.exceptions.MlflowException):  # already registered
         client.create_registered_model(name)
     return str(client.create_model_version(name, source="file:///dev/null").version)
@@ -49,23 +48,31 @@ def test_policy_validation() -> None:
         MetricsGatePolicy(auc_floor=1.5)
 
 
-def test_record_tags_the_version_and_writes_a_report(tracking: TrackingContext, tmp_path: Path) -> None:
+def test_record_tags_the_version_and_writes_a_report(tracking: TrackingStore, tmp_path: Path) -> None:
     version = _register_version(tracking, "m")
     decision = decide(MetricsGatePolicy(auc_floor=0.9), 0.8, 0.0, has_champion=False)
     report = tmp_path / "gate" / "report.json"
     record(decision, "m", version, tracking, report)
-    tags = mlflow.MlflowClient().get_model_version("m", version).tags
+    tags = tracking.client.get_model_version("m", version).tags
     assert tags["mlops.gate.metrics.decision"] == "reject"
     assert "below the floor 0.9000" in tags["mlops.gate.metrics.reason"]
     assert "mlops.decision" not in tags  # the overall verdict is combine_gates' to write
     assert json.loads(report.read_text())["reason"] == decision.reason
 
 
-def test_promote_moves_the_champion_alias(tracking: TrackingContext) -> None:
+def test_promote_moves_the_champion_alias(tracking: TrackingStore) -> None:
     first = _register_version(tracking, "m")
     second = _register_version(tracking, "m")
     assert promote("m", first, tracking) is None
     assert promote("m", second, tracking) == first
-    client = mlflow.MlflowClient()
+    client = tracking.client
     assert str(client.get_model_version_by_alias("m", "champion").version) == second
     assert client.get_model_version("m", first).tags["mlops.replaced_by"] == second
+    # The move's audit record links the pipeline run the store belongs to.
+    from mlops.governance.audit import read_events
+
+    (last, *_) = reversed(
+        [e for e in read_events(tracking_uri=tracking.tracking_uri) if e.action == "alias.moved"]
+    )
+    assert last.links["pipeline_run_id"] == tracking.pipeline_run_id
+    assert (last.details["from"], last.details["to"]) == (first, second)

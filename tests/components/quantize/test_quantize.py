@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import onnx
 import pandas as pd
@@ -81,7 +80,7 @@ def test_mlops_quantize_registers_int8_with_lineage_and_it_serves(store: DemoSto
     store.holdout.to_parquet(data)
     assert run_cli(store, "--model-name", name, "--data", str(data), "--max-auc-drop", "0.02") == 0
 
-    client = mlflow.MlflowClient(store.workspace.tracking_uri)
+    client = store.tracking.client
     source, int8 = client.get_model_version(name, "1").tags, client.get_model_version(name, "2").tags
     assert int8["mlops.quantized_from"] == "1" and int8["mlops.precision"] == "int8"
     assert float(int8["mlops.int8.auc_drop"]) <= 0.02
@@ -108,7 +107,7 @@ def test_mlops_quantize_out_writes_a_file_and_registers_nothing(store: DemoStore
     out = tmp_path / "out" / "model.onnx"
     assert run_cli(store, "--model-name", name, "--out", str(out), "--max-auc-drop", "0.05") == 0
     assert OnnxScorer.load(out).spec.n_features == 20
-    versions = mlflow.MlflowClient(store.workspace.tracking_uri).search_model_versions(f"name='{name}'")
+    versions = store.tracking.client.search_model_versions(f"name='{name}'")
     assert [str(v.version) for v in versions] == ["1"]
 
 
@@ -117,7 +116,7 @@ def test_component_core_records_reject_without_failing(store: DemoStore, tmp_pat
     register(store, name, store.onnx_a)
     biased = tmp_path / "self_labelled.parquet"
     self_labelled(store).to_parquet(biased)
-    context = store.context
+    context = store.tracking
     outcome = run_quantize(name, "1", biased, LABEL, 0.0, tmp_path / "rejected", context)
     assert outcome.decision == REJECT and outcome.version == "" and "exceeds the bound" in outcome.reason
     assert not (tmp_path / "rejected" / "model.onnx").exists()
@@ -141,8 +140,9 @@ def test_component_compiles_with_the_platform_parameters(tmp_path: Path) -> None
     compiler.Compiler().compile(quantize_model, str(path))
     spec = yaml.safe_load(path.read_text())
     params = spec["root"]["inputDefinitions"]["parameters"]
-    # Tracking travels as one value; the label comes from the test data's schema metadata.
-    assert set(params) == {"tracking", "model_name", "source_version", "max_auc_drop"}
+    # Tracking travels as one value, the pipeline run id beside it; the label comes from the test data's
+    # schema metadata.
+    assert set(params) == {"tracking", "pipeline_run_id", "model_name", "source_version", "max_auc_drop"}
     assert params["tracking"]["parameterType"] == "STRUCT"
     assert "test_data" in spec["root"]["inputDefinitions"]["artifacts"]
 

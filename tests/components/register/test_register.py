@@ -13,7 +13,7 @@ from components.register.register import register_onnx_model
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import Lineage, file_sha256
 from training.config import ModelConfig
 from training.model import TabularNet
@@ -31,7 +31,7 @@ LINEAGE = Lineage(
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=600, sample_seed=5))
+    return generate(SampleDataConfig(rows=600, seed=5))
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def onnx_dir(frame: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_gates(
-    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext
+    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingStore, tmp_path: Path
 ) -> None:
     from components.promotion_gate.combine import record_overall
     from mlops.gates import Decision
@@ -54,7 +54,7 @@ def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_ga
     second = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
     assert (first.version, second.version) == ("1", "2")
 
-    client = mlflow.MlflowClient()
+    client = tracking.client
     # No alias until every gate has decided: a run whose gate crashes leaves no challenger behind.
     assert client.get_model_version("credit", second.version).aliases == []
     record_overall(Decision("overall", "promote", "ok", {}), "credit", first.version, tracking)
@@ -78,14 +78,16 @@ def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_ga
         assert version.tags[key] == value
 
     # The recorded digest is the digest of exactly what a server downloads, and it scores.
-    downloaded = Path(mlflow.artifacts.download_artifacts("models:/credit@challenger"))
+    challenger = tracking.alias_version("credit", "challenger")
+    assert challenger == second.version
+    downloaded = tracking.download_version("credit", challenger, tmp_path / "served")
     assert version.tags["mlops.onnx_sha256"] == file_sha256(downloaded / "model.onnx") == second.onnx_sha256
     assert not list(downloaded.glob("*.data")), "registered model must be one self-contained file"
     scorer = OnnxScorer.load(downloaded / "model.onnx")
     assert scorer.predict_proba(frame.head(3)).shape == (3,)
 
     # Signature and input example come from the encoded features.
-    info = mlflow.models.get_model_info("models:/credit/2")
+    info = mlflow.models.Model.load(str(tracking.download_version("credit", "2", tmp_path / "v2")))
     assert info.signature is not None
     assert [spec.shape for spec in info.signature.inputs.inputs] == [(-1, 20)]
 
@@ -95,23 +97,20 @@ def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_ga
 
 
 def test_bad_inputs_register_nothing(
-    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext, tmp_path: Path
+    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingStore, tmp_path: Path
 ) -> None:
     with pytest.raises(ValueError, match=r"model name 'a/b' is invalid"):
         register_onnx_model(onnx_dir, frame, "a/b", LINEAGE, tracking)
     with pytest.raises(FileNotFoundError, match="holds no model.onnx; run the export_onnx step first"):
         register_onnx_model(tmp_path, frame, "credit", LINEAGE, tracking)
-    tracking.apply()
-    assert mlflow.MlflowClient().search_registered_models() == []
+    assert tracking.client.search_registered_models() == []
 
 
 def test_registration_stores_a_reference_profile(
-    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingContext
+    onnx_dir: Path, frame: pd.DataFrame, tracking: TrackingStore
 ) -> None:
-    from mlops.model.reference_profile import load_version_profile
-
     registered = register_onnx_model(onnx_dir, frame, "profiled", LINEAGE, tracking, label="default")
-    profile = load_version_profile(tracking.tracking_uri, "profiled", registered.version)
+    profile = tracking.reference_profile("profiled", registered.version)
 
     assert profile.rows == len(frame)
     assert profile.feature_names == SAMPLE_SCHEMA.features

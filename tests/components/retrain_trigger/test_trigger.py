@@ -6,7 +6,6 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import mlflow
 import pytest
 
 from components.retrain_trigger.config import RetrainSettings
@@ -19,35 +18,53 @@ from components.retrain_trigger.retrain_trigger import (
     run_command,
 )
 from mlops.governance import audit
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import LAST_RETRAIN_TAG
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> str:
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    mlflow.MlflowClient(uri, registry_uri=uri).create_registered_model("credit-default")
-    return uri
+def registry(tmp_path: Path) -> TrackingStore:
+    store = TrackingStore.from_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    store.client.create_registered_model("credit-default")
+    return store
 
 
 def test_local_and_kfp_command_lines() -> None:
-    local = RetrainSettings(workspace="/ws", retrain_overrides={"epochs": "2"})
-    assert command(local, "credit-default", "sqlite:////ws/mlflow.db", "drift-monitor run abc")[1:] == [
+    local = RetrainSettings(
+        workspace="/ws", overrides={"train.epochs": "2", "registration.model_name": "other"}
+    )
+    argv = command(local, "credit-default", "sqlite:////ws/mlflow.db", "drift-monitor run abc")
+    assert argv[1:] == [
         "-m", "cli.main", "--workspace", "/ws", "run", "training",
-        "--set=model_name=credit-default", "--set=trigger=drift-monitor run abc",
-        "--set=tracking_uri=sqlite:////ws/mlflow.db", "--set=epochs=2",
+        "--set=registration.model_name=credit-default", "--set=registration.trigger=drift-monitor run abc",
+        "--set=tracking.tracking_uri=sqlite:////ws/mlflow.db", "--set=train.epochs=2",
     ]  # fmt: skip
-    kfp = RetrainSettings(retrain_target="kfp", kfp_host="http://kfp:8888", kfp_experiment="re")
+    kfp = RetrainSettings(target="kfp", kfp_host="http://kfp:8888", kfp_experiment="re")
     assert command(kfp, "m", "http://mlflow:5000", "t")[3:] == [
         "submit", "--pipeline", "training", "--experiment", "re", "--host", "http://kfp:8888",
-        "--set=model_name=m", "--set=trigger=t",
+        "--set=registration.model_name=m", "--set=registration.trigger=t",
     ]  # fmt: skip
-    with pytest.raises(TriggerError, match="needs the workspace setting"):
+    with pytest.raises(TriggerError, match="needs the retrain.workspace setting"):
         command(RetrainSettings(), "m", "", "t")
 
 
-def test_cooldown_holds_back_a_second_trigger_unless_forced(registry: str, tmp_path: Path) -> None:
+def test_the_command_line_is_one_the_training_pipeline_accepts() -> None:
+    from cli.commands.run import parse_pipeline_arguments
+
+    local = RetrainSettings(workspace="/ws", overrides={"train.epochs": "2", "data.sample.rows": "1500"})
+    argv = command(local, "credit-default", "sqlite:////ws/mlflow.db", "drift-monitor run abc")
+    assert parse_pipeline_arguments("training", argv[argv.index("training") + 1 :]) == {
+        "registration.model_name": "credit-default",
+        "registration.trigger": "drift-monitor run abc",
+        "tracking.tracking_uri": "sqlite:////ws/mlflow.db",
+        "train.epochs": 2,
+        "data.sample.rows": 1500,
+    }
+
+
+def test_cooldown_holds_back_a_second_trigger_unless_forced(registry: TrackingStore, tmp_path: Path) -> None:
     started: list[list[str]] = []
     settings = RetrainSettings(workspace=str(tmp_path), cooldown_hours=6)
 
@@ -61,17 +78,17 @@ def test_cooldown_holds_back_a_second_trigger_unless_forced(registry: str, tmp_p
     assert trigger(NOW + timedelta(hours=5, minutes=59)) == COOLDOWN
     assert trigger(NOW + timedelta(hours=1), force=True) == TRIGGERED
     assert trigger(NOW + timedelta(hours=7, minutes=1)) == TRIGGERED
-    assert len(started) == 3 and "--set=trigger=drift-monitor run run-1" in started[0]
+    assert len(started) == 3 and "--set=registration.trigger=drift-monitor run run-1" in started[0]
     actions = [event.action for event in audit.read_events(tmp_path)]
     assert actions == ["retrain.triggered", "retrain.suppressed", "retrain.triggered", "retrain.triggered"]
     suppressed = audit.read_events(tmp_path)[1]
     assert "cooldown" in suppressed.details["why"] and suppressed.links == {"mlflow_run_id": "run-1"}
-    tags = mlflow.MlflowClient(registry, registry_uri=registry).get_registered_model("credit-default").tags
+    tags = registry.client.get_registered_model("credit-default").tags
     assert tags[LAST_RETRAIN_TAG] == (NOW + timedelta(hours=7, minutes=1)).isoformat()
 
 
 def test_a_failed_retraining_is_recorded_and_does_not_start_the_cooldown(
-    registry: str, tmp_path: Path
+    registry: TrackingStore, tmp_path: Path
 ) -> None:
     settings = RetrainSettings(workspace=str(tmp_path))
 
@@ -81,5 +98,5 @@ def test_a_failed_retraining_is_recorded_and_does_not_start_the_cooldown(
     with pytest.raises(TriggerError, match=r"failed \(exit 1\): no data"):
         maybe_trigger(settings, "credit-default", registry, "run-2", "drift", NOW, run=failing)
     assert [e.action for e in audit.read_events(tmp_path)] == ["retrain.triggered", "retrain.failed"]
-    client = mlflow.MlflowClient(registry, registry_uri=registry)
+    client = registry.client
     assert LAST_RETRAIN_TAG not in client.get_registered_model("credit-default").tags

@@ -4,14 +4,13 @@
 
 from pathlib import Path
 
-import mlflow
 import pandas as pd
 import pytest
 
 from components.train.train import resolve_checkpoint_dir, run_training
 from mlops.data.dataset import DatasetSchema
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from training.config import ModelConfig, TrainConfig
 from training.model import load_model
 
@@ -28,31 +27,31 @@ CONFIG = TrainConfig(
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
     path = tmp_path / "validated.parquet"
-    generate(SampleDataConfig(sample_rows=3000, sample_seed=4)).to_parquet(path, index=False)
+    generate(SampleDataConfig(rows=3000, seed=4)).to_parquet(path, index=False)
     return path
 
 
 def test_run_training_logs_params_metrics_and_model(
-    dataset: Path, tracking: TrackingContext, tmp_path: Path
+    dataset: Path, tracking: TrackingStore, tmp_path: Path
 ) -> None:
     outcome = run_training(
         dataset_path=str(dataset),
         schema=SAMPLE_SCHEMA,
         config=CONFIG,
-        tracking_context=tracking,
+        store=tracking,
         model_dir=tmp_path / "out" / "model",
         test_data_path=tmp_path / "out" / "test.parquet",
         checkpoint_dir=tmp_path / "out" / "checkpoints",
     )
 
-    client = mlflow.MlflowClient(tracking_uri=tracking.tracking_uri)
+    client = tracking.client
     run = client.get_run(outcome.run_id)
     assert run.info.status == "FINISHED"
     assert run.data.tags["mlops.task"] == "train"
     assert run.data.tags["mlops.pipeline_run_id"] == "test-run"
     assert len(run.data.tags["mlops.dataset_digest"]) == 64
     params = run.data.params
-    assert params["learning_rate"] == "0.005" and params["hidden_units"] == "32,16"
+    assert params["train.learning_rate"] == "0.005" and params["train.model.hidden_units"] == "32,16"
     assert params["system.torch_version"].startswith("2.") and params["system.precision"] == "fp32"
     assert params["system.nproc"] == "1" and int(params["system.cpu_count"]) >= 1
     auc_history = client.get_metric_history(outcome.run_id, "val_auc")
@@ -66,19 +65,17 @@ def test_run_training_logs_params_metrics_and_model(
     assert outcome.val_auc > 0.65 and outcome.samples_per_second > 0
     model = load_model(tmp_path / "out" / "model")
     test = pd.read_parquet(tmp_path / "out" / "test.parquet")
-    assert list(test.columns) == list(generate(SampleDataConfig(sample_rows=5)).columns)
+    assert list(test.columns) == list(generate(SampleDataConfig(rows=5)).columns)
     assert len(test) == pytest.approx(0.15 * 3000, abs=2)
     assert model.spec.names == SAMPLE_SCHEMA.features
     assert (tmp_path / "out" / "checkpoints" / "last.pt").is_file()
 
 
-def test_failed_training_marks_the_run_failed(
-    dataset: Path, tracking: TrackingContext, tmp_path: Path
-) -> None:
+def test_failed_training_marks_the_run_failed(dataset: Path, tracking: TrackingStore, tmp_path: Path) -> None:
     schema = DatasetSchema(label="default", numeric_features=("no_such_column",))
     with pytest.raises(ValueError, match=r"lacks column\(s\) \['no_such_column'\]"):
         run_training(str(dataset), schema, CONFIG, tracking, tmp_path / "m", tmp_path / "t.parquet", None)
-    client = mlflow.MlflowClient(tracking_uri=tracking.tracking_uri)
+    client = tracking.client
     experiment = client.get_experiment_by_name("tests")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id])
@@ -98,13 +95,15 @@ def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
     from cli.local_run import run_locally
     from components.train.component import train_model
     from mlops.data.dataset import SCHEMA_METADATA_KEY
-    from mlops.settings import flat
+    from mlops.settings import section_values
     from mlops.workspace import Workspace
 
     @dsl.pipeline(name="train-only")
     def train_only(data: str, tracking_uri: str, artifact_root: str) -> float:
         imported = dsl.importer(
-            artifact_uri=data, artifact_class=dsl.Dataset, metadata={SCHEMA_METADATA_KEY: flat(SAMPLE_SCHEMA)}
+            artifact_uri=data,
+            artifact_class=dsl.Dataset,
+            metadata={SCHEMA_METADATA_KEY: section_values(SAMPLE_SCHEMA)},
         )
         task = train_model(
             dataset=imported.output,
@@ -146,7 +145,7 @@ def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
     assert load_model(task_dir / "model").config.hidden_units == (16,)
     assert len(pd.read_parquet(task_dir / "test_data")) == pytest.approx(450, abs=2)
     assert (task_dir / "checkpoints" / "last.pt").is_file()
-    client = mlflow.MlflowClient(tracking_uri=workspace.tracking_uri)
+    client = TrackingStore.from_uri(workspace.tracking_uri).client
     experiment = client.get_experiment_by_name("component-test")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id])
@@ -166,7 +165,7 @@ def test_the_task_settings_pick_the_launcher_that_runs_the_ranks() -> None:
     from training.kubernetes_config import KubernetesJobSettings
     from training.kubernetes_launcher import KubernetesLauncher
 
-    cluster = KubernetesJobSettings(k8s_namespace="team-dev", staging_uri="s3://mlops/jobs", workers=2)
+    cluster = KubernetesJobSettings(namespace="team-dev", staging_uri="s3://mlops/jobs", workers=2)
     for kind in ("trainjob", "pytorchjob"):
         launcher = launcher_for(TrainTaskSettings(launcher=kind, cluster=cluster), nproc=2)
         assert isinstance(launcher, KubernetesLauncher) and launcher.kind == kind

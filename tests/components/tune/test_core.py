@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
@@ -15,7 +14,7 @@ from components.tune.best import NoCompletedTrial, select_best
 from components.tune.study import TuneSettings, TuningPlan
 from components.tune.tune import prepare_study, run_worker
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from training.config import ModelConfig, TrainConfig
 
 BASE = TrainConfig(
@@ -32,26 +31,27 @@ SPACE = {
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return generate(SampleDataConfig(sample_rows=600, sample_seed=1))
+    return generate(SampleDataConfig(rows=600, seed=1))
 
 
 @pytest.fixture
-def tracking(tmp_path: Path) -> Iterator[TrackingContext]:
-    previous = mlflow.get_tracking_uri()
-    yield TrackingContext(
-        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", experiment="tune", pipeline_run_id="p"
+def tracking(tmp_path: Path) -> TrackingStore:
+    return TrackingStore(
+        tracking_uri=f"sqlite:///{tmp_path}/mlflow.db",
+        experiment="tune",
+        pipeline_run_id="p",
+        artifact_root=(tmp_path / "artifacts").as_uri(),
     )
-    mlflow.set_tracking_uri(previous)
 
 
-def _plan(tmp_path: Path, tracking: TrackingContext, **settings: object) -> TuningPlan:
+def _plan(tmp_path: Path, tracking: TrackingStore, **settings: object) -> TuningPlan:
     values = {
-        "tune_study_name": "study",
-        "tune_trials": 4,
-        "tune_max_minutes": 5,
-        "tune_pruner_startup_trials": 1,
+        "study_name": "study",
+        "trials": 4,
+        "max_minutes": 5,
+        "pruner_startup_trials": 1,
     }
-    values["tune_pruner_warmup_epochs"] = 0
+    values["pruner_warmup_epochs"] = 0
     return prepare_study(
         TuneSettings.model_validate({**values, **settings}),
         BASE,
@@ -68,8 +68,8 @@ def _space_file(tmp_path: Path) -> Path:
     return path
 
 
-def _child_runs(tracking: TrackingContext, parent: str) -> dict[int, mlflow.entities.Run]:
-    client = mlflow.MlflowClient(tracking.tracking_uri)
+def _child_runs(tracking: TrackingStore, parent: str) -> dict[int, mlflow.entities.Run]:
+    client = tracking.client
     experiment = client.get_experiment_by_name(tracking.experiment)
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id], f"tags.`mlflow.parentRunId` = '{parent}'")
@@ -77,9 +77,9 @@ def _child_runs(tracking: TrackingContext, parent: str) -> dict[int, mlflow.enti
 
 
 def test_prunable_and_crashing_trials_are_recorded_and_the_study_goes_on(
-    tmp_path: Path, tracking: TrackingContext, frame: pd.DataFrame
+    tmp_path: Path, tracking: TrackingStore, frame: pd.DataFrame
 ) -> None:
-    plan = _plan(tmp_path, tracking, tune_workers=1)
+    plan = _plan(tmp_path, tracking, workers=1)
     study = optuna.load_study(study_name="study", storage=plan.storage)
     for params in (GOOD, FROZEN, DIVERGING, GOOD):
         study.enqueue_trial({**params, "dropout": 0.0})
@@ -103,22 +103,19 @@ def test_prunable_and_crashing_trials_are_recorded_and_the_study_goes_on(
     assert [runs[n].info.status for n in range(4)] == ["FINISHED", "KILLED", "FAILED", "FINISHED"]
     assert "ValueError: Input contains NaN" in runs[2].data.tags["optuna.reason"]
     assert runs[0].data.params["trial.learning_rate"] == "0.03"
-    assert runs[0].data.params["learning_rate"] == "0.03"  # the training core's own params
-    history = mlflow.MlflowClient(tracking.tracking_uri).get_metric_history(runs[0].info.run_id, "val_auc")
+    assert runs[0].data.params["train.learning_rate"] == "0.03"  # the training core's own params, by address
+    history = tracking.client.get_metric_history(runs[0].info.run_id, "val_auc")
     assert [m.step for m in history] == [1, 2, 3]  # intermediate values, per epoch
 
     best = select_best(plan, tracking)
     assert best.number in (0, 3) and best.params["learning_rate"] == 0.03
     assert best.config.learning_rate == 0.03 and best.config.epochs == BASE.epochs
     assert best.states == {"complete": 2, "pruned": 1, "fail": 1}
-    parent = mlflow.MlflowClient(tracking.tracking_uri).get_run(plan.parent_run_id)
+    parent = tracking.client.get_run(plan.parent_run_id)
     assert parent.data.params["best.learning_rate"] == "0.03"
     assert parent.data.metrics["best_val_auc"] == pytest.approx(best.value)
     assert parent.data.metrics["trials_pruned"] == 1
-    artifacts = {
-        a.path
-        for a in mlflow.MlflowClient(tracking.tracking_uri).list_artifacts(plan.parent_run_id, "tuning")
-    }
+    artifacts = {a.path for a in tracking.client.list_artifacts(plan.parent_run_id, "tuning")}
     assert {
         "tuning/optimization_history.png",
         "tuning/param_importances.png",
@@ -127,9 +124,9 @@ def test_prunable_and_crashing_trials_are_recorded_and_the_study_goes_on(
 
 
 def test_wall_time_budget_starts_no_trial_and_fan_in_says_nothing_completed(
-    tmp_path: Path, tracking: TrackingContext, frame: pd.DataFrame
+    tmp_path: Path, tracking: TrackingStore, frame: pd.DataFrame
 ) -> None:
-    plan = _plan(tmp_path, tracking, tune_max_minutes=0.0001)
+    plan = _plan(tmp_path, tracking, max_minutes=0.0001)
     time.sleep(0.05)
     assert run_worker(plan, 0, frame, SAMPLE_SCHEMA, tracking).trials == 0
     with pytest.raises(NoCompletedTrial, match="study 'study' has no completed trial"):
@@ -137,12 +134,12 @@ def test_wall_time_budget_starts_no_trial_and_fan_in_says_nothing_completed(
 
 
 def test_quota_splits_the_budget_exactly_and_resume_counts_on(
-    tmp_path: Path, tracking: TrackingContext
+    tmp_path: Path, tracking: TrackingStore
 ) -> None:
-    plan = _plan(tmp_path, tracking, tune_trials=5, tune_workers=3)
+    plan = _plan(tmp_path, tracking, trials=5, workers=3)
     assert [plan.quota(i) for i in range(3)] == [2, 2, 1]
     assert plan.worker_count == 3
-    assert _plan(tmp_path, tracking, tune_trials=1, tune_workers=3).worker_count == 1
+    assert _plan(tmp_path, tracking, trials=1, workers=3).worker_count == 1
     with pytest.raises(ValueError, match="worker_index 3 is outside 0..2"):
         plan.quota(3)
     study = optuna.load_study(study_name="study", storage=plan.storage)

@@ -24,7 +24,7 @@ from components.tune.study import (
     resolve_storage,
 )
 from components.tune.tune import prepare_study
-from mlops.tracking.context import TrackingContext
+from mlops.tracking.store import TrackingStore
 from training.config import TrainConfig
 
 
@@ -132,13 +132,11 @@ def test_storage_resolution_and_unreachable_storage(tmp_path: Path) -> None:
 
 
 def _settings(**extra: object) -> TuneSettings:
-    return TuneSettings.model_validate(
-        {"tune_study_name": "s", "tune_trials": 2, "tune_max_minutes": 1, **extra}
-    )
+    return TuneSettings.model_validate({"study_name": "s", "trials": 2, "max_minutes": 1, **extra})
 
 
 def test_bad_input_fails_before_the_study_or_a_tracking_run_exists(tmp_path: Path) -> None:
-    tracking = TrackingContext(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", experiment="tune")
+    tracking = TrackingStore(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", experiment="tune")
     bad_space = {"learning_rate": {"type": "float", "low": 0.1, "high": 0.01}}
     with pytest.raises(SearchSpaceError, match="learning_rate: low 0.1 is greater than high 0.01"):
         prepare_study(_settings(), TrainConfig(), f"sqlite:///{tmp_path}/optuna.db", tracking, "", bad_space)
@@ -146,12 +144,12 @@ def test_bad_input_fails_before_the_study_or_a_tracking_run_exists(tmp_path: Pat
     with pytest.raises(StudyStorageError, match="unreachable"):
         prepare_study(_settings(), TrainConfig(), f"sqlite:///{tmp_path}/missing/optuna.db", tracking)
     assert not (tmp_path / "mlflow.db").exists()  # no parent run was opened
-    with pytest.raises(ValueError, match="tune_study_name"):
-        _settings(tune_study_name="")
-    with pytest.raises(ValueError, match="tune_trials"):
-        _settings(tune_trials=-1)
-    with pytest.raises(ValueError, match=r"tune_trials is 0: nothing to tune; set tune_trials >= 1"):
-        prepare_study(_settings(tune_trials=0), TrainConfig(), f"sqlite:///{tmp_path}/optuna.db", tracking)
+    with pytest.raises(ValueError, match="study_name"):
+        _settings(study_name="")
+    with pytest.raises(ValueError, match="trials"):
+        _settings(trials=-1)
+    with pytest.raises(ValueError, match=r"tune\.trials is 0: nothing to tune; set tune\.trials >= 1"):
+        prepare_study(_settings(trials=0), TrainConfig(), f"sqlite:///{tmp_path}/optuna.db", tracking)
     assert not (tmp_path / "optuna.db").exists()
 
 

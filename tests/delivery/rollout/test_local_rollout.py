@@ -57,10 +57,10 @@ def pair(store: DemoStore, name: str, challenger: Path) -> tuple[str, str]:
 
 
 def controller(store: DemoStore, url: str, name: str) -> RolloutController:
-    uri = store.workspace.tracking_uri
-    target = LocalServerTarget(url, uri, name, timeout_s=60, poll_s=0.05)
+    tracking = store.tracking  # one store, one client: the target's alias moves and the rollout's verdicts
+    target = LocalServerTarget(url, tracking, name, timeout_s=60, poll_s=0.05)
     return RolloutController(
-        target, RolloutRegistry(uri, name), store.workspace.root, StateStore(store.workspace.root)
+        target, RolloutRegistry(tracking, name), store.workspace.root, StateStore(store.workspace.root)
     )
 
 
@@ -104,7 +104,7 @@ def test_a_healthy_challenger_is_promoted_through_every_stage(store: DemoStore, 
     name = "rollout-healthy"
     healthy = train_onnx(tmp_path / "healthy", store.holdout, seed=2)
     champion, challenger = pair(store, name, healthy)
-    client = mlflow.MlflowClient(store.workspace.tracking_uri)
+    client = store.tracking.client
     rows = store.holdout.drop(columns=["default"]).head(200).to_dict("records")
     with running_server(store, *server_flags(name)) as server:
         rollout = controller(store, server.url, name)
@@ -152,7 +152,7 @@ def test_a_broken_challenger_is_rolled_back_and_no_client_request_fails(
     broken = train_onnx(tmp_path / "broken", store.holdout, seed=3, poisoned=True)
     champion, challenger = pair(store, name, broken)
     bodies: list[object] = [v2_body(encoded(store, 1, offset=i)) for i in range(50)]
-    client = mlflow.MlflowClient(store.workspace.tracking_uri)
+    client = store.tracking.client
     with running_server(store, *server_flags(name)) as server:
         rollout = controller(store, server.url, name)
         with client_load(server.url, name, bodies) as seen:
@@ -194,13 +194,6 @@ def test_too_little_traffic_waits_and_never_promotes(store: DemoStore, tmp_path:
             assert "fewer than min_requests 10; waiting for more traffic" in state.reason
         assert state.waiting == 3 and state.passed == 0 and state.failures == 0
         assert rollout.target.current().percent(challenger) == 100  # still a canary, not promoted
-        client = mlflow.MlflowClient(store.workspace.tracking_uri)
+        client = store.tracking.client
         assert client.get_model_version(name, challenger).tags[ROLLOUT_STAGE_TAG] == "100"
-    assert (
-        str(
-            mlflow.MlflowClient(store.workspace.tracking_uri)
-            .get_model_version_by_alias(name, CHAMPION)
-            .version
-        )
-        == champion
-    )
+    assert str(store.tracking.client.get_model_version_by_alias(name, CHAMPION).version) == champion

@@ -14,7 +14,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import mlflow
 import pytest
 
 from delivery.targets.base import DeploymentError, ShadowUnsupported, TrafficShare
@@ -127,7 +126,7 @@ def test_deploy_canary_steps_rollback_and_promotion(store: DemoStore, played: An
     api_client, name, controller = played
     register(store, name, store.onnx_a, alias=None)
     register(store, name, store.onnx_b, alias=None)
-    client = mlflow.MlflowClient(store.workspace.tracking_uri)
+    client = store.tracking.client
     target = target_for(store, api_client, name)
 
     status = target.deploy("1")  # creates the InferenceService
@@ -173,7 +172,7 @@ def test_a_revision_that_never_gets_ready_times_out_and_moves_no_alias(store: De
     api_client, name, controller = played
     register(store, name, store.onnx_a, alias=None)
     register(store, name, store.onnx_b, alias=None)
-    client = mlflow.MlflowClient(store.workspace.tracking_uri)
+    client = store.tracking.client
     target = target_for(store, api_client, name, timeout_s=1.5)
     target.deploy("1")
     controller.ready, controller.message = False, "Revision failed: image pull back-off"

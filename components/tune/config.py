@@ -1,0 +1,41 @@
+"""How much to search and how: the ``tune`` section (budget, parallelism, pruning, search space)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
+
+
+class TuneSettings(BaseModel):
+    """How much to search and how: budget, parallelism, pruning."""
+
+    model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "tune"
+
+    trials: int = Field(default=0, ge=0, le=10_000)
+    """Optuna trials this run adds to the study (training pipeline: 0 = off, train with the hyperparameters given)."""
+    study_name: str = Field(default="credit-default", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Optuna study name; a second run with the same name resumes the stored trials."""
+    max_minutes: float = Field(default=60.0, gt=0)
+    """Tuning wall-time budget from set-up; no trial starts after it."""
+    workers: int = Field(default=2, ge=1, le=64)
+    """Parallel workers sharing the study."""
+    pruner: Literal["median", "hyperband", "none"] = Field(default="median")
+    """Stops trials whose per-epoch validation AUC falls behind."""
+    pruner_startup_trials: int = Field(default=2, ge=0)
+    """Median pruner: trials that finish before any pruning."""
+    pruner_warmup_epochs: int = Field(default=1, ge=0)
+    """Median pruner: epochs of every trial that are never pruned."""
+    sampler_seed: int = Field(default=0, ge=0)
+    """Seed of the TPE sampler (offset per worker)."""
+    sampler_startup_trials: int = Field(default=10, ge=1)
+    """TPE: random trials before the model-based search starts."""
+    study_storage: str = Field(default="")
+    """Optuna RDB URL (PostgreSQL on a cluster). Empty: optuna.db next to a SQLite tracking store."""
+    search_space_file: str = Field(default="", json_schema_extra=LOCAL_FILE)
+    """YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml."""
+    search_space: dict[str, Any] = Field(default_factory=dict)
+    """Parameter ranges replacing or extending the file's, e.g. {"dropout": {"type": "float", "low": 0, "high": 0.3}}."""

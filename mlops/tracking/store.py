@@ -1,0 +1,528 @@
+"""The one MLflow seam: every read and write of runs, tags, aliases and profiles goes through a store.
+
+A :class:`TrackingStore` is built once from the tracking settings, with explicit URIs:
+:meth:`TrackingStore.for_task` in a pipeline task (the ``tracking`` section plus the KFP
+run id), :meth:`TrackingStore.from_uri` in the command line, the server and the delivery
+control plane. It owns the one :class:`mlflow.MlflowClient` (built on first use, with the
+tracking and the registry URI named, never MLflow's process-wide defaults), the
+experiment (created at ``<artifact_root>/<experiment>``, or refused when it already
+stores elsewhere), the task runs and their pipeline-run tags, version tags and gate
+tags, alias moves with their audit record, artifact downloads and the reference
+profile a version is registered with.
+
+MLflow's fluent API (``mlflow.start_run``, ``mlflow.log_*``, ``mlflow.onnx.log_model``)
+only works on process-wide state: the tracking URI, the registry URI and the active
+experiment. Only :meth:`TrackingStore.fluent` sets them, and it restores what was there
+before on the way out, even when the body raises, so nothing leaks from one task, call or
+test into the next. This module is the only place that constructs a client or sets a
+URI (``git grep -nE "set_tracking_uri|set_registry_uri|MlflowClient\\("`` finds them here).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mlops.vocabulary import (
+    PIPELINE_RUN_ID_TAG,
+    PROFILE_TAG,
+    PROMOTED_AT_TAG,
+    REPLACED_BY_TAG,
+    TASK_TAG,
+    clip,
+    gate_tag,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from mlflow import ActiveRun, MlflowClient
+    from mlflow.entities import Experiment
+
+    from mlops.governance.signing import Signed
+    from mlops.model.reference_profile import ReferenceProfile
+
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+"""MLflow's own variable: the tracking server a task's environment names when the settings leave it empty."""
+REGISTRY_URI_ENV = "MLFLOW_REGISTRY_URI"
+"""MLflow's variable for the registry; the seam saves and restores it with the process-wide URI."""
+EXPERIMENT_ID_ENV = "MLFLOW_EXPERIMENT_ID"
+"""MLflow's variable for the active experiment; saved and restored like the URIs."""
+DEFAULT_EXPERIMENT = "training"
+"""The experiment when the settings name none (the tracking section's own default)."""
+SECTION_KEYS = ("tracking_uri", "experiment", "artifact_root")
+"""The keys of the ``tracking`` settings section a task receives (the pipeline run id travels beside it)."""
+
+_FLUENT = threading.RLock()
+"""MLflow's fluent state is one per process: two threads in two scopes would log into each other's store."""
+
+
+class TrackingError(ValueError):
+    """Tracking is misconfigured (unreachable server, clashing artifact location); the message says the fix."""
+
+
+@dataclass(frozen=True)
+class TrackingStore:
+    """Where a task (or a command) logs and registers, and which pipeline run it belongs to.
+
+    Picklable: a copy carries the settings, never the client, and builds its own client on
+    first use (the training pods receive the store this way, inside the staged job).
+    """
+
+    tracking_uri: str
+    """MLflow tracking URI, explicit (``sqlite:///…``, ``http://mlflow:5000``, ``postgresql://…``)."""
+    experiment: str = DEFAULT_EXPERIMENT
+    """MLflow experiment the task runs go to."""
+    pipeline_run_id: str = ""
+    """KFP run id (or any id) stored as a tag on every task run, and linked from every audit record."""
+    artifact_root: str = ""
+    """Artifact location for a newly created experiment (``<root>/<experiment>``); empty: the server's default."""
+    registry_uri: str = ""
+    """Model registry URI; empty: the tracking store's own registry (the platform keeps them together)."""
+
+    def __post_init__(self) -> None:
+        uri = str(self.tracking_uri).strip()
+        if not uri:
+            raise TrackingError(
+                "the tracking URI is empty; pass one (e.g. sqlite:////abs/path/mlflow.db or "
+                f"http://mlflow:5000), or set {TRACKING_URI_ENV} in the task's environment"
+            )
+        if not str(self.experiment).strip():
+            raise TrackingError("the experiment name is empty; pass e.g. experiment='training'")
+        object.__setattr__(self, "tracking_uri", uri)
+        object.__setattr__(self, "registry_uri", str(self.registry_uri).strip() or uri)
+
+    # --- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def for_task(
+        cls, tracking: Mapping[str, Any], pipeline_run_id: str, environ: Mapping[str, str] = os.environ
+    ) -> TrackingStore:
+        """The store of one pipeline task: the ``tracking`` section as the task receives it, and the run id.
+
+        An empty ``tracking_uri`` means the task environment's ``MLFLOW_TRACKING_URI`` (read once,
+        here); an unknown key is an error naming it, missing keys take their defaults.
+        """
+        unknown = sorted(set(tracking) - set(SECTION_KEYS))
+        if unknown:
+            raise TrackingError(
+                f"tracking has unknown key(s) {unknown}; the tracking section holds {list(SECTION_KEYS)} "
+                "(the pipeline run id is a task argument of its own)"
+            )
+        values = {key: str(value).strip() for key, value in tracking.items()}
+        uri = values.get("tracking_uri", "") or environ.get(TRACKING_URI_ENV, "").strip()
+        return cls(
+            tracking_uri=uri,
+            experiment=values.get("experiment") or DEFAULT_EXPERIMENT,
+            pipeline_run_id=str(pipeline_run_id or ""),
+            artifact_root=values.get("artifact_root", ""),
+        )
+
+    @classmethod
+    def from_uri(cls, tracking_uri: str, **settings: str) -> TrackingStore:
+        """A store from a URI the command line, the server or a deployment target already resolved
+        (:func:`mlops.tracking.context.resolve_tracking`); ``settings`` are the other fields, by name."""
+        return cls(tracking_uri=tracking_uri, **settings)
+
+    def settings(self) -> dict[str, str]:
+        """The ``tracking`` section a pipeline hands each task (``for_task(store.settings(), run_id)``
+        rebuilds this store)."""
+        return {
+            "tracking_uri": self.tracking_uri,
+            "experiment": self.experiment,
+            "artifact_root": self.artifact_root,
+        }
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The settings only: a client holds connections and a copy builds its own on first use.
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @cached_property
+    def client(self) -> MlflowClient:
+        """The one MLflow client of this store, built on first use (opening a SQLite store runs MLflow's
+        schema check, ~1 s) with both URIs named: it never reads MLflow's process-wide defaults."""
+        from mlflow import MlflowClient
+
+        return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+
+    # --- the experiment -----------------------------------------------------------------------
+
+    @property
+    def experiment_location(self) -> str:
+        """Artifact location a new experiment gets: ``<artifact_root>/<experiment>``; empty = server default."""
+        return f"{self.artifact_root.rstrip('/')}/{self.experiment}" if self.artifact_root else ""
+
+    def ensure_experiment(self) -> Experiment:
+        """The experiment, created at :attr:`experiment_location` when missing (once per store).
+
+        An experiment's artifact location is fixed when it is created; an existing one that
+        stores elsewhere than ``artifact_root`` asks is a :class:`TrackingError`, not a silent
+        fallback (models would land somewhere nobody configured).
+        """
+        cached = self.__dict__.get("_experiment")
+        if cached is not None:
+            return cached
+        from mlflow.exceptions import MlflowException
+
+        client = self.client
+        existing = client.get_experiment_by_name(self.experiment)
+        if existing is None:
+            try:
+                experiment_id = client.create_experiment(
+                    self.experiment, artifact_location=self.experiment_location or None
+                )
+            except MlflowException:
+                # Another task created it between our check and create: fine, if it stores where we want.
+                existing = client.get_experiment_by_name(self.experiment)
+                if existing is None:
+                    raise
+            else:
+                existing = client.get_experiment(experiment_id)
+        self.check_location(existing.artifact_location)
+        self.__dict__["_experiment"] = existing
+        return existing
+
+    def check_location(self, actual: str) -> None:
+        """Raise :class:`TrackingError` when an existing experiment stores artifacts elsewhere than asked."""
+        wanted = self.experiment_location
+        if wanted and normalise_location(actual) != normalise_location(wanted):
+            raise TrackingError(
+                f"MLflow experiment {self.experiment!r} already stores its artifacts at {actual}, "
+                f"but artifact_root {self.artifact_root!r} asks for {wanted}; an experiment's location "
+                f"is fixed when it is created. Use another experiment name (--set experiment=…) or "
+                f"the matching artifact_root ({_root_of(actual, self.experiment)})"
+            )
+
+    def check_experiment(self) -> None:
+        """Read-only check before anything runs: the store answers and an existing experiment stores where
+        asked (creates nothing; :class:`TrackingError` naming the URI and the fix)."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            existing = self.client.get_experiment_by_name(self.experiment)
+        except MlflowException as exc:
+            raise TrackingError(
+                f"cannot read experiment {self.experiment!r} from {redact_uri(self.tracking_uri)}: {exc.message}"
+            ) from exc
+        if existing is not None:
+            self.check_location(existing.artifact_location)
+
+    # --- MLflow's process-wide state, scoped ------------------------------------------------------
+
+    @contextmanager
+    def fluent(self, *, experiment: bool = True) -> Iterator[None]:
+        """Point MLflow's fluent API at this store (and its experiment) for the body; restore after.
+
+        Saves the process-wide tracking URI, registry URI and active experiment (MLflow's module
+        state and the ``MLFLOW_*`` variables it mirrors them into), sets this store's, and puts the
+        saved values back on the way out even when the body raises. A run the body started and
+        left open is ended first (FAILED when the body raised), so it cannot outlive its store.
+        ``experiment=False`` leaves the active experiment alone (reads, e.g. :meth:`search_runs`).
+        """
+        import mlflow
+
+        experiment_id = self.ensure_experiment().experiment_id if experiment else None
+        with _FLUENT:
+            saved = _FluentState.capture()
+            open_before = _active_run_id()
+            failed = False
+            try:
+                mlflow.set_tracking_uri(self.tracking_uri)
+                mlflow.set_registry_uri(self.registry_uri)
+                if experiment_id is not None:
+                    mlflow.set_experiment(experiment_id=experiment_id)
+                yield
+            except BaseException:
+                failed = True
+                raise
+            finally:
+                try:
+                    while (open_now := _active_run_id()) is not None and open_now != open_before:
+                        mlflow.end_run("FAILED" if failed else "FINISHED")
+                finally:
+                    saved.restore()
+
+    @contextmanager
+    def task_run(
+        self,
+        task: str,
+        *,
+        run_name: str | None = None,
+        parent_run_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> Iterator[ActiveRun]:
+        """One MLflow run for a pipeline task (``mlops.task`` and ``mlops.pipeline_run_id`` tags), with the
+        fluent API pointed at this store while it is open; it ends FAILED if the body raises.
+
+        ``parent_run_id`` nests it (a tuning trial under the tuning run). Artifacts on S3 get the storage
+        policy (region check, encryption) before anything is logged.
+        """
+        import mlflow
+
+        from mlops.storage import govern_mlflow_artifacts
+
+        experiment = self.ensure_experiment()
+        govern_mlflow_artifacts(experiment.artifact_location)
+        run_tags = {TASK_TAG: task}
+        if self.pipeline_run_id:
+            run_tags[PIPELINE_RUN_ID_TAG] = self.pipeline_run_id
+        run_tags.update(tags or {})
+        with (
+            self.fluent(),
+            mlflow.start_run(
+                run_name=run_name or task,
+                experiment_id=experiment.experiment_id,
+                parent_run_id=parent_run_id,
+                tags=run_tags,
+            ) as run,
+        ):
+            yield run
+
+    @contextmanager
+    def resume_run(self, run_id: str) -> Iterator[ActiveRun]:
+        """Reopen an existing run of this store (the tuning fan-in logs onto the tuning run)."""
+        import mlflow
+
+        from mlops.storage import govern_mlflow_artifacts
+
+        govern_mlflow_artifacts(self.ensure_experiment().artifact_location)
+        with self.fluent(), mlflow.start_run(run_id=run_id) as run:
+            yield run
+
+    def search_runs(self, **query: Any) -> pd.DataFrame:
+        """``mlflow.search_runs`` against this store (notebooks, summaries): reads only, creates nothing."""
+        import mlflow
+
+        with self.fluent(experiment=False):
+            return mlflow.search_runs(**query)
+
+    # --- tags, gates, aliases -----------------------------------------------------------------
+
+    def tag_version(self, model_name: str, version: str, tags: Mapping[str, str]) -> None:
+        """Set ``tags`` on one registered version."""
+        for key, value in tags.items():
+            self.client.set_model_version_tag(model_name, version, key, str(value))
+
+    def record_gate(self, model_name: str, version: str, gate: str, decision: str, reason: str) -> None:
+        """A gate's verdict on the version: ``mlops.gate.<gate>.decision`` and ``.reason`` (clipped to
+        MLflow's limit), so the registry alone tells why a version is or is not live."""
+        self.tag_version(
+            model_name,
+            version,
+            {gate_tag(gate, "decision"): decision, gate_tag(gate, "reason"): clip(reason)},
+        )
+
+    def alias_version(self, model_name: str, alias: str) -> str | None:
+        """The version ``alias`` points at, or None when the model or the alias does not exist."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return str(self.client.get_model_version_by_alias(model_name, alias).version)
+        except MlflowException:
+            return None
+
+    def point_alias(self, model_name: str, alias: str, version: str) -> str | None:
+        """Point a working alias (``challenger``) at ``version``; return the version it left.
+
+        No history tags: ``mlops.promoted_at``/``mlops.replaced_by`` are the live alias's history,
+        which a rollback follows (:meth:`move_alias`). The caller records the move in its run.
+        """
+        previous = self.alias_version(model_name, alias)
+        self.client.set_registered_model_alias(model_name, alias, version)
+        return previous
+
+    def move_alias(
+        self,
+        model_name: str,
+        alias: str,
+        version: str,
+        previous: str | None,
+        *,
+        reason: str = "",
+        links: Mapping[str, str] | None = None,
+    ) -> None:
+        """Point the live ``alias`` at ``version`` and record the move on both versions and in the audit trail.
+
+        The one place a live alias moves (a gate's promotion, a deployment target's deploy or
+        rollback): ``mlops.promoted_at`` on the new version, ``mlops.replaced_by`` on the one it
+        replaced (``previous``, read by the caller before the move), so the registry alone holds
+        the history a rollback follows; an ``alias.moved`` audit record says why (``reason``) and
+        links it (``links``: deployment; this store's pipeline run), which ``mlops history`` reads.
+        """
+        from datetime import UTC, datetime
+
+        from mlops.governance.audit import record
+
+        client = self.client
+        client.set_registered_model_alias(model_name, alias, version)
+        client.set_model_version_tag(model_name, version, PROMOTED_AT_TAG, datetime.now(UTC).isoformat())
+        if previous is not None and previous != version:
+            client.set_model_version_tag(model_name, previous, REPLACED_BY_TAG, version)
+        run_link = {"pipeline_run_id": self.pipeline_run_id} if self.pipeline_run_id else {}
+        record(
+            "alias.moved",
+            f"{model_name}/{version}",
+            {"alias": alias, "from": previous or "", "to": version, "reason": reason},
+            links={**run_link, **(links or {}), "model_version": f"{model_name}/{version}"},
+            tracking_uri=self.tracking_uri,
+        )
+
+    # --- artifacts, signatures, profiles ------------------------------------------------------
+
+    def download(self, artifact_uri: str, dst_path: str | Path | None = None) -> Path:
+        """Download an artifact (``runs:/…``, ``s3://…``, ``mlflow-artifacts:/…``) of this store."""
+        import mlflow
+
+        return Path(
+            mlflow.artifacts.download_artifacts(
+                artifact_uri=artifact_uri,
+                dst_path=None if dst_path is None else str(dst_path),
+                tracking_uri=self.tracking_uri,
+                registry_uri=self.registry_uri,
+            )
+        )
+
+    def download_version(self, model_name: str, version: str, dst_path: str | Path | None = None) -> Path:
+        """A registered version's files, found through this store's registry (MLflow's own ``models:/``
+        download looks versions up in the process-wide registry, whatever registry it is given)."""
+        return self.download(self.client.get_model_version_download_uri(model_name, version), dst_path)
+
+    def sign_version(self, model_name: str, version: str, local_dir: Path) -> Signed:
+        """Inside the registering task run: sign the version's files (``local_dir``), tag the version and
+        record ``model.signed`` (:func:`mlops.governance.signing.sign_registered_version`)."""
+        from mlops.governance.signing import sign_registered_version
+
+        return sign_registered_version(self.client, model_name, version, local_dir, self.pipeline_run_id)
+
+    def verify_version(self, model_name: str, version: str, local_dir: Path) -> None:
+        """Verify a downloaded version against its signature bundle before anything loads it."""
+        from mlops.governance.signing import verify_registered
+
+        verify_registered(self.client, model_name, version, local_dir)
+
+    def write_reference_profile(
+        self, run_id: str, model_name: str, version: str, profile: ReferenceProfile
+    ) -> str:
+        """Log ``profile`` into run ``run_id`` and name it on the version (``mlops.reference_profile``);
+        return its URI, which the drift monitor reads back through :meth:`reference_profile`."""
+        from mlops.model.reference_profile import PROFILE_FILE
+
+        client = self.client
+        client.log_text(run_id, profile.to_json(), PROFILE_FILE)
+        uri = f"{client.get_run(run_id).info.artifact_uri.rstrip('/')}/{PROFILE_FILE}"
+        client.set_model_version_tag(model_name, version, PROFILE_TAG, uri)
+        return uri
+
+    def reference_profile(self, model_name: str, version: str) -> ReferenceProfile:
+        """The profile a registered version was stored with; :class:`ProfileError` when it has none."""
+        from mlops.model.reference_profile import ProfileError, ReferenceProfile
+
+        uri = self.client.get_model_version(model_name, version).tags.get(PROFILE_TAG)
+        if not uri:
+            raise ProfileError(
+                f"model {model_name!r} version {version} has no reference profile (no {PROFILE_TAG} tag): it was "
+                "registered before profiles existed or outside the register step. Retrain it (mlops run training) "
+                "so the new version carries one; nothing was triggered"
+            )
+        try:
+            with tempfile.TemporaryDirectory(prefix="mlops-profile-") as tmp:
+                text = self.download(uri, tmp).read_text(encoding="utf-8")
+        except Exception as exc:  # MLflow raises several types for a missing artifact
+            raise ProfileError(
+                f"cannot read the reference profile of {model_name} v{version} at {uri}: {exc}"
+            ) from exc
+        return ReferenceProfile.from_json(text, f"profile of {model_name} v{version}")
+
+
+@dataclass(frozen=True)
+class _FluentState:
+    """MLflow's process-wide tracking state at one moment (module values and the variables mirroring them)."""
+
+    tracking_uri: str | None
+    registry_uri: str | None
+    experiment_id: str | None
+    environ: dict[str, str | None]
+
+    @classmethod
+    def capture(cls) -> _FluentState:
+        from mlflow.tracking import fluent
+        from mlflow.tracking._model_registry import utils as registry_utils
+        from mlflow.tracking._tracking_service import utils as tracking_utils
+
+        names = (TRACKING_URI_ENV, REGISTRY_URI_ENV, EXPERIMENT_ID_ENV)
+        return cls(
+            tracking_uri=tracking_utils._tracking_uri,
+            registry_uri=registry_utils._registry_uri,
+            experiment_id=fluent._active_experiment_id,
+            environ={name: os.environ.get(name) for name in names},
+        )
+
+    def restore(self) -> None:
+        # MLflow offers setters but no way back to "unset"; the module values are written directly.
+        from mlflow.tracking import fluent
+        from mlflow.tracking._model_registry import utils as registry_utils
+        from mlflow.tracking._tracking_service import utils as tracking_utils
+
+        if tracking_utils._tracking_uri != self.tracking_uri:
+            tracking_utils.set_tracking_uri(self.tracking_uri)  # None unsets it
+        registry_utils._registry_uri = self.registry_uri  # type: ignore[assignment]
+        fluent._active_experiment_id = self.experiment_id  # type: ignore[assignment]
+        for name, value in self.environ.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def fluent_state() -> dict[str, str | None]:
+    """MLflow's process-wide tracking state now (read only): the URIs and experiment its fluent API would
+    use, and the variables mirroring them. What a test suite compares to prove nothing leaked."""
+    state = _FluentState.capture()
+    return {
+        "tracking_uri": state.tracking_uri,
+        "registry_uri": state.registry_uri,
+        "experiment_id": state.experiment_id,
+        **state.environ,
+    }
+
+
+def _active_run_id() -> str | None:
+    import mlflow
+
+    run = mlflow.active_run()
+    return None if run is None else str(run.info.run_id)
+
+
+def normalise_location(location: str) -> str:
+    """One spelling per place: local paths and ``file:`` URIs become ``file:///abs``, no trailing slash."""
+    location = location.strip()
+    parts = urlsplit(location)
+    if parts.scheme == "file":
+        return Path(parts.path).expanduser().resolve().as_uri()
+    if not parts.scheme:
+        return Path(location).expanduser().resolve().as_uri()
+    return location.rstrip("/")
+
+
+def redact_uri(uri: str) -> str:
+    """``scheme://user:***@host/…``: a password in a URI never reaches a log or a summary."""
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    netloc = f"{parts.username}:***@{host}{port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _root_of(location: str, experiment: str) -> str:
+    suffix = f"/{experiment}"
+    trimmed = location.rstrip("/")
+    return trimmed[: -len(suffix)] if trimmed.endswith(suffix) else trimmed
