@@ -82,3 +82,17 @@ def test_the_serving_process_is_kept_apart_from_the_control_plane() -> None:
 )
 def test_architecture_md_names_every_package(package: str) -> None:
     assert f"`{package}/" in ARCHITECTURE, f"ARCHITECTURE.md does not say what {package}/ is"
+
+
+@pytest.mark.parametrize("package", top_level_packages())
+def test_the_platform_image_carries_every_package(package: str) -> None:
+    """The image's build context, cache key and install check name every installed package (the image
+    once shipped without `cli/`, and every pod that ran `mlops` failed with ModuleNotFoundError)."""
+    dockerignore = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
+    assert f"!{package}" in dockerignore
+    build_image = (ROOT / "infra/testing/build_image.sh").read_text(encoding="utf-8")
+    hashed = next(line for line in build_image.splitlines() if line.strip().startswith("find "))
+    assert f" {package} " in hashed
+    install = (ROOT / "infra/docker/install.sh").read_text(encoding="utf-8")
+    imported = next(line for line in install.splitlines() if '-c "import mlops' in line)
+    assert f" {package}," in imported

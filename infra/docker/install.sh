@@ -38,7 +38,7 @@ dependencies() {
 project() {
   "${pip[@]}" --no-deps --no-build-isolation "$B/src"
   "$VENV/bin/pip" check
-  "$VENV/bin/python" -c "import mlops, components, pipelines, training, serving, kfp, mlflow, torch, onnxruntime"
+  "$VENV/bin/python" -c "import mlops, components, pipelines, training, serving, delivery, cli, kfp, mlflow, torch, onnxruntime"
   rm -rf "$B" /root/.cache
 }
 
