@@ -245,7 +245,7 @@ def test_bad_inputs_are_rejected_with_clear_errors(
         evaluate(model_dir, test_frame.drop(columns=[LABEL]), LABEL)
     with pytest.raises(EvaluationError, match="no rows"):
         evaluate(model_dir, test_frame.head(0), LABEL)
-    with pytest.raises(EvaluationError, match="only class"):
+    with pytest.raises(EvaluationError, match=r"test data label 'default' has a single class \['0'\]"):
         evaluate(model_dir, test_frame[test_frame[LABEL] == 0], LABEL)
     with pytest.raises(EvaluationError, match="must be 0/1"):
         evaluate(model_dir, test_frame.assign(**{LABEL: test_frame[LABEL] * 2}), LABEL)
