@@ -240,5 +240,7 @@ class FromEnv(EnvSettings):
 def test_env_settings_read_mlops_variables_and_name_the_bad_one() -> None:
     assert FromEnv.env_name("some_path") == "MLOPS_SOME_PATH"
     assert FromEnv.from_env({"MLOPS_SOME_PATH": "/x", "MLOPS_SOME_FLAG": ""}) == FromEnv(some_path="/x")
-    with pytest.raises(SettingsError, match=r"invalid test settings in the environment: MLOPS_SOME_FLAG='maybe'"):
+    with pytest.raises(
+        SettingsError, match=r"invalid test settings in the environment: MLOPS_SOME_FLAG='maybe'"
+    ):
         FromEnv.from_env({"MLOPS_SOME_FLAG": "maybe"})
