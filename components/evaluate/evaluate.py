@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from components.evaluate.metrics import (
+from components.evaluate.binary_metrics import (
     THRESHOLD,
     BinaryMetrics,
     EvaluationError,

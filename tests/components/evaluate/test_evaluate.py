@@ -13,6 +13,11 @@ import pandas as pd
 import pytest
 from sklearn import metrics as sk
 
+from components.evaluate.binary_metrics import (
+    EvaluationError,
+    expected_calibration_error,
+    score_probabilities,
+)
 from components.evaluate.evaluate import (
     CONFUSION_FILE,
     METRICS_FILE,
@@ -21,7 +26,6 @@ from components.evaluate.evaluate import (
     evaluate,
     run_evaluation,
 )
-from components.evaluate.metrics import EvaluationError, expected_calibration_error, score_probabilities
 from mlops.data.dataset import SCHEMA_METADATA_KEY
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
