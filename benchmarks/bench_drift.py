@@ -86,7 +86,7 @@ def check_ours(directory: str) -> dict[str, Any]:
     from components.drift_monitor.config import DriftSettings
     from components.drift_monitor.drift_monitor import judge
     from components.drift_monitor.logs import summarise
-    from components.drift_monitor.window import empty_summary
+    from components.drift_monitor.request_window import empty_summary
     from mlops.model.reference_profile import ReferenceProfile
 
     started, cpu = time.perf_counter(), cpu_s()

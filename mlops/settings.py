@@ -21,11 +21,12 @@ parsed as JSON before validation; a text field is never decoded.
 from __future__ import annotations
 
 import json
+import os
 import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
@@ -43,6 +44,39 @@ relative path absolute and checks the file exists before anything runs (tasks ru
 
 class SettingsError(ValueError):
     """A setting's value or address does not fit its config; the message names it and the fix."""
+
+
+ENV_PREFIX = "MLOPS_"
+"""The prefix of every setting read from the environment (``s3_sse`` ↔ ``MLOPS_S3_SSE``)."""
+
+
+class EnvSettings(BaseModel):
+    """Settings read from the environment, not from a form: each field from ``MLOPS_`` + its
+    name in capitals; an unset or empty variable keeps the field's default.
+
+    A subclass names the error an invalid environment raises and what it holds, in words."""
+
+    model_config = SETTINGS_CONFIG
+
+    env_error: ClassVar[type[ValueError]] = SettingsError
+    env_subject: ClassVar[str] = "settings"
+
+    @classmethod
+    def env_name(cls, field: str) -> str:
+        return ENV_PREFIX + field.upper()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """The settings the environment states; unset variables keep their defaults."""
+        environ = os.environ if environ is None else environ
+        values = {f: environ[cls.env_name(f)] for f in cls.model_fields if environ.get(cls.env_name(f), "")}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{cls.env_name(str(e['loc'][0]))}={e.get('input')!r}: {e['msg']}" for e in exc.errors()
+            )
+            raise cls.env_error(f"invalid {cls.env_subject} in the environment: {problems}") from exc
 
 
 @dataclass(frozen=True)

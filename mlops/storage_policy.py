@@ -8,15 +8,13 @@ is ``MLOPS_`` + the field name in capitals (``s3_sse`` ↔ ``MLOPS_S3_SSE``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import field_validator
 
-from mlops.settings import SETTINGS_CONFIG
+from mlops.settings import EnvSettings
 
-ENV_PREFIX = "MLOPS_"
 SSE_S3 = "AES256"
 SSE_KMS = "aws:kms"
 
@@ -25,10 +23,11 @@ class PolicyError(ValueError):
     """The storage policy in the environment is invalid; the message names the variable."""
 
 
-class StoragePolicy(BaseModel):
+class StoragePolicy(EnvSettings):
     """Encryption and residency rules applied to every object the platform writes to S3."""
 
-    model_config = SETTINGS_CONFIG
+    env_error = PolicyError
+    env_subject = "storage policy"
 
     s3_sse: Literal["AES256", "aws:kms", "none"] = "AES256"
     """Server-side encryption requested on every S3 write: AES256 (SSE-S3), aws:kms (SSE-KMS) or none."""
@@ -45,23 +44,6 @@ class StoragePolicy(BaseModel):
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
-
-    @classmethod
-    def env_name(cls, field: str) -> str:
-        return ENV_PREFIX + field.upper()
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> StoragePolicy:
-        """The policy the environment states; unset variables keep their defaults."""
-        environ = os.environ if environ is None else environ
-        values = {f: environ[cls.env_name(f)] for f in cls.model_fields if environ.get(cls.env_name(f), "")}
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{cls.env_name(str(e['loc'][0]))}={e.get('input')!r}: {e['msg']}" for e in exc.errors()
-            )
-            raise PolicyError(f"invalid storage policy in the environment: {problems}") from exc
 
     def put_arguments(self) -> dict[str, str]:
         """The encryption arguments of a boto3 ``put_object`` / ``upload_file`` call."""

@@ -116,13 +116,17 @@ def package_version() -> str:
         return "unknown"
 
 
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+"""What a registered model's name (also its request-log folder) and an Optuna study's name may be."""
+
+
 class RegistrationSettings(BaseModel):
     """Which registered model a run adds a version to, and the code it came from."""
 
     model_config = SETTINGS_CONFIG
     section: ClassVar[str] = "registration"
 
-    model_name: str = Field(default="credit-default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    model_name: str = Field(default="credit-default", pattern=NAME_PATTERN)
     """Registered model name in the MLflow model registry."""
     git_commit: str = Field(default="")
     """Commit of the pipeline code, recorded on the model version."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from serving.background import BackgroundLoop
 from serving.errors import VersionGone
 
 if TYPE_CHECKING:
@@ -59,25 +60,22 @@ class Batcher:
         self._queued_rows = 0
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="ort") if in_thread else None
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundLoop("batcher", self._run)
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="batcher")
+        self._loop.start()
 
     async def stop(self) -> None:
         """Finish what is queued, then stop; nothing accepted is dropped."""
-        while self._queue and self._task is not None and not self._task.done():
+        while self._queue and self._loop.running:
             await asyncio.sleep(0.001)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._loop.stop()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
 
     async def submit(self, x: np.ndarray, version: str | None = None) -> tuple[np.ndarray, LoadedModel]:
         """Probabilities for ``x`` and the model that computed them; ``version`` pins a model version."""
-        if self._task is None or self._task.done():
+        if not self._loop.running:
             raise RuntimeError("batcher is not running; call start() inside the event loop first")
         future: asyncio.Future[tuple[np.ndarray, LoadedModel]] = asyncio.get_running_loop().create_future()
         self._queue.append(_Item(x, version, future))

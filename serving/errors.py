@@ -4,7 +4,8 @@ The data plane (:mod:`serving.dataplane`) and everything below it raise a
 :class:`ServingError` subclass carrying only *why* (the class) and the message for the
 client. Each transport turns the class into its own status through one table here:
 :data:`HTTP_STATUS` for REST and :data:`GRPC_STATUS` for gRPC, so the same refusal reads
-alike on both, and a new error class is one line per table (``tests/serving/test_dataplane.py``
+alike on both, and the metrics label it through a third, :data:`REASON`; a new error class
+is one line per table (``tests/serving/test_dataplane.py``
 fails when a class is neither listed nor a subclass of a listed one). Both tables sit in
 this module, beside the classes, because the metrics use HTTP's numbers for every
 protocol (the ``code`` label of ``mlops_serving_requests_total``), and so that checking
@@ -14,7 +15,7 @@ them needs neither Starlette nor the generated gRPC stubs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 _Status = TypeVar("_Status")
 
@@ -22,30 +23,26 @@ _Status = TypeVar("_Status")
 class ServingError(Exception):
     """A request the server refuses; ``message`` names the bad value and the fix, ``reason`` labels the error metric."""
 
-    reason: ClassVar[str] = "internal"
-    """The ``reason`` label of ``mlops_serving_errors_total``."""
-
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
+
+    @property
+    def reason(self) -> str:
+        """The ``reason`` label of ``mlops_serving_errors_total`` (from :data:`REASON`)."""
+        return _lookup(REASON, self)
 
 
 class InvalidInput(ServingError):
     """The request is malformed or holds a value the model cannot take."""
 
-    reason = "bad_request"
-
 
 class Unauthenticated(ServingError):
     """The bearer token is missing or wrong."""
 
-    reason = "unauthorized"
-
 
 class NotFound(ServingError):
     """Nothing answers at the path (REST) the request names."""
-
-    reason = "not_found"
 
 
 class ModelNotFound(NotFound):
@@ -59,25 +56,17 @@ class VersionGone(ModelNotFound):
 class MethodNotAllowed(ServingError):
     """The path exists but not for this method (REST only)."""
 
-    reason = "client_error"
-
 
 class Conflict(ServingError):
     """The request contradicts the server's state (e.g. a rollout plan naming the champion as challenger)."""
-
-    reason = "client_error"
 
 
 class PayloadTooLarge(ServingError):
     """The request body exceeds ``--max-payload-bytes``."""
 
-    reason = "payload_too_large"
-
 
 class ClientClosed(ServingError):
     """The client went away before its request arrived; nobody is answered, the metrics count it."""
-
-    reason = "client_closed"
 
 
 class InternalError(ServingError):
@@ -109,6 +98,20 @@ GRPC_STATUS: dict[type[ServingError], str] = {
     ServingError: "INTERNAL",
 }
 """gRPC's status for each error class, by ``grpc.StatusCode`` member name (a subclass takes its nearest ancestor's)."""
+
+
+REASON: dict[type[ServingError], str] = {
+    InvalidInput: "bad_request",
+    Unauthenticated: "unauthorized",
+    NotFound: "not_found",
+    MethodNotAllowed: "client_error",
+    Conflict: "client_error",
+    PayloadTooLarge: "payload_too_large",
+    ClientClosed: "client_closed",
+    InternalError: "internal",
+    ServingError: "internal",
+}
+"""The ``reason`` label of ``mlops_serving_errors_total`` for each error class (a subclass takes its nearest ancestor's)."""
 
 
 def _lookup(table: Mapping[type[ServingError], _Status], error: ServingError) -> _Status:

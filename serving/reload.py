@@ -11,10 +11,11 @@ they finish on it; the old session is freed when the last of them lets go.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from serving.background import BackgroundLoop
 
 if TYPE_CHECKING:
     from serving.runtime import LoadedModel
@@ -52,16 +53,13 @@ class ReloadWatcher:
         self.interval_s = interval_s
         self.on_outcome = on_outcome
         self._refused: str | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundLoop("reload-watcher", self._run)
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="reload-watcher")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._loop.stop()
 
     async def check_once(self) -> str | None:
         """Swap if the alias moved; return the newly served version, or None if nothing changed."""

@@ -21,7 +21,6 @@ atomic by itself.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from serving.background import BackgroundLoop
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -120,7 +121,7 @@ class RequestLogger:
         self._blocks: list[Block] = []
         self._rows = 0
         self._random = random.Random()
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundLoop("request-log", self._run)
         self._writes: set[asyncio.Task[None]] = set()
 
     def record(self, model: LoadedModel, x: np.ndarray, y: np.ndarray, request_id: str = "") -> bool:
@@ -140,13 +141,10 @@ class RequestLogger:
         return True
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="request-log")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._loop.stop()
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self._flush_async()

@@ -96,3 +96,67 @@ def test_the_platform_image_carries_every_package(package: str) -> None:
     install = (ROOT / "infra/docker/install.sh").read_text(encoding="utf-8")
     imported = next(line for line in install.splitlines() if '-c "import mlops' in line)
     assert f" {package}," in imported
+
+
+NAMED_PACKAGES = ("mlops", "training", "serving", "delivery", "components", "pipelines", "cli")
+CONVENTIONAL_NAMES = {"__init__.py", "component.py", "config.py", "pipeline.py"}
+"""Module names every folder of a kind has by convention (a component's wrapper and settings, a pipeline)."""
+GENERATED = Path("serving/proto")
+"""The gRPC stubs ``generate.sh`` writes: named by protoc."""
+COMMANDS = Path("cli/commands")
+
+
+def module_name_clashes(root: Path = ROOT) -> dict[str, list[str]]:
+    """File names two modules share, each with the modules, except the conventional names and generated code.
+
+    A command module (``cli/commands/<command>.py``) is named after its command, so it may share its name
+    with the module outside ``cli/`` that does the work (``components/tune/tune.py``), never with another
+    module of the command line.
+    """
+    by_name: dict[str, list[Path]] = {}
+    for package in NAMED_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            relative = path.relative_to(root)
+            if (
+                path.name in CONVENTIONAL_NAMES
+                or "__pycache__" in relative.parts
+                or relative.is_relative_to(GENERATED)
+            ):
+                continue
+            by_name.setdefault(path.name, []).append(relative)
+    clashes = {}
+    for name, paths in by_name.items():
+        command = [p for p in paths if p.parent == COMMANDS]
+        others = [p for p in paths if p.parent != COMMANDS]
+        if len(others) > 1 or (command and any(p.parts[0] == "cli" for p in others)):
+            clashes[name] = [str(p) for p in paths]
+    return clashes
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    clashes = module_name_clashes()
+    assert not clashes, (
+        f"modules that share a name: {clashes}; name each after what it holds "
+        "(data_report.py, drift_report.py …), so a name found in a traceback or an import says which it is"
+    )
+
+
+def test_a_second_module_of_one_name_is_a_clash(tmp_path: Path) -> None:
+    for relative in (
+        "components/a/report.py",
+        "components/b/report.py",
+        "components/a/component.py",
+        "components/b/component.py",
+        "serving/proto/x_pb2.py",
+        "serving/x_pb2.py",
+        "cli/commands/submit.py",
+        "cli/kfp_client/submit.py",
+        "cli/commands/tune.py",
+        "components/tune/tune.py",
+    ):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("")
+    assert module_name_clashes(tmp_path) == {
+        "report.py": ["components/a/report.py", "components/b/report.py"],
+        "submit.py": ["cli/commands/submit.py", "cli/kfp_client/submit.py"],
+    }

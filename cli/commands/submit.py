@@ -51,8 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def submit_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.kfp_client.connection import open_client
-    from cli.kfp_client.errors import KfpError, RunFailedError
-    from cli.kfp_client.submit import RunRequest, start_run, wait_for_run
+    from cli.kfp_client.kfp_errors import KfpError, RunFailedError
+    from cli.kfp_client.run_submission import RunRequest, start_run, wait_for_run
 
     if args.timeout <= 0 or args.poll <= 0:
         raise ValueError(f"--timeout {args.timeout} and --poll {args.poll} must be positive seconds")

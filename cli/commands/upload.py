@@ -88,8 +88,14 @@ def _settings(args: argparse.Namespace) -> tuple[PipelineForm | None, dict[str, 
 
 def upload_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.kfp_client.connection import open_client
-    from cli.kfp_client.errors import KfpError
-    from cli.kfp_client.upload import git_state, settings_suffix, upload_version, with_defaults, with_image
+    from cli.kfp_client.kfp_errors import KfpError
+    from cli.kfp_client.pipeline_upload import (
+        git_state,
+        settings_suffix,
+        upload_version,
+        with_defaults,
+        with_image,
+    )
 
     connection = connection_from_args(args, os.environ)
     if args.package is not None and not args.package.is_file():

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from cli.kfp_client.errors import KfpAuthError, translate_errors
+from cli.kfp_client.kfp_errors import KfpAuthError, translate_errors
 
 AuthMode = Literal["bearer", "token-file", "kube", "none"]
 

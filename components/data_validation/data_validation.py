@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from components.data_validation.check_results import CheckResult, ValidationFailed, ValidationResult
+from components.data_validation.data_report import render_html, render_json
 from components.data_validation.gx_run import run_suite
-from components.data_validation.report import render_html, render_json
-from components.data_validation.result import CheckResult, ValidationFailed, ValidationResult
 from components.data_validation.suite import DEFAULT_SUITE_PATH, Suite, SuiteError, load_suite
 from mlops.data.dataset import DatasetError, DatasetSchema, load_table
 from mlops.tracking.store import TrackingStore

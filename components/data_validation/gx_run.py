@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from components.data_validation.result import CheckResult
+from components.data_validation.check_results import CheckResult
 from components.data_validation.suite import ORDER_META_KEY, ExpectationSpec, Suite
 
 if TYPE_CHECKING:

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from mlops.settings import SETTINGS_CONFIG
+from mlops.vocabulary import NAME_PATTERN
 
 Method = Literal["wasserstein", "jensenshannon", "psi"]
 METHODS: tuple[str, ...] = ("wasserstein", "jensenshannon", "psi")
@@ -18,7 +19,7 @@ class WindowSettings(BaseModel):
     model_config = SETTINGS_CONFIG
     section: ClassVar[str] = "window"
 
-    model_name: str = Field(default="credit-default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    model_name: str = Field(default="credit-default", pattern=NAME_PATTERN)
     """Registered model whose traffic is checked (its request log folder has the same name)."""
     model_version: str = Field(default="")
     """Version whose requests and reference profile are compared. Empty: the version the champion alias names."""

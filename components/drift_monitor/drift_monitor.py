@@ -17,7 +17,7 @@ import numpy as np
 
 from components.drift_monitor import stats
 from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.window import (
+from components.drift_monitor.request_window import (
     CategoricalCounts,
     NumericCounts,
     ScoreSummary,

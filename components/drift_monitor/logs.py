@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from components.drift_monitor.window import LOG_COLUMNS, WindowError, WindowSummary, add_table, check_schema
+from components.drift_monitor.request_window import (
+    LOG_COLUMNS,
+    WindowError,
+    WindowSummary,
+    add_table,
+    check_schema,
+)
 from mlops import storage
 from mlops.model.reference_profile import ReferenceProfile
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.drift_monitor import DriftResult, judge, window_bounds
 from components.drift_monitor.logs import summarise
+from components.drift_monitor.request_window import WindowError, empty_summary
 from components.drift_monitor.sample import Reservoir
-from components.drift_monitor.window import WindowError, empty_summary
 from mlops.model.reference_profile import ReferenceProfile
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION
@@ -119,7 +119,7 @@ def log_check(check: Check, store: TrackingStore, reports: dict[str, Path]) -> s
 
 def write_reports(check: Check, drift: DriftSettings, json_path: Path, html_path: Path) -> dict[str, Path]:
     """The JSON report (every score), and the HTML report when the window sample is not empty."""
-    from components.drift_monitor.report import write_html, write_json
+    from components.drift_monitor.drift_report import write_html, write_json
 
     written = {JSON_REPORT: write_json(check.result, json_path)}
     if check.sample.frame is not None and len(check.sample.frame):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from components.drift_monitor.window import NumericCounts
+from components.drift_monitor.request_window import NumericCounts
 from mlops.model.reference_profile import NumericProfile
 
 

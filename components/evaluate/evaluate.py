@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from components.evaluate.metrics import (
+from components.evaluate.binary_metrics import (
     THRESHOLD,
     BinaryMetrics,
     EvaluationError,
     EvaluationResult,
     score_probabilities,
 )
+from mlops.data.dataset import binary_label_problem
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, HAS_CHAMPION_TAG
 
@@ -55,7 +56,6 @@ class EvaluationOutcome(NamedTuple):
 def labels_of(frame: pd.DataFrame, label_column: str) -> np.ndarray:
     """The validated 0/1 label vector; both classes must occur or ROC AUC is undefined."""
     import numpy as np
-    import pandas as pd
 
     if frame.empty:
         raise EvaluationError("test data has no rows; evaluation needs a non-empty test split")
@@ -65,16 +65,11 @@ def labels_of(frame: pd.DataFrame, label_column: str) -> np.ndarray:
             "Declare the label the model was trained with (schema setting label)."
         )
     labels = frame[label_column]
-    if labels.isna().any():
-        raise EvaluationError(f"label {label_column!r} has {int(labels.isna().sum())} missing value(s)")
-    values = set(pd.unique(labels).tolist())
-    if not values <= {0, 1}:
-        raise EvaluationError(f"label {label_column!r} must be 0/1, found {sorted(map(str, values))}")
-    if len(values) < 2:
-        raise EvaluationError(
-            f"label {label_column!r} has only class {sorted(values)} in the test data; "
-            "ROC AUC needs both classes, so use a larger or stratified test split"
-        )
+    problem = binary_label_problem(
+        labels, label_column, "ROC AUC needs both classes, so use a larger or stratified test split"
+    )
+    if problem:
+        raise EvaluationError(f"test data {problem}")
     return labels.to_numpy().astype(np.int64)
 
 

@@ -42,6 +42,29 @@ class BehaviouralResult:
     def passed(self) -> bool:
         return not self.violations
 
+    @classmethod
+    def measured(
+        cls,
+        test: InvarianceTest | DirectionalTest,
+        delta: np.ndarray,
+        pass_fraction: float,
+        violations: list[Violation],
+    ) -> BehaviouralResult:
+        """The result of ``test`` from its per-row probability changes ``delta``."""
+        import numpy as np
+
+        return cls(
+            name=test.name,
+            kind="invariance" if isinstance(test, InvarianceTest) else "directional",
+            feature=test.feature,
+            n_rows=len(delta),
+            mean_change=float(delta.mean()),
+            mean_abs_change=float(np.abs(delta).mean()),
+            max_abs_change=float(np.abs(delta).max()),
+            pass_fraction=pass_fraction,
+            violations=tuple(violations),
+        )
+
 
 def _require_feature(scorer: Scorer, test: InvarianceTest | DirectionalTest, numeric: bool) -> None:
     if test.feature not in scorer.features:
@@ -96,16 +119,8 @@ def run_invariance(scorer: Scorer, frame: pd.DataFrame, test: InvarianceTest, se
         violations.append(
             Violation("behavioural", test.name, "max_abs_change", max_abs, test.max_abs_change, "max", where)
         )
-    return BehaviouralResult(
-        name=test.name,
-        kind="invariance",
-        feature=test.feature,
-        n_rows=len(delta),
-        mean_change=float(delta.mean()),
-        mean_abs_change=mean_abs,
-        max_abs_change=max_abs,
-        pass_fraction=float(np.mean(np.abs(delta) <= test.max_abs_change)),
-        violations=tuple(violations),
+    return BehaviouralResult.measured(
+        test, delta, float(np.mean(np.abs(delta) <= test.max_abs_change)), violations
     )
 
 
@@ -138,17 +153,7 @@ def run_directional(scorer: Scorer, frame: pd.DataFrame, test: DirectionalTest) 
                 detail,
             )
         )
-    return BehaviouralResult(
-        name=test.name,
-        kind="directional",
-        feature=test.feature,
-        n_rows=len(delta),
-        mean_change=float(delta.mean()),
-        mean_abs_change=float(np.abs(delta).mean()),
-        max_abs_change=float(np.abs(delta).max()),
-        pass_fraction=pass_fraction,
-        violations=tuple(violations),
-    )
+    return BehaviouralResult.measured(test, delta, pass_fraction, violations)
 
 
 def check_suite(scorer: Scorer, suite: BehaviouralSuite) -> None:

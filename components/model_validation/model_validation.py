@@ -17,7 +17,7 @@ from components.model_validation.checks import Violation, slug
 from components.model_validation.config import ValidationConfig
 from components.model_validation.explainability import ExplainabilityResult, explain
 from components.model_validation.fairness import AttributeFairness, check_columns, evaluate_fairness
-from components.model_validation.result import CHECKS, GATE, ValidationResult
+from components.model_validation.gate_result import CHECKS, GATE, ValidationResult
 from mlops.gates import PROMOTE, REJECT, Decision
 from mlops.vocabulary import MODEL_VERSION_TAG, TAG_PREFIX, gate_tag
 
@@ -216,7 +216,7 @@ def run(
     json_path: Path,
 ) -> ValidationResult:
     """Everything the KFP task does: load, validate, write both reports, record on MLflow and the version."""
-    from components.model_validation.report import write_reports
+    from components.model_validation.gate_report import write_reports
     from components.model_validation.scoring import load_scorer
     from mlops.data.dataset import load_table
 

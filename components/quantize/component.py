@@ -43,12 +43,12 @@ def quantize_model(
             "decision": outcome.decision,
             "precision": "int8",
             "quantized_from": source_version,
-            "auc_drop": outcome.auc_drop,
+            "auc_drop": outcome.parity.auc_drop,
             "model_uri": f"models:/{model_name}/{outcome.version}" if outcome.version else "",
         }
     )
     print(f"quantize: {outcome.decision} ({outcome.reason})")
     QuantizeOutputs = namedtuple("QuantizeOutputs", ["decision", "reason", "version", "auc_fp32", "auc_int8"])
     return QuantizeOutputs(
-        outcome.decision, outcome.reason, outcome.version, outcome.auc_fp32, outcome.auc_int8
+        outcome.decision, outcome.reason, outcome.version, outcome.parity.auc_fp32, outcome.parity.auc_int8
     )

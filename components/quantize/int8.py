@@ -67,14 +67,7 @@ def register_int8(
     example = scorer.spec.encode(holdout.head(5))
     with store.task_run("quantize"):
         mlflow.log_params({"source_version": source_version, "max_auc_drop": parity.max_auc_drop})
-        mlflow.log_metrics(
-            {
-                "auc_fp32": parity.auc_fp32,
-                "auc_int8": parity.auc_int8,
-                "auc_drop": parity.auc_drop,
-                "max_abs_diff": parity.max_abs_diff,
-            }
-        )
+        mlflow.log_metrics(parity.metrics())
         info = mlflow.onnx.log_model(
             onnx.load(str(int8_path)),
             name="model",

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlops.gates import REJECT
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import DECISION_TAG, REASON_TAG
+
+if TYPE_CHECKING:
+    from components.quantize.quantizer import ParityResult
 
 ACCEPT = "accept"
 
@@ -26,14 +30,8 @@ class QuantizeOutcome:
     """The parity figures and the bound, in words."""
     version: str
     """The new INT8 version; empty on reject."""
-    auc_fp32: float
-    """Held-out AUC of the FP32 source."""
-    auc_int8: float
-    """Held-out AUC of the INT8 model."""
-
-    @property
-    def auc_drop(self) -> float:
-        return self.auc_fp32 - self.auc_int8
+    parity: ParityResult
+    """FP32 vs INT8 on the held-out rows: the figures the gate judged."""
 
 
 def run_quantize(
@@ -63,11 +61,7 @@ def run_quantize(
         )
     except QuantizationRejected as rejected:
         with store.task_run("quantize"):
-            parity = rejected.result
-            mlflow.log_metrics(
-                {"auc_fp32": parity.auc_fp32, "auc_int8": parity.auc_int8, "auc_drop": parity.auc_drop}
-            )
+            mlflow.log_metrics(rejected.result.metrics())
             mlflow.set_tags({DECISION_TAG: REJECT, REASON_TAG: str(rejected)})
-        return QuantizeOutcome(REJECT, str(rejected), "", parity.auc_fp32, parity.auc_int8)
-    parity = result.parity
-    return QuantizeOutcome(ACCEPT, parity.message(), result.version, parity.auc_fp32, parity.auc_int8)
+        return QuantizeOutcome(REJECT, str(rejected), "", rejected.result)
+    return QuantizeOutcome(ACCEPT, result.parity.message(), result.version, result.parity)

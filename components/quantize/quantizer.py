@@ -75,6 +75,15 @@ class ParityResult:
     def passed(self) -> bool:
         return self.auc_drop <= self.max_auc_drop
 
+    def metrics(self) -> dict[str, float]:
+        """The parity figures as the MLflow metrics of the quantize run."""
+        return {
+            "auc_fp32": self.auc_fp32,
+            "auc_int8": self.auc_int8,
+            "auc_drop": self.auc_drop,
+            "max_abs_diff": self.max_abs_diff,
+        }
+
     def message(self) -> str:
         verdict = "within" if self.passed else "exceeds"
         return (

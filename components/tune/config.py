@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
+from mlops.vocabulary import NAME_PATTERN
 
 
 class TuneSettings(BaseModel):
@@ -17,7 +18,7 @@ class TuneSettings(BaseModel):
 
     trials: int = Field(default=0, ge=0, le=10_000)
     """Optuna trials this run adds to the study (training pipeline: 0 = off, train with the hyperparameters given)."""
-    study_name: str = Field(default="credit-default", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    study_name: str = Field(default="credit-default", min_length=1, pattern=NAME_PATTERN)
     """Optuna study name; a second run with the same name resumes the stored trials."""
     max_minutes: float = Field(default=60.0, gt=0)
     """Tuning wall-time budget from set-up; no trial starts after it."""

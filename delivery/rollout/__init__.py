@@ -1,7 +1,7 @@
 """Progressive delivery: shadow, canary steps and automatic promotion or rollback.
 
 - :mod:`~delivery.rollout.config`: the typed :class:`~delivery.rollout.config.RolloutConfig`.
-- :mod:`~delivery.rollout.window`: per-version figures of one interval, diffed from two scrapes
+- :mod:`~delivery.rollout.metrics_window`: per-version figures of one interval, diffed from two scrapes
   of the server's Prometheus metrics.
 - :mod:`~delivery.rollout.analysis`: challenger against champion over one interval → pass, fail
   or wait, with one :class:`mlops.gates.Decision` per check.

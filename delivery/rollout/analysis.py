@@ -30,7 +30,7 @@ from statistics import NormalDist
 from typing import Literal
 
 from delivery.rollout.config import SHADOW, RolloutConfig
-from delivery.rollout.window import VersionWindow, ks_distance
+from delivery.rollout.metrics_window import VersionWindow, ks_distance
 from mlops.gates import PROMOTE, REJECT, Decision, combine
 
 Outcome = Literal["pass", "fail", "wait"]

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from delivery.rollout.analysis import IntervalVerdict, analyse
 from delivery.rollout.config import SHADOW, RolloutConfig
+from delivery.rollout.metrics_window import CHALLENGER_ROLES, CHAMPION_ROLES, Snapshot
 from delivery.rollout.state import RolloutState, StateStore
-from delivery.rollout.window import CHALLENGER_ROLES, CHAMPION_ROLES, Snapshot
 from mlops.governance import audit
 
 if TYPE_CHECKING:

@@ -10,9 +10,11 @@ a target only makes the serving side follow it and reports whether it does.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import PROMOTED_AT_TAG, REPLACED_BY_TAG
 
 if TYPE_CHECKING:
@@ -131,3 +133,38 @@ def replaced_by(client: MlflowClient, model_name: str, version: str) -> str:
         )
     latest = max(candidates, key=lambda v: (v.tags.get(PROMOTED_AT_TAG, ""), int(v.version)))
     return str(latest.version)
+
+
+class AliasFollowingTarget(ABC):
+    """What every target shares: one model, the registry alias that names the version it should
+    serve, and rollback to the version that alias held before (the registry's history)."""
+
+    def __init__(self, tracking: TrackingStore | str, model_name: str, alias: str):
+        self.store = tracking if isinstance(tracking, TrackingStore) else TrackingStore.from_uri(tracking)
+        """The registry whose alias the serving side follows (a URI builds it)."""
+        self.tracking_uri = self.store.tracking_uri
+        self._model_name = model_name
+        self.alias = alias
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def client(self) -> MlflowClient:
+        return self.store.client
+
+    @abstractmethod
+    def deploy(self, version: str, reason: str = "deployed") -> DeploymentStatus: ...
+
+    def _alias_version(self) -> str | None:
+        return self.store.alias_version(self.model_name, self.alias)
+
+    def _deploy_replaced(self) -> DeploymentStatus:
+        """Deploy again the version the alias's current version replaced."""
+        current = self._alias_version()
+        if current is None:
+            raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
+        return self.deploy(
+            replaced_by(self.client, self.model_name, current), reason=f"rollback from version {current}"
+        )

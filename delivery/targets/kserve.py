@@ -26,20 +26,17 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from delivery.targets.base import (
+    AliasFollowingTarget,
     DeploymentError,
     DeploymentStatus,
     ShadowUnsupported,
     TrafficShare,
-    replaced_by,
 )
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION
-
-if TYPE_CHECKING:
-    from mlflow import MlflowClient
 
 GROUP, VERSION, PLURAL = "serving.kserve.io", "v1beta1", "inferenceservices"
 STABLE_ANNOTATION = "mlops/stable-version"
@@ -48,7 +45,7 @@ CANARY_ANNOTATION = "mlops/canary-version"
 """The model version of the latest revision while it is a canary; absent otherwise."""
 
 
-class KServeTarget:
+class KServeTarget(AliasFollowingTarget):
     """Deploys versions of ``model_name`` as the InferenceService ``namespace/name``."""
 
     def __init__(
@@ -68,29 +65,17 @@ class KServeTarget:
     ):
         from kubernetes import client
 
+        super().__init__(tracking, model_name, alias)
         self.api = client.CustomObjectsApi(api_client)
         self.namespace, self.name = namespace, name
-        self._model_name = model_name
-        self.store = tracking if isinstance(tracking, TrackingStore) else TrackingStore.from_uri(tracking)
-        """The registry whose alias follows the service (a URI builds it)."""
-        self.tracking_uri = self.store.tracking_uri
         self._storage_uri = storage_uri
         self.model_format = model_format
         self.resources = resources
         """Predictor resources (``requests``/``limits``) written with every new revision; None keeps them."""
         self.metrics_url = metrics_url
-        self.alias = alias
         self.timeout_s = timeout_s
         """How long to wait for ``Ready`` after a patch (image pull, model download, scale-up)."""
         self.poll_s = poll_s
-
-    @property
-    def model_name(self) -> str:
-        return self._model_name
-
-    @property
-    def client(self) -> MlflowClient:
-        return self.store.client
 
     def describe(self) -> str:
         return f"kserve {self.namespace}/{self.name}"
@@ -170,12 +155,7 @@ class KServeTarget:
         canary = (existing["metadata"].get("annotations") or {}).get(CANARY_ANNOTATION)
         if canary:
             return self.set_traffic(canary, 0)
-        current = self._alias_version()
-        if current is None:
-            raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
-        return self.deploy(
-            replaced_by(self.client, self.model_name, current), reason=f"rollback from version {current}"
-        )
+        return self._deploy_replaced()
 
     def metrics_text(self) -> str:
         if not self.metrics_url:
@@ -277,9 +257,6 @@ class KServeTarget:
                     f"{self.name}` shows the revision's events"
                 )
             time.sleep(self.poll_s)
-
-    def _alias_version(self) -> str | None:
-        return self.store.alias_version(self.model_name, self.alias)
 
 
 def _condition(status: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -23,17 +23,13 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING
 
-from delivery.targets.base import DeploymentError, DeploymentStatus, TrafficShare, replaced_by
+from delivery.targets.base import AliasFollowingTarget, DeploymentError, DeploymentStatus, TrafficShare
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION
 
-if TYPE_CHECKING:
-    from mlflow import MlflowClient
 
-
-class LocalServerTarget:
+class LocalServerTarget(AliasFollowingTarget):
     """Deploys versions of ``model_name`` to the ``mlops serve`` at ``server_url`` by moving ``alias``."""
 
     def __init__(
@@ -46,12 +42,8 @@ class LocalServerTarget:
         timeout_s: float = 120.0,
         poll_s: float = 0.2,
     ):
+        super().__init__(tracking, model_name, alias)
         self.server_url = server_url.rstrip("/")
-        self.store = tracking if isinstance(tracking, TrackingStore) else TrackingStore.from_uri(tracking)
-        """The registry whose alias the server follows (a URI builds it)."""
-        self.tracking_uri = self.store.tracking_uri
-        self._model_name = model_name
-        self.alias = alias
         self.timeout_s = timeout_s
         """How long :meth:`deploy` waits for the server to answer with the new version (its reload
         interval, 30 s by default, plus download and verification)."""
@@ -59,14 +51,6 @@ class LocalServerTarget:
         self.request_timeout_s = 60.0
         """How long one call to the server may take (loading a challenger downloads and verifies it)."""
         self._headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
-
-    @property
-    def model_name(self) -> str:
-        return self._model_name
-
-    @property
-    def client(self) -> MlflowClient:
-        return self.store.client
 
     def describe(self) -> str:
         return f"local {self.server_url}"
@@ -127,12 +111,7 @@ class LocalServerTarget:
             live_challenger = None  # unreachable: the registry says whether there is anything to go back to
         if live_challenger:
             return self._plan({"challenger": None})
-        current = self._alias_version()
-        if current is None:
-            raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
-        return self.deploy(
-            replaced_by(self.client, self.model_name, current), reason=f"rollback from version {current}"
-        )
+        return self._deploy_replaced()
 
     def metrics_text(self) -> str:
         url = f"{self.server_url}/metrics"
@@ -172,9 +151,6 @@ class LocalServerTarget:
             ) from exc
         except OSError as exc:  # URLError, refused connection, timeout
             raise DeploymentError(f"the server at {self.server_url} is unreachable: {exc}") from exc
-
-    def _alias_version(self) -> str | None:
-        return self.store.alias_version(self.model_name, self.alias)
 
     def _wait_until_serving(self, version: str) -> dict[str, object]:
         """Wait until the server's champion (the model following the alias) is ``version``."""

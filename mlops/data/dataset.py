@@ -52,6 +52,21 @@ def read_missing(
     return out
 
 
+def binary_label_problem(labels: pd.Series, name: str, single_class_fix: str) -> str | None:
+    """What keeps ``labels`` from being a binary classifier's label (0/1, no missing value, both
+    classes present), in words, or None; ``single_class_fix`` says why both classes are needed."""
+    import pandas as pd
+
+    if labels.isna().any():
+        return f"label {name!r} has {int(labels.isna().sum())} NaN value(s); drop or fill those rows"
+    values = set(pd.unique(labels).tolist())
+    if not values <= {0, 1}:
+        return f"label {name!r} must be 0/1, found {sorted(map(str, values))}"
+    if len(values) < 2:
+        return f"label {name!r} has a single class {sorted(map(str, values))}; {single_class_fix}"
+    return None
+
+
 def label_text(value: Any) -> str:
     """A label value as the schema writes it: whole numbers without a decimal point, text stripped."""
     if isinstance(value, float) and value.is_integer():
@@ -142,20 +157,9 @@ class DatasetSchema(BaseModel):
                     f"{source} column {col!r} must be numeric but has dtype {frame[col].dtype} "
                     f"(values like {sample}); clean it or declare it categorical"
                 )
-        labels = frame[self.label]
-        if labels.isna().any():
-            raise DatasetError(
-                f"{source} label {self.label!r} has {int(labels.isna().sum())} NaN value(s); "
-                "drop or fill those rows"
-            )
-        values = set(pd.unique(labels))
-        if not values <= {0, 1}:
-            raise DatasetError(f"{source} label {self.label!r} must be 0/1, found {sorted(map(str, values))}")
-        if len(values) < 2:
-            raise DatasetError(
-                f"{source} label {self.label!r} has a single class {sorted(map(str, values))}; "
-                "a classifier needs both 0 and 1"
-            )
+        problem = binary_label_problem(frame[self.label], self.label, "a classifier needs both 0 and 1")
+        if problem:
+            raise DatasetError(f"{source} {problem}")
 
     def read_missing(self, frame: pd.DataFrame) -> pd.DataFrame:
         """A copy with every missing-value marker as NaN and numeric features parsed as numbers."""

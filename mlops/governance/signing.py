@@ -26,14 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ValidationError
-
-from mlops.settings import SETTINGS_CONFIG
+from mlops.settings import EnvSettings
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-ENV_PREFIX = "MLOPS_"
 KEYS_DIR = "keys"
 PRIVATE_KEY_FILE = "signing.key"
 PUBLIC_KEY_FILE = "signing.pub"
@@ -47,10 +44,11 @@ class SignatureError(ValueError):
     """A model's files do not match a signature by the configured key, or no usable key/signature exists."""
 
 
-class SigningSettings(BaseModel):
+class SigningSettings(EnvSettings):
     """Where the signing keys are and whether loaders insist on a signature (``MLOPS_<FIELD>`` each)."""
 
-    model_config = SETTINGS_CONFIG
+    env_error = SignatureError
+    env_subject = "signing settings"
 
     signing_key: str = ""
     """Private key (P-256 PEM) that signs registered versions; empty: <workspace>/keys/signing.key, made on first use."""
@@ -58,19 +56,6 @@ class SigningSettings(BaseModel):
     """Public key (PEM) loaders verify versions against; empty: <workspace>/keys/signing.pub."""
     signing_required: bool = True
     """Refuse to load a version that carries no signature (turn off only for models registered before signing)."""
-
-    @classmethod
-    def env_name(cls, field: str) -> str:
-        return ENV_PREFIX + field.upper()
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> SigningSettings:
-        environ = os.environ if environ is None else environ
-        values = {f: environ[cls.env_name(f)] for f in cls.model_fields if environ.get(cls.env_name(f), "")}
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            raise SignatureError(f"invalid signing settings in the environment: {exc}") from exc
 
     def private_key(self, workspace_root: Path | None) -> Path:
         """The private key file; the workspace default is generated when missing, a configured one never."""

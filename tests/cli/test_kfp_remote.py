@@ -22,7 +22,7 @@ from pydantic import SecretStr
 from cli.commands import submit as submit_cmd
 from cli.commands import upload as upload_cmd
 from cli.kfp_client.connection import KfpConnection, open_client
-from cli.kfp_client.errors import KfpApiError, KfpAuthError, KfpUnreachableError
+from cli.kfp_client.kfp_errors import KfpApiError, KfpAuthError, KfpUnreachableError
 from cli.parameters import ParameterError
 from mlops.images import PLATFORM_IMAGE
 from mlops.workspace import Workspace

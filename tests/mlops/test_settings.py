@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mlops.settings import (
+    EnvSettings,
     SettingsError,
     addressed,
     from_addressed,
@@ -225,3 +226,21 @@ def test_two_settings_with_one_form_name_are_refused() -> None:
 
     with pytest.raises(SettingsError, match=r"Ambiguous has two settings named \['inner_rate'\]"):
         settings_of(Ambiguous)
+
+
+class FromEnv(EnvSettings):
+    env_subject = "test settings"
+
+    some_path: str = ""
+    """A path."""
+    some_flag: bool = True
+    """A flag."""
+
+
+def test_env_settings_read_mlops_variables_and_name_the_bad_one() -> None:
+    assert FromEnv.env_name("some_path") == "MLOPS_SOME_PATH"
+    assert FromEnv.from_env({"MLOPS_SOME_PATH": "/x", "MLOPS_SOME_FLAG": ""}) == FromEnv(some_path="/x")
+    with pytest.raises(
+        SettingsError, match=r"invalid test settings in the environment: MLOPS_SOME_FLAG='maybe'"
+    ):
+        FromEnv.from_env({"MLOPS_SOME_FLAG": "maybe"})

@@ -40,9 +40,11 @@ from serving.dataplane import (
 from serving.errors import (
     GRPC_STATUS,
     HTTP_STATUS,
+    REASON,
     ClientClosed,
     InternalError,
     InvalidInput,
+    MethodNotAllowed,
     ModelNotFound,
     PayloadTooLarge,
     ServingError,
@@ -332,6 +334,7 @@ def test_every_error_class_has_a_status_on_each_transport() -> None:
         listed = [c for c in cls.__mro__ if c in HTTP_STATUS and c is not ServingError]
         assert listed, f"{cls.__name__} (or a parent below ServingError) is missing from HTTP_STATUS"
         assert any(c in GRPC_STATUS for c in listed), f"{cls.__name__} is missing from GRPC_STATUS"
+        assert any(c in REASON for c in listed), f"{cls.__name__} is missing from REASON"
         error = cls("x")
         assert 400 <= http_status(error) < 600
         assert grpc_status(error) in grpc.StatusCode.__members__
@@ -345,3 +348,14 @@ def test_every_error_class_has_a_status_on_each_transport() -> None:
         (InternalError, 500, "INTERNAL"),
     ]:
         assert (http_status(cls("x")), grpc_status(cls("x"))) == (http, code), cls.__name__
+    for cls, reason in [
+        (InvalidInput, "bad_request"),
+        (Unauthenticated, "unauthorized"),
+        (VersionGone, "not_found"),
+        (MethodNotAllowed, "client_error"),
+        (PayloadTooLarge, "payload_too_large"),
+        (ClientClosed, "client_closed"),
+        (InternalError, "internal"),
+        (ServingError, "internal"),
+    ]:
+        assert cls("x").reason == reason, cls.__name__

@@ -12,7 +12,7 @@ import pytest
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.feedback import FeedbackError, store_labels
 from components.drift_monitor.monitor import check_window, log_check, record_check, write_reports
-from components.drift_monitor.window import WindowError
+from components.drift_monitor.request_window import WindowError
 from mlops.governance import audit
 from mlops.model.reference_profile import ProfileError
 from mlops.tracking.store import TrackingStore

@@ -10,7 +10,7 @@ from scipy import stats as scipy_stats
 
 from components.drift_monitor import stats
 from components.drift_monitor.drift_monitor import estimate_performance
-from components.drift_monitor.window import CategoricalCounts, NumericCounts, ScoreSummary
+from components.drift_monitor.request_window import CategoricalCounts, NumericCounts, ScoreSummary
 from mlops.model.reference_profile import categorical_profile, numeric_profile
 
 

@@ -13,6 +13,11 @@ import pandas as pd
 import pytest
 from sklearn import metrics as sk
 
+from components.evaluate.binary_metrics import (
+    EvaluationError,
+    expected_calibration_error,
+    score_probabilities,
+)
 from components.evaluate.evaluate import (
     CONFUSION_FILE,
     METRICS_FILE,
@@ -21,7 +26,6 @@ from components.evaluate.evaluate import (
     evaluate,
     run_evaluation,
 )
-from components.evaluate.metrics import EvaluationError, expected_calibration_error, score_probabilities
 from mlops.data.dataset import SCHEMA_METADATA_KEY
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
@@ -245,7 +249,7 @@ def test_bad_inputs_are_rejected_with_clear_errors(
         evaluate(model_dir, test_frame.drop(columns=[LABEL]), LABEL)
     with pytest.raises(EvaluationError, match="no rows"):
         evaluate(model_dir, test_frame.head(0), LABEL)
-    with pytest.raises(EvaluationError, match="only class"):
+    with pytest.raises(EvaluationError, match=r"test data label 'default' has a single class \['0'\]"):
         evaluate(model_dir, test_frame[test_frame[LABEL] == 0], LABEL)
     with pytest.raises(EvaluationError, match="must be 0/1"):
         evaluate(model_dir, test_frame.assign(**{LABEL: test_frame[LABEL] * 2}), LABEL)

@@ -6,8 +6,8 @@ from components.model_validation.behavioural import BehaviouralResult
 from components.model_validation.checks import Violation
 from components.model_validation.explainability import ExplainabilityResult, Stability
 from components.model_validation.fairness import AttributeFairness
+from components.model_validation.gate_result import GATE
 from components.model_validation.model_validation import decide
-from components.model_validation.result import GATE
 from mlops.gates import PROMOTE, REJECT
 
 UNFAIR = Violation("fairness", "sex", "demographic_parity_difference", 0.25, 0.125, "max", "a vs b")

@@ -15,7 +15,7 @@ from delivery.rollout.analysis import (
     wilson_lower_bound,
 )
 from delivery.rollout.config import RolloutConfig
-from delivery.rollout.window import VersionWindow
+from delivery.rollout.metrics_window import VersionWindow
 
 INF = math.inf
 

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from delivery.rollout.config import RolloutConfig
-from delivery.rollout.window import CHALLENGER_ROLES, CHAMPION_ROLES, Snapshot, ks_distance, quantile
+from delivery.rollout.metrics_window import CHALLENGER_ROLES, CHAMPION_ROLES, Snapshot, ks_distance, quantile
 from serving.metrics import ServingMetrics
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from cli.kfp_client.connection import KfpConnection
-from cli.kfp_client.errors import translate_errors
+from cli.kfp_client.kfp_errors import translate_errors
 from cli.kfp_client.lookup import comparable, find_pipeline, find_version, pipeline_spec_of, read_package
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from components.model_validation.charts import bar_chart, group_chart
 from components.model_validation.checks import finite_or_none
 
 if TYPE_CHECKING:
-    from components.model_validation.result import ValidationResult
+    from components.model_validation.gate_result import ValidationResult
 
 MAX_EXAMPLE_CHARTS = 5
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}

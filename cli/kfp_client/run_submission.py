@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cli.kfp_client.connection import KfpConnection
-from cli.kfp_client.errors import KfpNotFoundError, RunFailedError, translate_errors
+from cli.kfp_client.kfp_errors import KfpNotFoundError, RunFailedError, translate_errors
 from cli.kfp_client.lookup import (
     find_pipeline,
     find_version,

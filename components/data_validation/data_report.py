@@ -13,7 +13,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from components.data_validation.result import CheckResult, ValidationResult
+    from components.data_validation.check_results import CheckResult, ValidationResult
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
