@@ -6,6 +6,8 @@
 #   N           state directory (pids, logs, containerd root)         BIN  the built binaries
 #   IMAGES      OCI archives to import ("a.oci.tar b.oci.tar"); the pause archive of build_node_images.sh
 #               must be among them                                      KPORT kubelet port (10250)
+#   SCHED_PORT, HEALTHZ_PORT  kube-scheduler's and the kubelet's health ports (KPORT+9, KPORT-2): pass free
+#               ports; a taken one makes that process exit, which this script reports (exit 1)
 #   BRIDGE, SUBNET  the pod network (cni-mlops0, 10.244.0.0/24): pods reach this machine at the subnet's .1
 #   CONTAINERD_ROOT images and their unpacked layers (~/.cache/mlops-node/containerd): kept between runs, so
 #               an image already imported is not unpacked again; one node at a time uses it
@@ -15,6 +17,7 @@
 set -euo pipefail
 : "${KUBECONFIG:?set KUBECONFIG to the admin kubeconfig of the API server}" "${IMAGES:?set IMAGES to the OCI archives to import}"
 N=${N:-${TMPDIR:-/tmp}/mlops-node}; BIN=${BIN:-${HOME}/.cache/k8s-build/bin}; KPORT=${KPORT:-10250}
+SCHED_PORT=${SCHED_PORT:-$((KPORT + 9))}; HEALTHZ_PORT=${HEALTHZ_PORT:-$((KPORT - 2))}
 BRIDGE=${BRIDGE:-cni-mlops0}; SUBNET=${SUBNET:-10.244.0.0/24}
 CONTAINERD_ROOT=${CONTAINERD_ROOT:-${HOME}/.cache/mlops-node/containerd}
 export KUBECONFIG
@@ -54,7 +57,7 @@ for old in $(ctr --address "$S" -n k8s.io images ls -q | grep -v '^sha256:'); do
   [ $keep = 1 ] || ctr --address "$S" -n k8s.io images rm "$old" >/dev/null
 done
 setsid "$BIN/kube-scheduler" --kubeconfig="$KUBECONFIG" --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
-  --bind-address=127.0.0.1 --secure-port=$((KPORT + 9)) --port=0 --leader-elect=false >"$N/scheduler.log" 2>&1 & echo $! >"$N/scheduler.pid"
+  --bind-address=127.0.0.1 --secure-port=$SCHED_PORT --port=0 --leader-elect=false >"$N/scheduler.log" 2>&1 & echo $! >"$N/scheduler.pid"
 cat >"$N/kubelet/config.yaml" <<KC
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -62,7 +65,7 @@ address: 127.0.0.1
 port: $KPORT
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-healthzPort: $((KPORT - 2))
+healthzPort: $HEALTHZ_PORT
 authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
 authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
@@ -80,7 +83,15 @@ setsid "$BIN/kubelet" --config="$N/kubelet/config.yaml" --kubeconfig="$KUBECONFI
 deadline=$((SECONDS + 120))
 until kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True; do
   kill -0 "$(cat "$N/kubelet.pid")" 2>/dev/null || { echo "kubelet died; last lines of $N/kubelet.log:" >&2; tail -n 10 "$N/kubelet.log" >&2; exit 1; }
+  # A scheduler that could not bind its port exits at once: no pod would ever be placed on the node.
+  kill -0 "$(cat "$N/scheduler.pid")" 2>/dev/null || { echo "kube-scheduler died; last lines of $N/scheduler.log:" >&2; tail -n 10 "$N/scheduler.log" >&2; exit 1; }
   [ $SECONDS -lt $deadline ] || { echo "node $NODE not Ready after 120 s; see $N/kubelet.log" >&2; exit 1; }
+  sleep 0.5
+done
+# The scheduler must still be serving once the node is Ready (it dies within a second of a taken port).
+until curl -sk --max-time 2 "https://127.0.0.1:$SCHED_PORT/healthz" 2>/dev/null | grep -q ok; do
+  kill -0 "$(cat "$N/scheduler.pid")" 2>/dev/null || { echo "kube-scheduler died; last lines of $N/scheduler.log:" >&2; tail -n 10 "$N/scheduler.log" >&2; exit 1; }
+  [ $SECONDS -lt $deadline ] || { echo "kube-scheduler not healthy on port $SCHED_PORT after 120 s; see $N/scheduler.log" >&2; exit 1; }
   sleep 0.5
 done
 echo "$NODE"

@@ -124,11 +124,18 @@ def k8s_node(node_apiserver: KubeCluster, platform_image: PlatformImage) -> Iter
         "KUBECONFIG": str(node_apiserver.kubeconfig),
         "N": str(state),
         "IMAGES": f"{NODE_IMAGES / 'pause.oci.tar'} {platform_image.archive}",
-        "KPORT": str(_free_port()),
         "SUBNET": SUBNET,
     }
     try:
-        name = _start("node", "start_node.sh", env, timeout_s=300, setup=SETUP)
+        for attempt in (1, 2):  # free ports are picked here and bound later: one retry covers a lost race
+            env.update(KPORT=str(_free_port()), SCHED_PORT=str(_free_port()), HEALTHZ_PORT=str(_free_port()))
+            try:
+                name = _start("node", "start_node.sh", env, timeout_s=300, setup=SETUP)
+                break
+            except pytest.fail.Exception:
+                _stop("stop_node.sh", env)
+                if attempt == 2:
+                    raise
         yield K8sNode(node_apiserver, name, platform_image.name, state)
     finally:
         _stop("stop_node.sh", env)
