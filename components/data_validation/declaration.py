@@ -81,7 +81,7 @@ def resolve(
         if not suite:
             raise DatasetError(
                 f"schema file {uri} names no expectation_suite and none was given; add the suite path to the "
-                "file or pass --expectation_suite FILE"
+                "file or pass --validation.expectation_suite FILE"
             )
     elif sample:
         schema, source = parameters, "the built-in sample"
@@ -93,7 +93,7 @@ def resolve(
         if not suite:
             raise DatasetError(
                 "user data needs its own declaration: the built-in suite describes only the sample. Run "
-                "`mlops data init --data FILE --label COLUMN` and pass --schema FILE (or --expectation_suite FILE)"
+                "`mlops data init --data FILE --label COLUMN` and pass --schema FILE (or --validation.expectation_suite FILE)"
             )
     if invariance or directional:
         tests = (tuple(invariance), tuple(directional))

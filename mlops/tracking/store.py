@@ -196,8 +196,8 @@ class TrackingStore:
             raise TrackingError(
                 f"MLflow experiment {self.experiment!r} already stores its artifacts at {actual}, "
                 f"but artifact_root {self.artifact_root!r} asks for {wanted}; an experiment's location "
-                f"is fixed when it is created. Use another experiment name (--set experiment=…) or "
-                f"the matching artifact_root ({_root_of(actual, self.experiment)})"
+                f"is fixed when it is created. Use another experiment name (--set tracking.experiment=…) or "
+                f"the matching tracking.artifact_root ({_root_of(actual, self.experiment)})"
             )
 
     def check_experiment(self) -> None:

@@ -122,7 +122,9 @@ def test_the_experiment_refuses_to_be_stored_elsewhere(tmp_path: Path) -> None:
         moved.ensure_experiment()
     message = str(info.value)
     assert f"{(tmp_path / 'b').as_uri()}/training" in message  # the location asked for
-    assert "--set experiment=" in message and f"({(tmp_path / 'a').as_uri()})" in message  # both fixes
+    assert (
+        "--set tracking.experiment=" in message and f"({(tmp_path / 'a').as_uri()})" in message
+    )  # both fixes
     with pytest.raises(TrackingError, match="already stores its artifacts"), moved.task_run("refused"):
         pass  # no run opens in the wrong place either
     # Another experiment name is the documented way out.
