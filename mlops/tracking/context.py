@@ -19,12 +19,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
-from pydantic import BaseModel, Field
-
-from mlops.settings import SETTINGS_CONFIG
-from mlops.tracking.store import TRACKING_URI_ENV, TrackingError, TrackingStore, redact_uri
+from mlops.tracking.store import TRACKING_URI_ENV, TrackingError, TrackingSettings, TrackingStore, redact_uri
 from mlops.workspace import Workspace
 
 __all__ = [
@@ -42,20 +38,6 @@ ARTIFACT_ROOT_ENV = "MLOPS_ARTIFACT_ROOT"
 """Artifact root for new experiments when no ``artifact_root`` is passed (e.g. ``s3://bucket/mlflow``)."""
 S3_ENDPOINT_ENVS = ("MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL")
 """Where an S3-compatible store (Ceph RGW, MinIO) answers; MLflow reads the first, boto3 the second."""
-
-
-class TrackingSettings(BaseModel):
-    """Where every task of a pipeline logs: the settings a task builds its :class:`TrackingStore` from."""
-
-    model_config = SETTINGS_CONFIG
-    section: ClassVar[str] = "tracking"
-
-    tracking_uri: str = Field(default="")
-    """MLflow tracking URI. Empty: the task environment's MLFLOW_TRACKING_URI."""
-    experiment: str = Field(default="training", min_length=1)
-    """MLflow experiment for this pipeline's runs."""
-    artifact_root: str = Field(default="")
-    """Artifact location for a newly created MLflow experiment. Empty: the tracking server's default."""
 
 
 @dataclass(frozen=True)

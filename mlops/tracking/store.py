@@ -28,9 +28,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
+from pydantic import BaseModel, Field
+
+from mlops.settings import SETTINGS_CONFIG
 from mlops.vocabulary import (
     PIPELINE_RUN_ID_TAG,
     PROFILE_TAG,
@@ -55,9 +58,25 @@ REGISTRY_URI_ENV = "MLFLOW_REGISTRY_URI"
 """MLflow's variable for the registry; the seam saves and restores it with the process-wide URI."""
 EXPERIMENT_ID_ENV = "MLFLOW_EXPERIMENT_ID"
 """MLflow's variable for the active experiment; saved and restored like the URIs."""
-DEFAULT_EXPERIMENT = "training"
+
+
+class TrackingSettings(BaseModel):
+    """Where every task of a pipeline logs: the settings a task builds its :class:`TrackingStore` from."""
+
+    model_config = SETTINGS_CONFIG
+    section: ClassVar[str] = "tracking"
+
+    tracking_uri: str = Field(default="")
+    """MLflow tracking URI. Empty: the task environment's MLFLOW_TRACKING_URI."""
+    experiment: str = Field(default="training", min_length=1)
+    """MLflow experiment for this pipeline's runs."""
+    artifact_root: str = Field(default="")
+    """Artifact location for a newly created MLflow experiment. Empty: the tracking server's default."""
+
+
+DEFAULT_EXPERIMENT: str = TrackingSettings.model_fields["experiment"].default
 """The experiment when the settings name none (the tracking section's own default)."""
-SECTION_KEYS = ("tracking_uri", "experiment", "artifact_root")
+SECTION_KEYS = tuple(TrackingSettings.model_fields)
 """The keys of the ``tracking`` settings section a task receives (the pipeline run id travels beside it)."""
 
 _FLUENT = threading.RLock()
