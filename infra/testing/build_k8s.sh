@@ -2,9 +2,10 @@
 # Build a real kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (v1.20.2) from
 # Debian's `kubernetes` source package with Debian's Go, once per machine: the binaries are cached
 # in $K8S_BIN (default ~/.cache/k8s-build/bin) and the script returns at once when they are there.
-# From scratch it takes 7-12 minutes on 2 cores. Only deb.debian.org is contacted.
+# From scratch it takes 7-12 minutes on 2 cores. Only the machine's own Debian mirror (its apt sources) is contacted.
 # Adapted from ../shared/recipes/build_k8s_from_debian.sh (facts in ../shared/README.md).
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
 W=${K8S_BUILD_DIR:-${HOME}/.cache/k8s-build}; OUT=${K8S_BIN:-$W/bin}
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -29,7 +30,7 @@ $SUDO apt-get install -y -qq --no-install-recommends golang-go rsync jq make cur
 mkdir -p "$W" "$OUT"; cd "$W"
 V=1.20.5+really1.20.2
 ORIG=kubernetes_${V}.orig.tar.gz
-[ -f "$ORIG" ] || curl -fsS -o "$ORIG" "http://deb.debian.org/debian/pool/main/k/kubernetes/$ORIG"
+[ -f "$ORIG" ] || curl -fsS -o "$ORIG" "$(bash "$HERE/debian_mirror.sh")/pool/main/k/kubernetes/$ORIG"
 echo "b83c0780efb182d928dc63d46488a847f161f04e40a94b96bf5247dd671ecdfc  $ORIG" | sha256sum -c - >/dev/null
 rm -rf kubernetes-1.20.2; tar xzf "$ORIG"; cd kubernetes-1.20.2
 # The vendored modern-go/reflect2 v1.0.1 segfaults (map iteration) when built with Go >= 1.18:

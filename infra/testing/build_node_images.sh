@@ -6,13 +6,14 @@
 # Cached: nothing is rebuilt while both archives exist and this script is unchanged (about 1 min otherwise).
 # Needs install_node.sh (debootstrap, buildah). Prints $OUT on the last line.
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-${HOME}/.cache/mlops-node-images}
 KEY=$(sha256sum "$0" | cut -c1-16)
 if [ -f "$OUT/base.oci.tar" ] && [ -f "$OUT/pause.oci.tar" ] && [ "$(cat "$OUT/key" 2>/dev/null)" = "$KEY" ]; then
   echo "$OUT"; exit 0
 fi
 mkdir -p "$OUT"; W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-debootstrap --variant=minbase bookworm "$W/rootfs" http://deb.debian.org/debian >"$W/debootstrap.log" \
+debootstrap --variant=minbase bookworm "$W/rootfs" "$(bash "$HERE/debian_mirror.sh")" >"$W/debootstrap.log" \
   || { tail -n 20 "$W/debootstrap.log" >&2; exit 1; }
 tar -C "$W/rootfs" -cf "$W/rootfs.tar" .
 B=(buildah --root "$W/storage" --runroot "$W/run" --storage-driver vfs)
