@@ -1,19 +1,45 @@
 #!/usr/bin/env bash
-# Set up (once) and run every check CI runs: lint, format, types, tests.
-# Extra arguments go to pytest, e.g. ./test.sh -k register
+# Set up (idempotently, cached in ~/.cache) and run every check CI runs: lint, format, types, tests.
+# On a fresh machine this installs and builds what the tests start (PostgreSQL, Ceph RGW, a Docker
+# engine, containerd and buildah from Debian packages; kube-apiserver and kubelet built from Debian
+# sources; the platform image built with buildah); later runs find them cached. Each phase prints how
+# long it took, and a table of phases closes the run. CI (.ci/run) runs exactly this.
+#   ./test.sh -k register            extra arguments go to pytest
+#   MLOPS_TEST_SETUP=0 ./test.sh …   skip the system set-up (packages and builds) when you know it is done
 set -euo pipefail
 cd "$(dirname "$0")"
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+source infra/testing/phases.sh
+
+python_environment() {
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  local log; log=$(mktemp)
+  if ! .venv/bin/pip install --disable-pip-version-check -q -e '.[dev]' >"$log" 2>&1; then
+    cat "$log" >&2; rm -f "$log"; return 1
+  fi
+  grep -v "^WARNING: Location" "$log" || true; rm -f "$log"
+}
+
+# The platform image (mostly pip and disk) and Kubernetes (the Go compiler) build side by side.
+builds() {
+  local image_log; image_log=$(mktemp)
+  bash infra/testing/build_image.sh >"$image_log" 2>&1 &
+  local image_build=$!
+  bash infra/testing/build_k8s.sh
+  if ! wait "$image_build"; then
+    echo "building the platform image failed:" >&2; tail -n 30 "$image_log" >&2; return 1
+  fi
+  tail -n 2 "$image_log"; rm -f "$image_log"
+}
+
+phase "python environment (.venv, pip install -e .[dev])" python_environment
+if [ "${MLOPS_TEST_SETUP:-1}" != 0 ]; then
+  phase "test services: PostgreSQL, Ceph RGW (apt)" bash infra/testing/install.sh
+  phase "node: containerd, runc, buildah (apt)" bash infra/testing/install_node.sh
+  phase "docker engine: docker.io (apt)" bash infra/testing/install_docker.sh
+  phase "builds: platform image + kubernetes (cached)" builds
 fi
-.venv/bin/pip install --disable-pip-version-check -q -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
 export PATH="$PWD/.venv/bin:$PATH"
-echo "== ruff"
-ruff check .
-ruff format --check .
-echo "== import layers"
-lint-imports
-echo "== mypy"
-mypy mlops components pipelines cli training serving delivery benchmarks
-echo "== pytest"
-pytest "$@"
+phase "ruff (lint, format)" bash -c "ruff check . && ruff format --check ."
+phase "import layers (lint-imports)" lint-imports
+phase "mypy" mypy mlops components pipelines cli training serving delivery benchmarks
+phase "pytest" pytest --durations=30 "$@"

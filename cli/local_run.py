@@ -1,8 +1,9 @@
 """Run a pipeline with KFP's local runner inside a workspace.
 
-The local runner executes each task as a subprocess calling ``python3``; the
-current interpreter's ``bin`` is put first on PATH so tasks run in the same
-environment that has the platform installed. The runner's output is sorted into
+By default the local runner executes each task as a subprocess calling ``python3``;
+the current interpreter's ``bin`` is put first on PATH so tasks run in the same
+environment that has the platform installed. With a ``DockerRunner``
+(:mod:`cli.docker_runner`) each task runs in the platform image instead. The runner's output is sorted into
 one log per task (:mod:`cli.console.streams`); the console shows one line
 per step and a live bar, or, with ``verbose``, the raw output as well.
 """
@@ -82,11 +83,13 @@ def run_locally(
     *,
     verbose: bool = False,
     cache_root: Path | None = None,
+    runner: Any = None,
 ) -> LocalRun:
-    """Run ``pipeline`` with the SubprocessRunner; raise :class:`PipelineFailed` naming the failed step.
+    """Run ``pipeline`` with kfp.local; raise :class:`PipelineFailed` naming the failed step.
 
     ``cache_root``: reuse the outputs of steps whose inputs did not change (kfp.local's
-    cache, kept there); None runs every step.
+    cache, kept there); None runs every step. ``runner``: kfp.local's runner (default: a
+    subprocess of this environment per task).
     """
     from kfp import local
     from rich.console import Console
@@ -99,7 +102,7 @@ def run_locally(
     workspace.create()
     _use_this_python()
     local.init(
-        runner=local.SubprocessRunner(use_venv=False),
+        runner=runner if runner is not None else local.SubprocessRunner(use_venv=False),
         pipeline_root=str(workspace.pipeline_root),
         raise_on_error=True,
         enable_caching=cache_root is not None,

@@ -13,6 +13,7 @@ from cli.commands import cluster as cluster_cmd
 from cli.commands import compile as compile_cmd
 from cli.commands import data as data_cmd
 from cli.commands import feedback as feedback_cmd
+from cli.commands import image as image_cmd
 from cli.commands import keys as keys_cmd
 from cli.commands import lineage as lineage_cmd
 from cli.commands import monitor as monitor_cmd
@@ -42,6 +43,7 @@ COMMANDS = (
     keys_cmd,
     lineage_cmd,
     cluster_cmd,
+    image_cmd,
     monitor_cmd,
     feedback_cmd,
     rollout_cmd,

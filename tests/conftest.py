@@ -19,7 +19,12 @@ from mlops.tracking.store import (
 )
 
 # Real PostgreSQL / Ceph RGW / mlflow server fixtures (started once per session, on first use).
-pytest_plugins = ["tests.services.plugin", "tests.services.kubernetes", "tests.services.node"]
+pytest_plugins = [
+    "tests.services.plugin",
+    "tests.services.kubernetes",
+    "tests.services.node",
+    "tests.services.docker_engine",
+]
 
 _FLUENT_ENV = (TRACKING_URI_ENV, REGISTRY_URI_ENV, EXPERIMENT_ID_ENV)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mlops.model.onnx_model import CONFIG_KEY, INPUT_NAME, OUTPUT_NAME, SPEC_KEY, OnnxModelError, OnnxScorer
 
@@ -49,6 +49,22 @@ def _probability_head(model: TabularNet) -> nn.Module:
             return torch.sigmoid(self.model(x))
 
     return ProbabilityHead().eval()
+
+
+STACK_TRACE_KEY = "pkg.torch.onnx.stack_trace"
+"""Node metadata the exporter fills with the Python stack that made the node, absolute source paths included."""
+
+
+def _drop_source_paths(model: Any) -> None:
+    """Remove each node's recorded stack trace: it names where the sources are installed (a clone, the
+    image's site-packages), so the same weights exported in two places had two digests, and it tells
+    whoever receives the model about the build machine's file system. Weights, graph and the
+    exporter's module names (``namespace``) stay."""
+    from onnx_ir.traversal import RecursiveGraphIterator
+
+    for graph in [model.graph, *model.functions.values()]:
+        for node in RecursiveGraphIterator(graph):
+            node.metadata_props.pop(STACK_TRACE_KEY, None)
 
 
 def _parameter_bytes(model: nn.Module) -> int:
@@ -91,6 +107,7 @@ def export_onnx(model: TabularNet, path: Path) -> Path:
     if program is None:  # only the legacy exporter returns None
         raise RuntimeError("torch.onnx.export returned no program; the dynamo exporter is required")
 
+    _drop_source_paths(program.model)
     program.model.metadata_props[SPEC_KEY] = model.spec.model_dump_json()
     program.model.metadata_props[CONFIG_KEY] = model.config.model_dump_json()
     external = _parameter_bytes(model) > INLINE_LIMIT_BYTES

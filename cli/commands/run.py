@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 from mlops.workspace import Workspace
 from pipelines.catalog import PIPELINE_NAMES
 
+RUNNERS = ("subprocess", "docker")
+"""kfp.local's runners a local run can use (``--runner``)."""
+
 REQUEST_LOG_DIR = "request-logs"
 """Where ``mlops serve`` logs requests in a workspace, and where a local monitoring run reads them."""
 
@@ -29,6 +32,7 @@ WORKSPACE = "retrain.workspace"
 REQUEST_LOG = "window.request_log_uri"
 
 if TYPE_CHECKING:
+    from cli.docker_runner import ImageInEngine
     from cli.local_run import LocalRun, PipelineFailed
     from mlops.tracking.context import ResolvedTracking
 
@@ -52,6 +56,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="reuse the outputs of steps whose inputs, code and named files did not change since an earlier "
         "--cache run (kfp.local's step cache)",
+    )
+    parser.add_argument(
+        "--runner",
+        choices=RUNNERS,
+        default="subprocess",
+        help="where each step runs: 'subprocess' (this environment, the default) or 'docker' (the platform image "
+        "in a local Docker engine, kfp.local's DockerRunner: `mlops image build && mlops image load` first)",
     )
     parser.add_argument(
         "arguments",
@@ -144,16 +155,27 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     rest = list(args.arguments)  # the command's own flags may also follow the pipeline's name
     verbose = take_flag(rest, "-v", "--verbose") or args.verbose
     use_cache = take_flag(rest, "--cache") or args.cache
+    runner_name = take_option(rest, "--runner", RUNNERS) or args.runner
     given = parse_pipeline_arguments(args.pipeline, rest)
     arguments, tracking = local_arguments(args.pipeline, given, workspace)
     tracking.check()  # an unreachable server or a mismatched experiment fails here, before any step
-    print_start(args.pipeline, workspace, tracking)
     settings = forms()[args.pipeline].values(arguments)  # by address, for the cache key and the summary
     cache = step_cache(args.pipeline, settings, workspace) if use_cache else None
     try:
         with workspace_defaults(workspace.create().root, sign=True):
+            runner = None
+            if runner_name == "docker":
+                runner, image = docker_step_runner(args.pipeline, settings, workspace, tracking)
+            print_start(args.pipeline, workspace, tracking)
+            if runner_name == "docker":
+                print_image(image)
             result = run_locally(
-                pipelines()[args.pipeline], arguments, workspace, verbose=verbose, cache_root=cache
+                pipelines()[args.pipeline],
+                arguments,
+                workspace,
+                verbose=verbose,
+                cache_root=cache,
+                runner=runner,
             )
     except PipelineFailed as failure:
         print_failure(failure, workspace)
@@ -162,6 +184,45 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     facts = summaries()[args.pipeline](workspace, settings, result)
     save_record(args.pipeline, result, "succeeded", facts=facts)
     return 0
+
+
+def docker_step_runner(
+    name: str, settings: dict[str, Any], workspace: Workspace, tracking: ResolvedTracking
+) -> tuple[Any, ImageInEngine]:
+    """kfp.local's DockerRunner with the workspace, the tracking store and every file a setting names mounted."""
+    from cli.docker_runner import docker_runner, local_store_paths
+    from pipelines.catalog import forms
+
+    named = [
+        str(settings[s.address]) for s in forms()[name].settings if s.names_a_file and settings.get(s.address)
+    ]
+    return docker_runner(workspace, named, local_store_paths(tracking.tracking_uri, tracking.artifact_root))
+
+
+def print_image(image: ImageInEngine) -> None:
+    from cli.summaries.common import row
+    from mlops.images import PLATFORM_IMAGE
+
+    print(row("steps run in", f"{PLATFORM_IMAGE} (image {image.id}, {image.build_tag}; Docker)"), flush=True)
+
+
+def take_option(argv: list[str], name: str, choices: tuple[str, ...]) -> str | None:
+    """Remove ``name VALUE`` / ``name=VALUE`` from ``argv``; the last value (checked against ``choices``)."""
+    value = None
+    kept: list[str] = []
+    items = iter(argv)
+    for arg in items:
+        if arg == name:
+            value = next(items, "")
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+        else:
+            kept.append(arg)
+            continue
+        if value not in choices:
+            raise ValueError(f"{name} {value!r}: choose one of {', '.join(choices)}")
+    argv[:] = kept
+    return value
 
 
 def take_flag(argv: list[str], *names: str) -> bool:

@@ -232,3 +232,33 @@ def test_component_runs_under_the_kfp_local_runner(
     exported = list((tmp_path / "root").rglob("onnx_model/model.onnx"))
     assert len(exported) == 1
     assert OnnxScorer.load(exported[0]).predict_proba(generate(SampleDataConfig(rows=3))).shape == (3,)
+
+
+def test_export_records_no_source_path_so_the_digest_is_the_same_wherever_the_code_is_installed(
+    onnx_path: Path, model_dir: Path, tmp_path: Path
+) -> None:
+    """The exporter writes each node's Python stack trace with absolute source paths: a model exported in the
+    platform image (sources in site-packages) and from a clone had the same weights and different digests."""
+    import hashlib
+    import shutil
+    import subprocess
+
+    raw = onnx_path.read_bytes()
+    repo = Path(__file__).resolve().parents[2]
+    assert str(repo).encode() not in raw and b"stack_trace" not in raw
+    # The same weights exported by the same code copied to another directory: byte-identical.
+    elsewhere = tmp_path / "installed-elsewhere"
+    for package in ("training", "mlops"):
+        shutil.copytree(repo / package, elsewhere / package, ignore=shutil.ignore_patterns("__pycache__"))
+    script = (
+        "import sys; import training.onnx_export as e; from training.model import load_model; "
+        "assert e.__file__.startswith(sys.argv[3]), e.__file__; e.export_onnx(load_model(sys.argv[1]), sys.argv[2])"
+    )
+    other = tmp_path / "other.onnx"
+    subprocess.run(
+        [sys.executable, "-c", script, str(model_dir), str(other), str(elsewhere)],
+        cwd=elsewhere,
+        env={**os.environ, "PYTHONPATH": str(elsewhere)},
+        check=True,
+    )
+    assert hashlib.sha256(other.read_bytes()).hexdigest() == hashlib.sha256(raw).hexdigest()
