@@ -42,4 +42,4 @@ export PATH="$PWD/.venv/bin:$PATH"
 phase "ruff (lint, format)" bash -c "ruff check . && ruff format --check ."
 phase "import layers (lint-imports)" lint-imports
 phase "mypy" mypy mlops components pipelines cli training serving delivery benchmarks
-phase "pytest" pytest --durations=30 "$@"
+phase "pytest (2 workers)" pytest -n 2 --dist loadgroup --durations=30 "$@"

@@ -17,6 +17,7 @@ from mlops.tracking.store import (
     TrackingStore,
     fluent_state,
 )
+from tests.services import docker_engine, kubernetes, node, plugin
 
 # Real PostgreSQL / Ceph RGW / mlflow server fixtures (started once per session, on first use).
 pytest_plugins = [
@@ -25,6 +26,25 @@ pytest_plugins = [
     "tests.services.node",
     "tests.services.docker_engine",
 ]
+
+SERVICE_GROUPS = [  # the node first: its tests also use S3
+    (node.MARKER, node.FIXTURES),
+    (docker_engine.MARKER, docker_engine.FIXTURES),
+    (kubernetes.MARKER, kubernetes.FIXTURES),
+    (plugin.MARKER, plugin.SERVICE_FIXTURES),
+]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist with ``--dist loadgroup`` (as ./test.sh runs it), the tests of one real service
+    run on one worker, so each service starts once per run instead of once per worker; the rest spread."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        group = next((marker for marker, fixtures in SERVICE_GROUPS if fixtures & names), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 _FLUENT_ENV = (TRACKING_URI_ENV, REGISTRY_URI_ENV, EXPERIMENT_ID_ENV)
 
