@@ -68,5 +68,7 @@ def pipeline_argv(args: argparse.Namespace) -> list[str]:
 def monitor_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.commands.run import run_command
 
-    run = argparse.Namespace(pipeline="monitoring", arguments=pipeline_argv(args), verbose=False, cache=False)
+    run = argparse.Namespace(
+        pipeline="monitoring", arguments=pipeline_argv(args), verbose=False, cache=False, runner="subprocess"
+    )
     return run_command(run, workspace)

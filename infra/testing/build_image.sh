@@ -19,6 +19,9 @@ IMAGE=localhost/mlops:$KEY
 ARCHIVE=$CACHE/mlops-$KEY.oci.tar
 if [ -f "$ARCHIVE" ]; then echo "$ARCHIVE $IMAGE"; exit 0; fi
 mkdir -p "$CACHE/storage" "$CACHE/pip"
+# One build at a time per cache (test workers and set-up may ask at once): a second caller waits, then finds it.
+exec 9>"$CACHE/build.lock"; flock 9
+if [ -f "$ARCHIVE" ]; then echo "$ARCHIVE $IMAGE"; exit 0; fi
 # overlay: layers share files (vfs copies the whole tree per layer: ~3 GB each, and minutes to commit).
 B=(buildah --root "$CACHE/storage" --runroot "$CACHE/run" --storage-driver "${STORAGE_DRIVER:-overlay}")
 "${B[@]}" pull --quiet "oci-archive:$NODE_IMAGES/base.oci.tar" >/dev/null
