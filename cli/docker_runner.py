@@ -92,27 +92,33 @@ def mounts_for(
     writable: Iterable[Path] = (),
 ) -> list[Any]:
     """Bind mounts at the same absolute paths: the workspace and ``writable`` (a tracking store or artifact
-    root outside it) read-write, the files the settings name read-only, and the existing paths the
-    forwarded environment names (read-write: an audit trail or key elsewhere). A path inside another
-    mount is not mounted twice; one both named and writable is writable."""
+    root outside it) read-write; the folder of each file the settings name, read-only (a schema file names
+    its suite and behavioural tests relative to itself); and the existing paths the forwarded environment
+    names (read-write: an audit trail or key elsewhere). A path inside another mount is left out unless it
+    needs write access the outer one does not give (docker mounts the inner one over it)."""
     from docker.types import Mount
 
-    wanted: dict[Path, bool] = {workspace.root: False}
+    read_only: dict[Path, bool] = {workspace.root: False}
     for path in writable:
-        wanted[path] = False
+        read_only[path] = False
     for value in named_files:
         path = Path(value)
         if path.is_absolute() and path.exists():
-            wanted.setdefault(path, True)
+            read_only.setdefault(path if path.is_dir() else path.parent, True)
     for value in environment.values():
         if value.startswith("/") and Path(value).exists():
-            wanted.setdefault(Path(value), False)
-    kept = [
-        path for path in wanted if not any(path != other and path.is_relative_to(other) for other in wanted)
-    ]
+            read_only[Path(value)] = False
+
+    def covered(path: Path) -> bool:
+        return any(
+            path != outer and path.is_relative_to(outer) and (read_only[path] or not read_only[outer])
+            for outer in read_only
+        )
+
     return [
-        Mount(target=str(path), source=str(path), type="bind", read_only=wanted[path])
-        for path in sorted(kept)
+        Mount(target=str(path), source=str(path), type="bind", read_only=read_only[path])
+        for path in sorted(read_only)
+        if not covered(path)
     ]
 
 

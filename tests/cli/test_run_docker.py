@@ -76,11 +76,12 @@ def test_training_runs_every_step_in_the_platform_image_and_promotes(
     assert onnx_digest(in_docker) == onnx_digest(in_subprocess)
 
 
-def test_the_workspace_and_named_files_are_mounted_at_their_own_paths(tmp_path: Path) -> None:
+def test_the_workspace_and_the_folders_of_named_files_are_mounted_at_their_own_paths(tmp_path: Path) -> None:
     workspace = Workspace(tmp_path / "ws").create()
     data = tmp_path / "data" / "loans.csv"
     data.parent.mkdir()
     data.write_text("a,b\n1,2\n")
+    (data.parent / "loans.suite.json").write_text("{}")  # named by the schema file, not by a setting
     key = tmp_path / "keys" / "signing.pem"
     key.parent.mkdir()
     key.write_text("k")
@@ -91,11 +92,24 @@ def test_the_workspace_and_named_files_are_mounted_at_their_own_paths(tmp_path: 
     mounts = {
         m["Target"]: m for m in mounts_for(workspace, [str(data), str(inside), "s3://b/k"], env, [store])
     }
-    assert set(mounts) == {str(workspace.root), str(data), str(key), str(store)}
+    assert set(mounts) == {str(workspace.root), str(data.parent), str(key), str(store)}
     assert all(m["Source"] == target and m["Type"] == "bind" for target, m in mounts.items())
-    assert mounts[str(data)]["ReadOnly"] is True
+    assert mounts[str(data.parent)]["ReadOnly"] is True
     assert not mounts[str(workspace.root)]["ReadOnly"] and not mounts[str(key)]["ReadOnly"]
     assert not mounts[str(store)]["ReadOnly"]
+
+
+def test_a_workspace_inside_a_read_only_folder_is_still_mounted_writable(tmp_path: Path) -> None:
+    """The usual project layout: loans.csv beside .mlops/. The folder is mounted read-only, the workspace
+    over it read-write; a named file inside the workspace adds nothing."""
+    workspace = Workspace(tmp_path / ".mlops").create()
+    data = tmp_path / "loans.csv"
+    data.write_text("a\n1\n")
+    mounts = {m["Target"]: m["ReadOnly"] for m in mounts_for(workspace, [str(data)], {})}
+    assert mounts == {str(tmp_path): True, str(workspace.root): False}
+    (workspace.root / "data" / "x.csv").write_text("a\n")
+    nested = {m["Target"] for m in mounts_for(workspace, [str(workspace.root / "data" / "x.csv")], {})}
+    assert nested == {str(workspace.root)}
 
 
 def test_only_the_platforms_variables_reach_a_container_with_a_home_it_can_write(tmp_path: Path) -> None:
