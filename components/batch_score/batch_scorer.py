@@ -1,0 +1,485 @@
+"""A batch scoring job: plan it (model, files, shards), score each shard chunk by chunk, finish it.
+
+``mlops score`` runs the three in one process; the ``batch_scoring`` pipeline runs the plan,
+one task per shard (``dsl.ParallelFor``) and the finish. The plan resolves ``NAME@ALIAS``
+once, so every shard scores with the same version even if the alias moves mid-job; every
+shard fetches that version through :class:`serving.model_source.ModelRegistry`, which checks
+its digest and its signature before ONNX Runtime sees the bytes (the server's loader).
+
+A job is resumable: a chunk whose manifest agrees with the job and the input is skipped
+(:mod:`components.batch_score.chunk_writer`). Only a finished job writes ``_job.json``
+and a ``batch.scored`` audit record; a refused or failed one records nothing as done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from components.batch_score import chunk_writer as out
+from components.batch_score.chunk_encoder import encode_chunk
+from components.batch_score.chunk_reader import (
+    BatchInputError,
+    InputFile,
+    Opened,
+    file_sha256,
+    list_inputs,
+    open_input,
+    read_chunks,
+)
+from components.batch_score.config import REFUSE, ScoreSettings
+from mlops import storage
+from mlops.settings import section_values
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from mlops.tracking.store import TrackingStore
+    from serving.model_source import ModelArtifact
+
+AUDIT_ACTION = "batch.scored"
+SHOWN_BAD_VALUES = 10
+Progress = Callable[[int], None]
+"""Told the rows of each chunk as it is done (scored or skipped)."""
+
+
+class ModelRefused(ValueError):
+    """The model cannot be used for this job (alias unresolved, digest or signature wrong); nothing was scored."""
+
+
+@dataclass
+class BatchPlan:
+    """What every task of one job agrees on."""
+
+    job_id: str
+    model_name: str
+    alias: str
+    version: str
+    onnx_sha256: str
+    settings: dict[str, Any]
+    """The ``score`` section, as validated."""
+    files: list[dict[str, Any]]
+    shards: list[list[int]]
+    """Per shard, the indices of its files."""
+    key: str
+    """:func:`chunk_writer.job_key` of the settings that decide the output."""
+    started: str
+
+    @property
+    def score(self) -> ScoreSettings:
+        return ScoreSettings.model_validate(self.settings)
+
+    def inputs(self) -> list[InputFile]:
+        return [InputFile(**f) for f in self.files]
+
+    @property
+    def total_rows(self) -> int | None:
+        rows = [f["rows"] for f in self.files]
+        return None if any(r < 0 for r in rows) else sum(rows)
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1))
+
+    @classmethod
+    def load(cls, path: Path) -> BatchPlan:
+        return cls(**json.loads(path.read_text()))
+
+
+@dataclass
+class ShardResult:
+    """What one shard did; the finish step adds them up."""
+
+    rows_read: int = 0
+    rows_scored: int = 0
+    rows_bad: int = 0
+    chunks_written: int = 0
+    chunks_skipped: int = 0
+    file_digests: dict[str, str] = field(default_factory=dict)
+    """Partition → SHA-256 of the input file's bytes."""
+    bad_examples: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ShardResult:
+        return cls(**json.loads(text))
+
+
+@dataclass
+class JobSummary:
+    model: str
+    version: str
+    input_uri: str
+    input_digest: str
+    files: int
+    output_uri: str
+    request_log_uri: str
+    rows_read: int
+    rows_scored: int
+    rows_bad: int
+    chunks_written: int
+    chunks_skipped: int
+    bad_examples: list[str]
+    started: str
+    finished: str
+    job_id: str
+
+
+# --- the model ------------------------------------------------------------------------------------
+
+
+def fetch_model(store: TrackingStore, model_name: str, version: str, cache_dir: Path) -> ModelArtifact:
+    """The verified local copy of ``version`` (digest and signature checked), or :class:`ModelRefused`."""
+    from mlops.governance.signing import SignatureError
+    from serving.model_source import ModelRegistry, RegistryError
+
+    registry = ModelRegistry(store, model_name, cache_dir)
+    try:
+        return registry.fetch(version)
+    except (SignatureError, RegistryError) as exc:
+        raise ModelRefused(
+            f"batch scoring refused {model_name} version {version}, nothing was scored: {exc}"
+        ) from exc
+
+
+def resolve_version(store: TrackingStore, model_name: str, alias: str, cache_dir: Path) -> str:
+    from serving.model_source import ModelRegistry, RegistryError
+
+    try:
+        return ModelRegistry(store, model_name, cache_dir).version_for(alias)
+    except RegistryError as exc:
+        raise ModelRefused(str(exc)) from exc
+
+
+# --- plan -----------------------------------------------------------------------------------------
+
+
+def plan_job(settings: ScoreSettings, store: TrackingStore, cache_dir: Path) -> BatchPlan:
+    """Resolve the alias, verify the version, list and check the input, split it into shards."""
+    if not settings.output_uri:
+        raise BatchInputError("no output given: set --out (score.output_uri) to a folder or an s3:// prefix")
+    data_root = settings.data_uri.rstrip("/") + "/"
+    if (settings.output_uri.rstrip("/") + "/").startswith(data_root):
+        raise BatchInputError(
+            f"the output {settings.output_uri} is inside the input {settings.data_uri}; a re-run would score "
+            "its own output. Write the scores elsewhere"
+        )
+    files = list_inputs(settings.data_uri)
+    version = resolve_version(store, settings.model_name, settings.alias, cache_dir)
+    artifact = fetch_model(store, settings.model_name, version, cache_dir)
+    from mlops.model.onnx_model import OnnxScorer
+
+    spec = OnnxScorer.load(artifact.path).spec
+    for file in files:  # local headers are cheap to read: refuse a bad input before anything is written
+        if storage.parse(file.uri).path is not None:
+            check_columns(open_input(file), spec.names, settings)
+    values = section_values(settings)
+    decisive = {
+        k: v for k, v in values.items() if k not in ("data_uri", "output_uri", "shards", "intra_op_threads")
+    }
+    key = out.job_key({**decisive, "version": version, "onnx_sha256": artifact.sha256})
+    storage.delete(out.join(settings.output_uri, out.JOB_FILE))  # this run is not done until it says so
+    return BatchPlan(
+        job_id=uuid.uuid4().hex[:12],
+        model_name=settings.model_name,
+        alias=settings.alias,
+        version=version,
+        onnx_sha256=artifact.sha256,
+        settings=values,
+        files=[f.as_dict() for f in files],
+        shards=split_shards(files, settings.shards),
+        key=key,
+        started=datetime.now(UTC).isoformat(),
+    )
+
+
+def split_shards(files: list[InputFile], shards: int) -> list[list[int]]:
+    """Files to at most ``shards`` groups of about equal size (largest first, to the lightest group)."""
+    count = max(1, min(shards, len(files)))
+    groups: list[list[int]] = [[] for _ in range(count)]
+    weights = [0] * count
+    for index in sorted(range(len(files)), key=lambda i: -max(files[i].rows, 1)):
+        lightest = weights.index(min(weights))
+        groups[lightest].append(index)
+        weights[lightest] += max(files[index].rows, 1)
+    return [sorted(g) for g in groups]
+
+
+def check_columns(opened: Opened, features: tuple[str, ...], settings: ScoreSettings) -> list[str]:
+    """The columns to read from this file; an error naming what the file lacks and what it has."""
+    present = set(opened.columns)
+    wanted = [
+        *features,
+        *([settings.id_column] if settings.id_column else []),
+        *settings.pass_through_columns,
+    ]
+    absent = [c for c in wanted if c not in present]
+    if absent:
+        role = {c: "feature" for c in features} | {settings.id_column: "score.id_column"}
+        named = ", ".join(f"{c!r} ({role.get(c, 'score.pass_through_columns')})" for c in absent)
+        raise BatchInputError(
+            f"input {opened.file.uri} lacks column(s) {named}; it has {sorted(present)}. Score files that hold "
+            "the model's features (other columns are dropped), or fix score.id_column / score.pass_through_columns"
+        )
+    return list(dict.fromkeys(wanted))
+
+
+# --- score ----------------------------------------------------------------------------------------
+
+
+def score_shard(
+    plan: BatchPlan,
+    shard: int,
+    store: TrackingStore,
+    cache_dir: Path,
+    progress: Progress = lambda rows: None,
+) -> ShardResult:
+    """Score the shard's files chunk by chunk; chunks already written by this job are skipped."""
+    from mlops.model.onnx_model import OnnxScorer
+    from serving.tensors import FeatureBounds
+
+    settings = plan.score
+    artifact = fetch_model(store, plan.model_name, plan.version, cache_dir)
+    if artifact.sha256 != plan.onnx_sha256:
+        raise ModelRefused(
+            f"{plan.model_name} version {plan.version} has SHA-256 {artifact.sha256}, not the {plan.onnx_sha256} "
+            "the job was planned with; start the job again"
+        )
+    scorer = OnnxScorer.load(artifact.path, intra_op_threads=settings.intra_op_threads)
+    job = _Job(plan, settings, scorer, FeatureBounds(scorer.spec), progress)
+    started = time.perf_counter()
+    inputs = plan.inputs()
+    for index in plan.shards[shard]:
+        job.score_file(inputs[index])
+    job.result.seconds = time.perf_counter() - started
+    return job.result
+
+
+class _Job:
+    def __init__(
+        self, plan: BatchPlan, settings: ScoreSettings, scorer: Any, bounds: Any, progress: Progress
+    ):
+        self.plan = plan
+        self.settings = settings
+        self.scorer = scorer
+        self.spec = scorer.spec
+        self.bounds = bounds
+        self.progress = progress
+        self.result = ShardResult()
+
+    def score_file(self, file: InputFile) -> None:
+        settings = self.settings
+        opened = open_input(file)
+        columns = check_columns(opened, self.spec.names, settings)
+        digest: dict[str, str] = {}
+        hasher = threading.Thread(
+            target=lambda: digest.update(sha=file_sha256(file, opened.data)), daemon=True
+        )
+        hasher.start()  # hashlib releases the GIL: the digest costs no scoring time on a second core
+        try:
+            if not self._all_done(file):
+                chunks = read_chunks(opened, columns, settings.chunk_rows, settings.missing_values)
+                for chunk, table in enumerate(chunks):
+                    self.score_chunk(file, chunk, table)
+        finally:
+            hasher.join()
+        self.result.file_digests[file.partition] = digest["sha"]
+
+    def _all_done(self, file: InputFile) -> bool:
+        """Skip a whole file unread when its row count is known and every chunk of it is done."""
+        if file.rows < 0:
+            return False
+        size = self.settings.chunk_rows
+        records = []
+        for chunk in range(max(1, -(-file.rows // size))):
+            record = out.read_record(
+                out.manifest_uri(self.settings.output_uri, out.part_name(file.partition, chunk))
+            )
+            if not out.still_valid(record, self.plan.key, file.uri, file.fingerprint):
+                return False
+            records.append(record)
+        for record in records:
+            assert record is not None
+            self._count_skipped(record)
+        return True
+
+    def _count_skipped(self, record: out.ChunkRecord) -> None:
+        result = self.result
+        result.rows_read += record.rows_read
+        result.rows_scored += record.rows_scored
+        result.rows_bad += record.rows_bad
+        result.chunks_skipped += 1
+        result.bad_examples.extend(record.bad_examples[: max(0, SHOWN_BAD_VALUES - len(result.bad_examples))])
+        self.progress(record.rows_read)
+
+    def score_chunk(self, file: InputFile, chunk: int, table: pa.Table) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        settings, spec = self.settings, self.spec
+        name = out.part_name(file.partition, chunk)
+        manifest = out.manifest_uri(settings.output_uri, name)
+        previous = out.read_record(manifest)
+        if out.still_valid(previous, self.plan.key, file.uri, file.fingerprint):
+            assert previous is not None
+            self._count_skipped(previous)
+            return
+        if previous is not None:
+            out.remove_outputs(previous)
+        first_row = chunk * settings.chunk_rows
+        encoded = encode_chunk(table, spec, self.bounds, first_row, settings.missing_values)
+        if encoded.bad and settings.on_bad_rows == REFUSE:
+            raise BatchInputError(refusal(file, encoded.bad, encoded.bad_rows))
+        scores = self.scorer.predict_encoded(encoded.x)
+        good = encoded.good
+        if settings.id_column:
+            ids = table.column(settings.id_column)
+            ids = ids if good is None else ids.filter(pa.array(good))
+        else:
+            rows = np.arange(first_row, first_row + table.num_rows, dtype=np.int64)
+            ids = pa.array(rows if good is None else rows[good])
+        passed = {
+            c: (table.column(c) if good is None else table.column(c).filter(pa.array(good)))
+            for c in settings.pass_through_columns
+        }
+        part = out.scores_table(ids, passed, scores, spec, settings.threshold, settings.id_name)
+        written = storage.write(
+            out.join(settings.output_uri, name + out.PART_SUFFIX),
+            out.parquet_bytes(part, settings.compression),
+        )
+        record = out.ChunkRecord(
+            job_key=self.plan.key,
+            input_uri=file.uri,
+            input_fingerprint=file.fingerprint,
+            chunk=chunk,
+            first_row=first_row,
+            rows_read=table.num_rows,
+            rows_scored=len(scores),
+            rows_bad=encoded.bad_rows,
+            part_uri=written.uri,
+            part_sha256=written.sha256,
+            bad_examples=[b.describe() for b in encoded.bad[:SHOWN_BAD_VALUES]],
+        )
+        if settings.request_log and len(scores):
+            log = out.request_log_table(
+                self.plan.version, spec, encoded.x, scores, f"batch-{self.plan.key}/{name}"
+            )
+            uri = out.request_log_uri(
+                settings.log_root(), self.plan.model_name, self.plan.version, self.plan.key
+            )
+            record.request_log_uri = storage.write_bytes(uri, out.parquet_bytes(log, settings.compression))
+        if encoded.bad:
+            bad_uri = out.join(settings.output_uri, out.BAD_ROWS_DIR, name + out.PART_SUFFIX)
+            record.bad_rows_uri = storage.write_bytes(
+                bad_uri, out.parquet_bytes(out.bad_rows_table(encoded.bad), "snappy")
+            )
+        out.write_record(settings.output_uri, name, record)
+        result = self.result
+        result.rows_read += record.rows_read
+        result.rows_scored += record.rows_scored
+        result.rows_bad += record.rows_bad
+        result.chunks_written += 1
+        result.bad_examples.extend(record.bad_examples[: max(0, SHOWN_BAD_VALUES - len(result.bad_examples))])
+        self.progress(table.num_rows)
+
+
+def refusal(file: InputFile, bad: list[Any], rows: int) -> str:
+    shown = "; ".join(b.describe() for b in bad[:SHOWN_BAD_VALUES])
+    more = f" (and {len(bad) - SHOWN_BAD_VALUES} more)" if len(bad) > SHOWN_BAD_VALUES else ""
+    line = " (CSV line = row + 2)" if file.kind == "csv" else ""
+    return (
+        f"input {file.uri}: {rows} row(s) the model cannot take{line}: {shown}{more}. Fix those values, or set "
+        "score.on_bad_rows=skip_rows to score the other rows and list these under _bad_rows/. The job is "
+        "refused: chunks written before this one stay (a re-run resumes), but no _job.json and no audit "
+        "record say it finished"
+    )
+
+
+# --- finish ---------------------------------------------------------------------------------------
+
+
+def finish_job(
+    plan: BatchPlan,
+    results: list[ShardResult],
+    *,
+    workspace_root: str | Path | None = None,
+    tracking_uri: str = "",
+    links: dict[str, str] | None = None,
+) -> JobSummary:
+    """Add the shards up, drop outputs of earlier jobs, write ``_job.json`` and the audit record."""
+    from mlops.governance import audit
+
+    settings = plan.score
+    digests: dict[str, str] = {}
+    for result in results:
+        digests.update(result.file_digests)
+    missing = [f["partition"] for f in plan.files if f["partition"] not in digests]
+    if missing:
+        raise BatchInputError(f"the shards did not score input file(s) {missing}; the job is not complete")
+    stale = _remove_stale(settings.output_uri, plan.key)
+    examples = [e for r in results for e in r.bad_examples][:SHOWN_BAD_VALUES]
+    summary = JobSummary(
+        model=f"{plan.model_name}@{plan.alias}",
+        version=plan.version,
+        input_uri=settings.data_uri,
+        input_digest=hashlib.sha256(json.dumps(sorted(digests.items())).encode()).hexdigest(),
+        files=len(plan.files),
+        output_uri=settings.output_uri,
+        request_log_uri=settings.log_root() if settings.request_log else "",
+        rows_read=sum(r.rows_read for r in results),
+        rows_scored=sum(r.rows_scored for r in results),
+        rows_bad=sum(r.rows_bad for r in results),
+        chunks_written=sum(r.chunks_written for r in results),
+        chunks_skipped=sum(r.chunks_skipped for r in results),
+        bad_examples=examples,
+        started=plan.started,
+        finished=datetime.now(UTC).isoformat(),
+        job_id=plan.job_id,
+    )
+    details = {k: v for k, v in asdict(summary).items() if k not in ("model", "version", "job_id")}
+    details.update(
+        alias=plan.alias,
+        on_bad_rows=settings.on_bad_rows,
+        chunk_rows=settings.chunk_rows,
+        stale_chunks_removed=stale,
+    )
+    audit.record(
+        AUDIT_ACTION,
+        f"{plan.model_name}/{plan.version}",
+        details,
+        links={
+            **(links or {}),
+            "model_version": f"{plan.model_name}/{plan.version}",
+            "batch_job": plan.job_id,
+        },
+        workspace_root=workspace_root,
+        tracking_uri=tracking_uri,
+    )
+    storage.write_bytes(
+        out.join(settings.output_uri, out.JOB_FILE), json.dumps(asdict(summary), indent=1).encode()
+    )
+    return summary
+
+
+def _remove_stale(output_uri: str, key: str) -> int:
+    """Delete chunks an earlier job with other settings left (their manifests name another key)."""
+    removed = 0
+    for uri in storage.list_prefix(out.join(output_uri, out.MANIFEST_DIR) + "/"):
+        record = out.read_record(uri) if uri.endswith(".json") else None
+        if record is None or record.job_key == key:
+            continue
+        storage.delete(record.part_uri)
+        out.remove_outputs(record)
+        storage.delete(uri)
+        removed += 1
+    return removed

@@ -1,0 +1,235 @@
+"""The input of a batch job, file by file and chunk by chunk, as Arrow tables of the columns it needs.
+
+The input is one CSV or Parquet file, a local directory or an ``s3://`` prefix of such files
+(names starting with ``_`` or ``.`` are skipped, like Spark's and Arrow's readers do). A
+file's path under the input root is its *partition* (``day=2026-01-02/part-0.parquet``),
+which the output mirrors. Each file is read in chunks of exactly ``chunk_rows`` rows (the
+last one shorter), so the same file always splits the same way and a re-run can skip the
+chunks it already wrote. Only the needed columns are decoded. Local files are streamed
+from disk; an S3 object is read through :mod:`mlops.storage` (the one S3 client) whole,
+so its memory is bounded by the object's size.
+
+CSV columns are read as text and parsed by :mod:`components.batch_score.chunk_encoder`, so a
+bad value is reported with its row instead of failing the whole file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mlops import storage
+from mlops.data.dataset import PARQUET_MAGIC, csv_delimiter
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+KINDS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "csv"}
+CSV_BLOCK_BYTES = 4 << 20
+
+
+class BatchInputError(ValueError):
+    """The input cannot be scored as it stands; the message names the file, rows, columns and the fix."""
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One file of the input."""
+
+    uri: str
+    """Where it is (a path, ``file://`` URI or ``s3://`` URI)."""
+    partition: str
+    """Its path under the input root (the file name itself for a single-file input)."""
+    kind: str
+    """``parquet`` or ``csv``."""
+    fingerprint: str
+    """Size and modification time of a local file ("" for S3: its content digest is checked instead)."""
+    rows: int = -1
+    """Rows, when the file's metadata says so without reading it (local Parquet); -1 otherwise."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def list_inputs(data_uri: str) -> list[InputFile]:
+    """The input files of ``data_uri`` in a stable order; an error naming the fix when there are none."""
+    if not data_uri:
+        raise BatchInputError("no input given: set --data (score.data_uri) to a CSV/Parquet file or a prefix")
+    location = storage.parse(data_uri, need_key=False)
+    if location.path is not None and location.path.is_file():
+        return [_input(data_uri, location.path.name)]
+    try:
+        found = storage.list_prefix(data_uri if data_uri.endswith("/") else f"{data_uri}/")
+    except storage.StorageError as exc:
+        raise BatchInputError(f"cannot list the input {data_uri}: {exc}") from exc
+    root = data_uri.rstrip("/") + "/"
+    files = []
+    for uri in found:
+        partition = uri[len(root) :] if uri.startswith(root) else uri.rsplit("/", 1)[-1]
+        if any(part.startswith(("_", ".")) for part in partition.split("/")):
+            continue
+        if Path(partition).suffix.lower() in KINDS:
+            files.append(_input(uri, partition))
+    if not files:
+        raise BatchInputError(
+            f"the input {data_uri} holds no .csv/.tsv/.parquet files (found {len(found)} other entries); "
+            "point --data at a file or a folder/prefix of CSV or Parquet files"
+        )
+    return files
+
+
+def _input(uri: str, partition: str) -> InputFile:
+    kind = KINDS.get(Path(partition).suffix.lower(), "")
+    location = storage.parse(uri)
+    fingerprint, rows = "", -1
+    if location.path is not None:
+        if not location.path.is_file():
+            raise BatchInputError(f"input file {location.path} does not exist; check --data")
+        stat = location.path.stat()
+        fingerprint = f"{stat.st_size}:{stat.st_mtime_ns}"
+        with location.path.open("rb") as handle:
+            magic = handle.read(4)
+        kind = "parquet" if magic == PARQUET_MAGIC else (kind or "csv")
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            rows = pq.ParquetFile(location.path).metadata.num_rows
+    return InputFile(uri, partition, kind or "csv", fingerprint, rows)
+
+
+@dataclass
+class Opened:
+    """An input file ready to be read: its columns, and the bytes when they had to be fetched (S3)."""
+
+    file: InputFile
+    columns: list[str]
+    data: bytes | None
+
+    def source(self) -> Any:
+        import pyarrow as pa
+
+        if self.data is not None:
+            return pa.BufferReader(self.data)
+        path = storage.parse(self.file.uri).path
+        assert path is not None
+        return pa.memory_map(str(path)) if self.file.kind == "parquet" else pa.OSFile(str(path))
+
+
+def open_input(file: InputFile) -> Opened:
+    """Read the file's column names (and its bytes, for an object store)."""
+    location = storage.parse(file.uri)
+    data = None
+    if location.path is None:
+        try:
+            data = storage.read_bytes(file.uri)
+        except storage.StorageError as exc:
+            raise BatchInputError(f"cannot read input {file.uri}: {exc}") from exc
+    opened = Opened(file, [], data)
+    try:
+        if file.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            opened.columns = list(pq.ParquetFile(opened.source()).schema_arrow.names)
+        else:
+            opened.columns = _csv_header(opened)
+    except BatchInputError:
+        raise
+    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for a damaged file
+        raise BatchInputError(f"cannot read input {file.uri} as {file.kind}: {exc}") from exc
+    return opened
+
+
+def _head(opened: Opened) -> bytes:
+    if opened.data is not None:
+        return opened.data[:65536]
+    path = storage.parse(opened.file.uri).path
+    assert path is not None
+    with path.open("rb") as handle:
+        return handle.read(65536)
+
+
+def _csv_header(opened: Opened) -> list[str]:
+    head = _head(opened)
+    if not head.strip():
+        raise BatchInputError(f"input {opened.file.uri} is empty; provide a CSV with a header line")
+    line = head.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace").rstrip("\r")
+    return next(csv.reader(io.StringIO(line), delimiter=csv_delimiter(head)))
+
+
+def read_chunks(
+    opened: Opened, columns: list[str], chunk_rows: int, missing: tuple[str, ...]
+) -> Iterator[pa.Table]:
+    """The file's ``columns`` in tables of exactly ``chunk_rows`` rows (the last one shorter)."""
+    return _rebatch(_batches(opened, columns, chunk_rows, missing), chunk_rows)
+
+
+def _batches(
+    opened: Opened, columns: list[str], chunk_rows: int, missing: tuple[str, ...]
+) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+
+    try:
+        if opened.file.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            parquet = pq.ParquetFile(opened.source())
+            yield from parquet.iter_batches(batch_size=chunk_rows, columns=columns, use_threads=False)
+            return
+        import pyarrow.csv as pacsv
+
+        head = _head(opened)
+        reader = pacsv.open_csv(
+            opened.source(),
+            read_options=pacsv.ReadOptions(block_size=CSV_BLOCK_BYTES, use_threads=False),
+            parse_options=pacsv.ParseOptions(delimiter=csv_delimiter(head)),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=columns,
+                column_types={name: pa.string() for name in columns},
+                strings_can_be_null=True,
+                null_values=["", *missing],
+            ),
+        )
+        yield from reader
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise BatchInputError(
+            f"cannot read input {opened.file.uri} as {opened.file.kind}: {exc}; fix or remove the file"
+        ) from exc
+
+
+def _rebatch(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    import pyarrow as pa
+
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        while batch.num_rows:
+            take = min(rows - held, batch.num_rows)
+            pending.append(batch.slice(0, take))
+            held += take
+            batch = batch.slice(take)
+            if held == rows:
+                yield pa.Table.from_batches(pending).combine_chunks()
+                pending, held = [], 0
+    if held:
+        yield pa.Table.from_batches(pending).combine_chunks()
+
+
+def file_sha256(file: InputFile, data: bytes | None) -> str:
+    """SHA-256 of the file's bytes (for the job's input digest)."""
+    import hashlib
+
+    if data is not None:
+        return hashlib.sha256(data).hexdigest()
+    path = storage.parse(file.uri).path
+    assert path is not None
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(8 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
