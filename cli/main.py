@@ -20,6 +20,7 @@ from cli.commands import quantize as quantize_cmd
 from cli.commands import rollout as rollout_cmd
 from cli.commands import run as run_cmd
 from cli.commands import runs as runs_cmd
+from cli.commands import score as score_cmd
 from cli.commands import serve as serve_cmd
 from cli.commands import submit as submit_cmd
 from cli.commands import tune as tune_cmd
@@ -44,6 +45,7 @@ COMMANDS = (
     cluster_cmd,
     monitor_cmd,
     feedback_cmd,
+    score_cmd,
     rollout_cmd,
 )
 

@@ -231,5 +231,3 @@ def file_sha256(file: InputFile, data: bytes | None) -> str:
         for block in iter(lambda: handle.read(8 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
