@@ -19,8 +19,8 @@ from components.batch_score.batch_scorer import (
     score_shard,
 )
 from components.batch_score.chunk_reader import BatchInputError
-from components.batch_score.config import ScoreSettings
 from components.batch_score.chunk_writer import JOB_FILE
+from components.batch_score.config import ScoreSettings
 from mlops.governance import audit
 from mlops.vocabulary import DIGEST_TAG, file_sha256
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic
