@@ -18,7 +18,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,11 +35,12 @@ from components.batch_score.chunk_reader import (
     open_input,
     read_chunks,
 )
-from components.batch_score.config import REFUSE, ScoreSettings
+from components.batch_score.config import REFUSE, SCORE_COLUMN, ScoreSettings
 from mlops import storage
 from mlops.settings import section_values
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
     from mlops.tracking.store import TrackingStore
@@ -185,7 +186,10 @@ def plan_job(settings: ScoreSettings, store: TrackingStore, cache_dir: Path) -> 
             check_columns(open_input(file), spec.names, settings)
     values = section_values(settings)
     decisive = {
-        k: v for k, v in values.items() if k not in ("data_uri", "output_uri", "shards", "intra_op_threads")
+        k: v
+        for k, v in values.items()
+        # on_bad_rows is not: a chunk written under refuse is what skip_rows writes (_Job._valid)
+        if k not in ("data_uri", "output_uri", "shards", "intra_op_threads", "on_bad_rows")
     }
     key = out.job_key({**decisive, "version": version, "onnx_sha256": artifact.sha256})
     storage.delete(out.join(settings.output_uri, out.JOB_FILE))  # this run is not done until it says so
@@ -288,12 +292,78 @@ class _Job:
         hasher.start()  # hashlib releases the GIL: the digest costs no scoring time on a second core
         try:
             if not self._all_done(file):
-                chunks = read_chunks(opened, columns, settings.chunk_rows, settings.missing_values)
-                for chunk, table in enumerate(chunks):
-                    self.score_chunk(file, chunk, table)
+                self._pipeline(
+                    file, read_chunks(opened, columns, settings.chunk_rows, settings.missing_values)
+                )
         finally:
             hasher.join()
         self.result.file_digests[file.partition] = digest["sha"]
+
+    def _pipeline(self, file: InputFile, tables: Iterator[pa.Table]) -> None:
+        """Chunk k+1 is read, checked and encoded on one thread while chunk k is scored on this one and
+        chunk k-1 written on a third: Parquet decoding and encoding, the compute kernels, ONNX Runtime and
+        hashlib release the GIL, so the stages overlap on separate cores. At most three chunks are held,
+        so memory stays bounded by ``chunk_rows``. Counting happens here, in chunk order; a chunk that is
+        being written when the job stops (refused, or an error) is finished first, manifest last."""
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        numbered = enumerate(tables)
+
+        def prepare() -> _Prepared | None:
+            item = next(numbered, None)
+            return None if item is None else self._prepare(file, *item)
+
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="batch-read") as reader,
+            ThreadPoolExecutor(1, thread_name_prefix="batch-write") as writer,
+        ):
+            writing: Future[out.ChunkRecord] | None = None
+            upcoming = reader.submit(prepare)
+            while (prepared := upcoming.result()) is not None:
+                upcoming = reader.submit(prepare)
+                if prepared.skipped is not None:
+                    self._count_skipped(prepared.skipped)
+                    continue
+                encoded = prepared.encoded
+                if encoded.bad and self.settings.on_bad_rows == REFUSE:
+                    if writing is not None:
+                        self._count_written(writing.result())
+                    upcoming.result()  # let the reader finish (it writes nothing) before the job stops
+                    raise BatchInputError(self._refusal(file, prepared))
+                scores = self.scorer.predict_encoded(encoded.x)
+                if writing is not None:
+                    self._count_written(writing.result())  # one chunk written at a time
+                writing = writer.submit(self.write_chunk, file, prepared, scores)
+            if writing is not None:
+                self._count_written(writing.result())
+
+    def _prepare(self, file: InputFile, chunk: int, table: pa.Table) -> _Prepared:
+        """The chunk's manifest when it is already done (skip it), else the chunk encoded and checked."""
+        name = out.part_name(file.partition, chunk)
+        previous = out.read_record(out.manifest_uri(self.settings.output_uri, name))
+        if self._valid(previous, file):
+            return _Prepared(chunk, name, table, None, skipped=previous)
+        if previous is not None:
+            out.remove_outputs(previous)
+        first_row = chunk * self.settings.chunk_rows
+        encoded = encode_chunk(table, self.spec, self.bounds, first_row, self.settings.missing_values)
+        return _Prepared(chunk, name, table, encoded)
+
+    def _valid(self, record: out.ChunkRecord | None, file: InputFile) -> bool:
+        """A chunk written by this job from this input, intact. Under ``refuse`` a chunk that skipped bad
+        rows is not (that mode would have refused it); the other way round, chunks written under
+        ``refuse`` are exactly what ``skip_rows`` writes, so switching to it resumes a refused job."""
+        if not out.still_valid(record, self.plan.key, file.uri, file.fingerprint):
+            return False
+        assert record is not None
+        return not (record.rows_bad and self.settings.on_bad_rows == REFUSE)
+
+    def _refusal(self, file: InputFile, prepared: _Prepared) -> str:
+        encoded = prepared.encoded
+        first = prepared.chunk * self.settings.chunk_rows
+        done = self.result.chunks_written + self.result.chunks_skipped
+        where = f"chunk {prepared.chunk} (rows {first}-{first + prepared.table.num_rows - 1})"
+        return refusal(file, encoded.bad, encoded.bad_rows, where, done)
 
     def _all_done(self, file: InputFile) -> bool:
         """Skip a whole file unread when its row count is known and every chunk of it is done."""
@@ -305,7 +375,7 @@ class _Job:
             record = out.read_record(
                 out.manifest_uri(self.settings.output_uri, out.part_name(file.partition, chunk))
             )
-            if not out.still_valid(record, self.plan.key, file.uri, file.fingerprint):
+            if not self._valid(record, file):
                 return False
             records.append(record)
         for record in records:
@@ -314,54 +384,51 @@ class _Job:
         return True
 
     def _count_skipped(self, record: out.ChunkRecord) -> None:
+        self.result.chunks_skipped += 1
+        self._count(record)
+
+    def _count_written(self, record: out.ChunkRecord) -> None:
+        self.result.chunks_written += 1
+        self._count(record)
+
+    def _count(self, record: out.ChunkRecord) -> None:
         result = self.result
         result.rows_read += record.rows_read
         result.rows_scored += record.rows_scored
         result.rows_bad += record.rows_bad
-        result.chunks_skipped += 1
         result.bad_examples.extend(record.bad_examples[: max(0, SHOWN_BAD_VALUES - len(result.bad_examples))])
         self.progress(record.rows_read)
 
-    def score_chunk(self, file: InputFile, chunk: int, table: pa.Table) -> None:
+    def write_chunk(self, file: InputFile, prepared: _Prepared, scores: np.ndarray) -> out.ChunkRecord:
+        """The chunk's part file, request-log copy and bad rows, then its manifest (last: it marks it done)."""
         import numpy as np
         import pyarrow as pa
 
-        settings, spec = self.settings, self.spec
-        name = out.part_name(file.partition, chunk)
-        manifest = out.manifest_uri(settings.output_uri, name)
-        previous = out.read_record(manifest)
-        if out.still_valid(previous, self.plan.key, file.uri, file.fingerprint):
-            assert previous is not None
-            self._count_skipped(previous)
-            return
-        if previous is not None:
-            out.remove_outputs(previous)
-        first_row = chunk * settings.chunk_rows
-        encoded = encode_chunk(table, spec, self.bounds, first_row, settings.missing_values)
-        if encoded.bad and settings.on_bad_rows == REFUSE:
-            raise BatchInputError(refusal(file, encoded.bad, encoded.bad_rows))
-        scores = self.scorer.predict_encoded(encoded.x)
-        good = encoded.good
+        settings, spec, table, encoded = self.settings, self.spec, prepared.table, prepared.encoded
+        name = prepared.name
+        first_row = prepared.chunk * settings.chunk_rows
+        good = None if encoded.good is None else pa.array(encoded.good)
         if settings.id_column:
             ids = table.column(settings.id_column)
-            ids = ids if good is None else ids.filter(pa.array(good))
+            ids = ids if good is None else ids.filter(good)
         else:
             rows = np.arange(first_row, first_row + table.num_rows, dtype=np.int64)
-            ids = pa.array(rows if good is None else rows[good])
+            ids = pa.array(rows if encoded.good is None else rows[encoded.good])
         passed = {
-            c: (table.column(c) if good is None else table.column(c).filter(pa.array(good)))
+            c: (table.column(c) if good is None else table.column(c).filter(good))
             for c in settings.pass_through_columns
         }
         part = out.scores_table(ids, passed, scores, spec, settings.threshold, settings.id_name)
+        plain = (SCORE_COLUMN,) if settings.id_column else (SCORE_COLUMN, settings.id_name)
         written = storage.write(
             out.join(settings.output_uri, name + out.PART_SUFFIX),
-            out.parquet_bytes(part, settings.compression),
+            out.parquet_bytes(part, settings.compression, plain=plain),
         )
         record = out.ChunkRecord(
             job_key=self.plan.key,
             input_uri=file.uri,
             input_fingerprint=file.fingerprint,
-            chunk=chunk,
+            chunk=prepared.chunk,
             first_row=first_row,
             rows_read=table.num_rows,
             rows_scored=len(scores),
@@ -377,31 +444,44 @@ class _Job:
             uri = out.request_log_uri(
                 settings.log_root(), self.plan.model_name, self.plan.version, self.plan.key
             )
-            record.request_log_uri = storage.write_bytes(uri, out.parquet_bytes(log, settings.compression))
+            record.request_log_uri = storage.write_bytes(
+                uri,
+                out.parquet_bytes(log, settings.compression, plain=out.REQUEST_LOG_PLAIN, store_schema=False),
+            )
         if encoded.bad:
             bad_uri = out.join(settings.output_uri, out.BAD_ROWS_DIR, name + out.PART_SUFFIX)
             record.bad_rows_uri = storage.write_bytes(
                 bad_uri, out.parquet_bytes(out.bad_rows_table(encoded.bad), "snappy")
             )
         out.write_record(settings.output_uri, name, record)
-        result = self.result
-        result.rows_read += record.rows_read
-        result.rows_scored += record.rows_scored
-        result.rows_bad += record.rows_bad
-        result.chunks_written += 1
-        result.bad_examples.extend(record.bad_examples[: max(0, SHOWN_BAD_VALUES - len(result.bad_examples))])
-        self.progress(table.num_rows)
+        return record
 
 
-def refusal(file: InputFile, bad: list[Any], rows: int) -> str:
+@dataclass
+class _Prepared:
+    """A chunk between the reader and the scorer."""
+
+    chunk: int
+    name: str
+    """Its part name (:func:`chunk_writer.part_name`)."""
+    table: pa.Table
+    encoded: Any
+    """The :class:`~components.batch_score.chunk_encoder.EncodedChunk` (None when skipped)."""
+    skipped: out.ChunkRecord | None = None
+    """The manifest of a chunk already done by this job."""
+
+
+def refusal(file: InputFile, bad: list[Any], rows: int, where: str = "", chunks_done: int = 0) -> str:
     shown = "; ".join(b.describe() for b in bad[:SHOWN_BAD_VALUES])
     more = f" (and {len(bad) - SHOWN_BAD_VALUES} more)" if len(bad) > SHOWN_BAD_VALUES else ""
     line = " (CSV line = row + 2)" if file.kind == "csv" else ""
+    at = f", {where}" if where else ""
     return (
-        f"input {file.uri}: {rows} row(s) the model cannot take{line}: {shown}{more}. Fix those values, or set "
-        "score.on_bad_rows=skip_rows to score the other rows and list these under _bad_rows/. The job is "
-        "refused: chunks written before this one stay (a re-run resumes), but no _job.json and no audit "
-        "record say it finished"
+        f"input {file.uri}{at}: {rows} row(s) the model cannot take{line}: {shown}{more}. The job is refused: "
+        "no _job.json and no audit record say it finished. "
+        f"{chunks_done} chunk(s) done before this one are kept; a re-run resumes from them (those of a file "
+        "that was changed since are scored again). Fix those values, or re-run with "
+        "score.on_bad_rows=skip_rows to score the other rows and list these under _bad_rows/"
     )
 
 
