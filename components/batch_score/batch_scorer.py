@@ -35,7 +35,7 @@ from components.batch_score.chunk_reader import (
     open_input,
     read_chunks,
 )
-from components.batch_score.config import REFUSE, SCORE_COLUMN, ScoreSettings
+from components.batch_score.config import LABEL_COLUMN, REFUSE, SCORE_COLUMN, ScoreSettings
 from mlops import storage
 from mlops.settings import section_values
 
@@ -422,7 +422,7 @@ class _Job:
         plain = (SCORE_COLUMN,) if settings.id_column else (SCORE_COLUMN, settings.id_name)
         written = storage.write(
             out.join(settings.output_uri, name + out.PART_SUFFIX),
-            out.parquet_bytes(part, settings.compression, plain=plain),
+            out.parquet_bytes(part, settings.compression, plain=plain, unsummarised=(LABEL_COLUMN,)),
         )
         record = out.ChunkRecord(
             job_key=self.plan.key,

@@ -60,25 +60,29 @@ def encode_chunk(
 ) -> EncodedChunk:
     """Encode ``table`` (raw columns, at least the features); rows are numbered from ``first_row``."""
     n = table.num_rows
-    x = np.empty((n, spec.n_features), dtype=np.float64)
+    x = np.empty((n, spec.n_features), dtype=np.float32)  # numbers beyond FP32 become ±inf: refused below
     bad: list[BadValue] = []
-    for i, name in enumerate(spec.numeric):
-        x[:, i], rows = _numeric(table.column(name), missing)
-        for r in rows:
-            bad.append(BadValue(first_row + int(r), name, _text(table.column(name)[int(r)]), NOT_A_NUMBER))
+    with np.errstate(over="ignore"):
+        for i, name in enumerate(spec.numeric):
+            x[:, i], rows = _numeric(table.column(name), missing)
+            for r in rows:
+                bad.append(
+                    BadValue(first_row + int(r), name, _text(table.column(name)[int(r)]), NOT_A_NUMBER)
+                )
     offset = len(spec.numeric)
     for j, (name, vocab) in enumerate(zip(spec.categorical, spec.vocabularies, strict=True)):
         x[:, offset + j] = _codes(table.column(name), vocab, missing)
     refused = bounds.inadmissible(x)
     if refused.any():
         for r, c in np.argwhere(refused):
-            bad.append(BadValue(first_row + int(r), spec.names[c], _text(x[r, c]), NOT_FP32))
+            raw = table.column(spec.names[c])[int(r)] if c < offset else x[r, c]  # the value as given
+            bad.append(BadValue(first_row + int(r), spec.names[c], _text(raw), NOT_FP32))
     if not bad:
-        return EncodedChunk(x.astype(np.float32), None, [])
+        return EncodedChunk(x, None, [])
     good = np.ones(n, dtype=bool)
     good[[b.row - first_row for b in bad]] = False
     bad.sort(key=lambda b: (b.row, b.column))
-    return EncodedChunk(x[good].astype(np.float32), good, bad)
+    return EncodedChunk(x[good], good, bad)
 
 
 def _numeric(column: pa.ChunkedArray, missing: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
