@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 AUDIT_ACTION = "batch.scored"
 SHOWN_BAD_VALUES = 10
+WRITERS = 2
+"""Chunks written at once (threads); with the reader and the scorer, 2 + WRITERS chunks are in memory."""
 Progress = Callable[[int], None]
 """Told the rows of each chunk as it is done (scored or skipped)."""
 
@@ -300,11 +302,13 @@ class _Job:
         self.result.file_digests[file.partition] = digest["sha"]
 
     def _pipeline(self, file: InputFile, tables: Iterator[pa.Table]) -> None:
-        """Chunk k+1 is read, checked and encoded on one thread while chunk k is scored on this one and
-        chunk k-1 written on a third: Parquet decoding and encoding, the compute kernels, ONNX Runtime and
-        hashlib release the GIL, so the stages overlap on separate cores. At most three chunks are held,
-        so memory stays bounded by ``chunk_rows``. Counting happens here, in chunk order; a chunk that is
-        being written when the job stops (refused, or an error) is finished first, manifest last."""
+        """Chunk k+1 is read, checked and encoded on a reader thread while chunk k is scored on this one
+        and chunks k-1, k-2 are written on two writer threads (writing a chunk and its request-log copy
+        costs more than scoring it). Parquet decoding and encoding, the compute kernels, ONNX Runtime and
+        hashlib release the GIL, so the stages overlap on separate cores. At most ``2 + WRITERS`` chunks
+        are held, so memory stays bounded by ``chunk_rows``. Chunks are counted here, in order; chunks
+        being written when the job stops (refused, or an error) are finished first, each manifest last."""
+        from collections import deque
         from concurrent.futures import Future, ThreadPoolExecutor
 
         numbered = enumerate(tables)
@@ -313,29 +317,32 @@ class _Job:
             item = next(numbered, None)
             return None if item is None else self._prepare(file, *item)
 
+        writing: deque[Future[out.ChunkRecord]] = deque()
+
+        def collect(keep: int) -> None:
+            while len(writing) > keep:
+                self._count_written(writing.popleft().result())
+
         with (
             ThreadPoolExecutor(1, thread_name_prefix="batch-read") as reader,
-            ThreadPoolExecutor(1, thread_name_prefix="batch-write") as writer,
+            ThreadPoolExecutor(WRITERS, thread_name_prefix="batch-write") as writer,
         ):
-            writing: Future[out.ChunkRecord] | None = None
             upcoming = reader.submit(prepare)
             while (prepared := upcoming.result()) is not None:
                 upcoming = reader.submit(prepare)
                 if prepared.skipped is not None:
+                    collect(0)
                     self._count_skipped(prepared.skipped)
                     continue
                 encoded = prepared.encoded
                 if encoded.bad and self.settings.on_bad_rows == REFUSE:
-                    if writing is not None:
-                        self._count_written(writing.result())
+                    collect(0)
                     upcoming.result()  # let the reader finish (it writes nothing) before the job stops
                     raise BatchInputError(self._refusal(file, prepared))
                 scores = self.scorer.predict_encoded(encoded.x)
-                if writing is not None:
-                    self._count_written(writing.result())  # one chunk written at a time
-                writing = writer.submit(self.write_chunk, file, prepared, scores)
-            if writing is not None:
-                self._count_written(writing.result())
+                collect(WRITERS - 1)
+                writing.append(writer.submit(self.write_chunk, file, prepared, scores))
+            collect(0)
 
     def _prepare(self, file: InputFile, chunk: int, table: pa.Table) -> _Prepared:
         """The chunk's manifest when it is already done (skip it), else the chunk encoded and checked."""
