@@ -43,7 +43,10 @@ def test_a_good_job_exits_0_and_prints_what_it_did(
     assert score(model, tmp_path / "in.parquet", tmp_path / "out", "--set", "score.chunk_rows=50") == 0
     printed = capsys.readouterr().out
     assert f"{MODEL}@champion = version {model.version} (verified); 1 input file(s)" in printed
-    assert f"Batch scoring finished: 120 row(s) scored with {MODEL}@champion (version {model.version})" in printed
+    assert (
+        f"Batch scoring finished: 120 row(s) scored with {MODEL}@champion (version {model.version})"
+        in printed
+    )
     assert "120 read, 120 scored, 0 bad" in printed
     assert "3 written, 0 already done (skipped)" in printed
     assert f"mlops monitor --model-name {MODEL} --model-version {model.version}" in printed
