@@ -318,3 +318,78 @@ def test_settings_refuse_clashing_column_names() -> None:
         ScoreSettings(pass_through_columns=("score",))
     with pytest.raises(ValueError, match="pattern"):
         ScoreSettings(model="credit-default")
+
+
+def test_the_request_log_copy_reads_back_as_the_servers_log(model: Monitored) -> None:
+    """Built from dictionary arrays without a Python object per row, it must still be the server's file."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from components.batch_score.chunk_writer import REQUEST_LOG_PLAIN, parquet_bytes, request_log_table
+    from serving.request_log import Block, to_table
+
+    spec = model.scorer.spec
+    x = spec.encode(traffic(300, seed=14))
+    x[3, 0] = np.nan  # a missing number
+    x[4, -1] = 0.0  # a missing or unseen category
+    scores_ = model.scorer.predict_encoded(x)
+    block = Block("7", spec, len(x))
+    block.add(x, scores_, 1_700_000_000_000_000, "batch-k/in.part-00000")
+    server = pq.read_table(io.BytesIO(parquet_bytes(to_table(block), "snappy")))
+    batch = pq.read_table(
+        io.BytesIO(
+            parquet_bytes(
+                request_log_table("7", spec, x, scores_, "batch-k/in.part-00000"),
+                "snappy",
+                plain=REQUEST_LOG_PLAIN,
+                store_schema=False,
+            )
+        )
+    )
+    assert batch.schema.remove_metadata() == server.schema.remove_metadata()
+    for name in server.column_names:
+        if name != "timestamp":  # the clock's, not the test's
+            assert batch.column(name).equals(server.column(name)), name
+    assert batch.column(spec.names[0]).null_count == 1 and batch.column(spec.names[-1]).null_count >= 1
+
+
+def test_under_refuse_a_chunk_written_with_skipped_rows_is_scored_again_and_refused(
+    model: Monitored, tmp_path: Path
+) -> None:
+    path, _ = bad_csv(tmp_path)
+    values = {"data_uri": str(path), "output_uri": str(tmp_path / "out"), "chunk_rows": 10}
+    skipped = run(model, tmp_path / "cache", **values, on_bad_rows="skip_rows")
+    assert (skipped.chunks_written, skipped.rows_bad) == (4, 2)
+    with pytest.raises(BatchInputError, match=r"chunk 0 \(rows 0-9\): 2 row\(s\)"):
+        run(model, tmp_path / "cache", **values)  # refuse: the chunk that skipped rows does not count as done
+    assert not (tmp_path / "out" / JOB_FILE).exists()
+
+
+def test_a_failed_write_on_the_writer_thread_fails_the_job(
+    model: Monitored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from components.batch_score import batch_scorer
+    from mlops import storage
+
+    traffic(50, seed=15).to_parquet(tmp_path / "in.parquet")
+    real = storage.write
+
+    def full_disk(uri: str, body: object) -> object:
+        if "part-00002" in uri:
+            raise storage.StorageError(f"cannot write {uri}: No space left on device")
+        return real(uri, body)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch_scorer.storage, "write", full_disk)
+    before = len(audit.read_events(model.workspace.root))
+    with pytest.raises(storage.StorageError, match="No space left"):
+        run(
+            model,
+            tmp_path / "cache",
+            data_uri=str(tmp_path / "in.parquet"),
+            output_uri=str(tmp_path / "out"),
+            chunk_rows=10,
+        )
+    assert not (tmp_path / "out" / JOB_FILE).exists()
+    assert len(audit.read_events(model.workspace.root)) == before
+    assert not (tmp_path / "out" / "_manifest" / "in.part-00002.json").exists()
