@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -265,10 +266,30 @@ def score_shard(
     job = _Job(plan, settings, scorer, FeatureBounds(scorer.spec), progress)
     started = time.perf_counter()
     inputs = plan.inputs()
-    for index in plan.shards[shard]:
-        job.score_file(inputs[index])
+    with _threaded_memory_pool():
+        for index in plan.shards[shard]:
+            job.score_file(inputs[index])
     job.result.seconds = time.perf_counter() - started
     return job.result
+
+
+@contextmanager
+def _threaded_memory_pool() -> Iterator[None]:
+    """Arrow's jemalloc pool (else the system's) while the shard runs. Chunks are allocated on the
+    reader thread and freed on a writer thread; with Arrow's default mimalloc pool that pattern costs
+    about a third more CPU (kernel time: pages returned and faulted in again), measured on 1M rows."""
+    import pyarrow as pa
+
+    previous = pa.default_memory_pool()
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without jemalloc
+        pool = pa.system_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
 
 
 class _Job:
