@@ -315,9 +315,12 @@ class _Job:
         hasher.start()  # hashlib releases the GIL: the digest costs no scoring time on a second core
         try:
             if not self._all_done(file):
-                self._pipeline(
-                    file, read_chunks(opened, columns, settings.chunk_rows, settings.missing_values)
+                copied = {settings.id_column, *settings.pass_through_columns}  # copied as they are
+                categorical = tuple(c for c in self.spec.categorical if c not in copied)
+                chunks = read_chunks(
+                    opened, columns, settings.chunk_rows, settings.missing_values, categorical
                 )
+                self._pipeline(file, chunks)
         finally:
             hasher.join()
         self.result.file_digests[file.partition] = digest["sha"]

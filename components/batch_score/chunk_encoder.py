@@ -121,6 +121,14 @@ def _codes(column: pa.ChunkedArray, vocab: tuple[str, ...], missing: tuple[str, 
     import pyarrow.compute as pc
 
     kind = column.type
+    if pa.types.is_dictionary(kind) and (
+        pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)
+    ):  # the few distinct values are mapped, then every row takes its value's code
+        parts = [np.zeros(0, dtype=np.float64)]
+        for chunk in column.chunks:
+            known = np.append(_codes(pa.chunked_array([chunk.dictionary]), vocab, missing), 0.0)
+            parts.append(known[pc.fill_null(chunk.indices, -1).to_numpy(zero_copy_only=False)])  # null: 0
+        return np.concatenate(parts)
     if pa.types.is_dictionary(kind):
         column = pc.cast(column, kind.value_type)
         kind = kind.value_type

@@ -393,3 +393,32 @@ def test_a_failed_write_on_the_writer_thread_fails_the_job(
     assert not (tmp_path / "out" / JOB_FILE).exists()
     assert len(audit.read_events(model.workspace.root)) == before
     assert not (tmp_path / "out" / "_manifest" / "in.part-00002.json").exists()
+
+
+def test_categoricals_read_as_dictionaries_encode_like_strings(model: Monitored) -> None:
+    """Parquet categoricals are read as dictionary arrays; unseen, null and missing tokens give 0 as before."""
+    import pyarrow as pa
+
+    from components.batch_score.chunk_encoder import encode_chunk
+    from serving.tensors import FeatureBounds
+
+    spec = model.scorer.spec
+    frame = traffic(200, seed=16)
+    frame.loc[3, "region"] = "atlantis"
+    frame.loc[4, "region"] = None
+    frame.loc[150, "region"] = "?"
+    plain = pa.Table.from_pandas(frame, preserve_index=False)
+    halves = [plain.slice(0, 100), plain.slice(100)]  # two chunks, each with its own dictionary
+    columns = {
+        name: pa.chunked_array([h.column(name).combine_chunks().dictionary_encode() for h in halves])
+        if name in spec.categorical
+        else plain.column(name)
+        for name in plain.column_names
+    }
+    dictionary = pa.table(columns)
+    bounds = FeatureBounds(spec)
+    expected_x = encode_chunk(plain, spec, bounds, 0, ("?",)).x
+    np.testing.assert_array_equal(encode_chunk(dictionary, spec, bounds, 0, ("?",)).x, expected_x)
+    region = spec.names.index("region")
+    assert expected_x[[3, 4, 150], region].tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_array_equal(expected_x, spec.encode(frame.replace({"region": {"?": None}})))
