@@ -308,10 +308,15 @@ class _Job:
         settings = self.settings
         opened = open_input(file)
         columns = check_columns(opened, self.spec.names, settings)
-        digest: dict[str, str] = {}
-        hasher = threading.Thread(
-            target=lambda: digest.update(sha=file_sha256(file, opened.data)), daemon=True
-        )
+        digest: dict[str, Any] = {}
+
+        def hash_file() -> None:
+            try:
+                digest["sha"] = file_sha256(file)
+            except BaseException as exc:  # re-raised on this thread below
+                digest["error"] = exc
+
+        hasher = threading.Thread(target=hash_file, daemon=True)
         hasher.start()  # hashlib releases the GIL: the digest costs no scoring time on a second core
         try:
             if not self._all_done(file):
@@ -323,6 +328,8 @@ class _Job:
                 self._pipeline(file, chunks)
         finally:
             hasher.join()
+        if "error" in digest:
+            raise digest["error"]
         self.result.file_digests[file.partition] = digest["sha"]
 
     def _pipeline(self, file: InputFile, tables: Iterator[pa.Table]) -> None:

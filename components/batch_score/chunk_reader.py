@@ -6,8 +6,10 @@ file's path under the input root is its *partition* (``day=2026-01-02/part-0.par
 which the output mirrors. Each file is read in chunks of exactly ``chunk_rows`` rows (the
 last one shorter), so the same file always splits the same way and a re-run can skip the
 chunks it already wrote. Only the needed columns are decoded. Local files are streamed
-from disk; an S3 object is read through :mod:`mlops.storage` (the one S3 client) whole,
-so its memory is bounded by the object's size.
+from disk; an S3 object through :func:`mlops.storage.open_read` (the one S3 client) by
+ranged GETs: a Parquet file's footer, then the column chunks of the needed columns, a CSV
+front to back. Either way memory is bounded by the chunk (for Parquet, by the row group
+it lies in), not by the file.
 
 CSV columns are read as text and parsed by :mod:`components.batch_score.chunk_encoder`, so a
 bad value is reported with its row instead of failing the whole file.
@@ -47,9 +49,10 @@ class InputFile:
     kind: str
     """``parquet`` or ``csv``."""
     fingerprint: str
-    """Size and modification time of a local file ("" for S3: its content digest is checked instead)."""
+    """Size and modification time of a local file, size and ETag of an object: a chunk written from
+    another version of the file is not reused."""
     rows: int = -1
-    """Rows, when the file's metadata says so without reading it (local Parquet); -1 otherwise."""
+    """Rows, when the file's metadata says so without reading it (Parquet); -1 otherwise (CSV)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,50 +88,51 @@ def list_inputs(data_uri: str) -> list[InputFile]:
 def _input(uri: str, partition: str) -> InputFile:
     kind = KINDS.get(Path(partition).suffix.lower(), "")
     location = storage.parse(uri)
-    fingerprint, rows = "", -1
-    if location.path is not None:
-        if not location.path.is_file():
-            raise BatchInputError(f"input file {location.path} does not exist; check --data")
-        stat = location.path.stat()
-        fingerprint = f"{stat.st_size}:{stat.st_mtime_ns}"
-        with location.path.open("rb") as handle:
+    if location.path is not None and not location.path.is_file():
+        raise BatchInputError(f"input file {location.path} does not exist; check --data")
+    try:
+        info = storage.stat(uri)
+        with storage.open_read(uri) as handle:
             magic = handle.read(4)
-        kind = "parquet" if magic == PARQUET_MAGIC else (kind or "csv")
-        if kind == "parquet":
-            import pyarrow.parquet as pq
+    except storage.StorageError as exc:
+        raise BatchInputError(f"cannot read input {uri}: {exc}") from exc
+    kind = "parquet" if magic == PARQUET_MAGIC else (kind or "csv")
+    file = InputFile(uri, partition, kind, f"{info.size}:{info.version}")
+    if kind == "parquet":  # the footer says how many rows: a finished file is skipped unread on a re-run
+        import pyarrow.parquet as pq
 
-            rows = pq.ParquetFile(location.path).metadata.num_rows
-    return InputFile(uri, partition, kind or "csv", fingerprint, rows)
+        opened = Opened(file, [])
+        try:
+            file = InputFile(
+                uri, partition, kind, file.fingerprint, pq.ParquetFile(opened.source()).metadata.num_rows
+            )
+        except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for a damaged file
+            raise BatchInputError(
+                f"cannot read input {uri} as parquet: {exc}; fix or remove the file"
+            ) from exc
+    return file
 
 
 @dataclass
 class Opened:
-    """An input file ready to be read: its columns, and the bytes when they had to be fetched (S3)."""
+    """An input file ready to be read, and its columns."""
 
     file: InputFile
     columns: list[str]
-    data: bytes | None
 
     def source(self) -> Any:
+        """A new reader of the file: memory-mapped or streamed locally, by ranged GETs from S3."""
         import pyarrow as pa
 
-        if self.data is not None:
-            return pa.BufferReader(self.data)
         path = storage.parse(self.file.uri).path
-        assert path is not None
-        return pa.memory_map(str(path)) if self.file.kind == "parquet" else pa.OSFile(str(path))
+        if path is not None:
+            return pa.memory_map(str(path)) if self.file.kind == "parquet" else pa.OSFile(str(path))
+        return pa.PythonFile(storage.open_read(self.file.uri), mode="r")
 
 
 def open_input(file: InputFile) -> Opened:
-    """Read the file's column names (and its bytes, for an object store)."""
-    location = storage.parse(file.uri)
-    data = None
-    if location.path is None:
-        try:
-            data = storage.read_bytes(file.uri)
-        except storage.StorageError as exc:
-            raise BatchInputError(f"cannot read input {file.uri}: {exc}") from exc
-    opened = Opened(file, [], data)
+    """Read the file's column names (a Parquet footer, a CSV header line)."""
+    opened = Opened(file, [])
     try:
         if file.kind == "parquet":
             import pyarrow.parquet as pq
@@ -138,17 +142,15 @@ def open_input(file: InputFile) -> Opened:
             opened.columns = _csv_header(opened)
     except BatchInputError:
         raise
+    except storage.StorageError as exc:
+        raise BatchInputError(f"cannot read input {file.uri}: {exc}") from exc
     except Exception as exc:  # pyarrow raises ArrowInvalid / OSError for a damaged file
         raise BatchInputError(f"cannot read input {file.uri} as {file.kind}: {exc}") from exc
     return opened
 
 
 def _head(opened: Opened) -> bytes:
-    if opened.data is not None:
-        return opened.data[:65536]
-    path = storage.parse(opened.file.uri).path
-    assert path is not None
-    with path.open("rb") as handle:
+    with storage.open_read(opened.file.uri) as handle:
         return handle.read(65536)
 
 
@@ -226,16 +228,16 @@ def _rebatch(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]
         yield pa.Table.from_batches(pending).combine_chunks()
 
 
-def file_sha256(file: InputFile, data: bytes | None) -> str:
-    """SHA-256 of the file's bytes (for the job's input digest)."""
+def file_sha256(file: InputFile) -> str:
+    """SHA-256 of the file's bytes (for the job's input digest), streamed: an object is read again by
+    ranged GETs on the hashing thread, never held whole."""
     import hashlib
 
-    if data is not None:
-        return hashlib.sha256(data).hexdigest()
-    path = storage.parse(file.uri).path
-    assert path is not None
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(8 << 20), b""):
-            digest.update(block)
+    try:
+        with storage.open_read(file.uri) as handle:
+            for block in iter(lambda: handle.read(8 << 20), b""):
+                digest.update(block)
+    except storage.StorageError as exc:
+        raise BatchInputError(f"cannot read input {file.uri}: {exc}") from exc
     return digest.hexdigest()
