@@ -133,11 +133,12 @@ def stat(uri: str) -> Stat:
     return Stat(int(head["ContentLength"]), str(head.get("ETag", "")))
 
 
-def open_read(uri: str) -> BinaryIO:
+def open_read(uri: str, read_ahead: int = RANGE_BYTES) -> BinaryIO:
     """A seekable binary reader of the file or object, for streaming or random access (Parquet reads
     its footer, then only the column chunks asked for). An S3 object is read by ranged GETs of at most
     :data:`RANGE_BYTES`, each pinned to the ETag seen when it was opened (a changed object fails the
-    read instead of mixing two versions), so memory is bounded by what the caller reads at a time."""
+    read instead of mixing two versions), so memory is bounded by what the caller reads at a time.
+    A small read fetches ``read_ahead`` bytes (pass the size of a header you only want to look at)."""
     location = parse(uri)
     if location.path is not None:
         try:
@@ -146,7 +147,9 @@ def open_read(uri: str) -> BinaryIO:
             raise ObjectNotFound(f"{location.path} does not exist or is not a file") from exc
         except OSError as exc:
             raise StorageError(f"cannot read {location.path}: {exc.strerror or exc}") from exc
-    return io.BufferedReader(_RangedObject(location, stat(uri)), buffer_size=RANGE_BYTES)
+    return io.BufferedReader(
+        _RangedObject(location, stat(uri)), buffer_size=max(1, min(read_ahead, RANGE_BYTES))
+    )
 
 
 class _RangedObject(io.RawIOBase):

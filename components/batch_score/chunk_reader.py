@@ -92,7 +92,7 @@ def _input(uri: str, partition: str) -> InputFile:
         raise BatchInputError(f"input file {location.path} does not exist; check --data")
     try:
         info = storage.stat(uri)
-        with storage.open_read(uri) as handle:
+        with storage.open_read(uri, read_ahead=4) as handle:
             magic = handle.read(4)
     except storage.StorageError as exc:
         raise BatchInputError(f"cannot read input {uri}: {exc}") from exc
@@ -119,6 +119,8 @@ class Opened:
 
     file: InputFile
     columns: list[str]
+    delimiter: str = ","
+    """A CSV's field separator, as its header line shows."""
 
     def source(self) -> Any:
         """A new reader of the file: memory-mapped or streamed locally, by ranged GETs from S3."""
@@ -150,7 +152,7 @@ def open_input(file: InputFile) -> Opened:
 
 
 def _head(opened: Opened) -> bytes:
-    with storage.open_read(opened.file.uri) as handle:
+    with storage.open_read(opened.file.uri, read_ahead=65536) as handle:
         return handle.read(65536)
 
 
@@ -159,7 +161,8 @@ def _csv_header(opened: Opened) -> list[str]:
     if not head.strip():
         raise BatchInputError(f"input {opened.file.uri} is empty; provide a CSV with a header line")
     line = head.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace").rstrip("\r")
-    return next(csv.reader(io.StringIO(line), delimiter=csv_delimiter(head)))
+    opened.delimiter = csv_delimiter(head)
+    return next(csv.reader(io.StringIO(line), delimiter=opened.delimiter))
 
 
 def read_chunks(
@@ -191,11 +194,10 @@ def _batches(
             return
         import pyarrow.csv as pacsv
 
-        head = _head(opened)
         reader = pacsv.open_csv(
             opened.source(),
             read_options=pacsv.ReadOptions(block_size=CSV_BLOCK_BYTES, use_threads=False),
-            parse_options=pacsv.ParseOptions(delimiter=csv_delimiter(head)),
+            parse_options=pacsv.ParseOptions(delimiter=opened.delimiter),
             convert_options=pacsv.ConvertOptions(
                 include_columns=columns,
                 column_types={name: pa.string() for name in columns},

@@ -89,6 +89,11 @@ def test_an_s3_prefix_is_read_in_ranges_and_resumed_by_etag(
     assert gets and all("Range" in call and "IfMatch" in call for call in gets)
     sizes = [int(end) - int(start) + 1 for start, end in (c["Range"][6:].split("-") for c in gets)]
     assert max(sizes) <= RANGE
+    stored = len(parquet.getvalue()) + len(second.to_csv(index=False).encode())
+    # Read once to score and once to hash, plus Parquet's 64 KiB footer reads (plan, columns, reader) and
+    # the CSV's header: much of these small files, nothing on real ones.
+    assert sum(sizes) <= 2 * stored + 4 * (64 << 10)
+    assert {"bytes=0-3"} <= {c["Range"] for c in gets}  # the format check fetches 4 bytes, not a buffer
     scorer = model.scorer
     a = pd.read_parquet(tmp_path / "out" / "day=1").sort_values("row")
     b = pd.read_parquet(tmp_path / "out" / "day=2").sort_values("row")
