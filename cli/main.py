@@ -21,6 +21,7 @@ from cli.commands import quantize as quantize_cmd
 from cli.commands import rollout as rollout_cmd
 from cli.commands import run as run_cmd
 from cli.commands import runs as runs_cmd
+from cli.commands import score as score_cmd
 from cli.commands import serve as serve_cmd
 from cli.commands import submit as submit_cmd
 from cli.commands import tune as tune_cmd
@@ -46,6 +47,7 @@ COMMANDS = (
     image_cmd,
     monitor_cmd,
     feedback_cmd,
+    score_cmd,
     rollout_cmd,
 )
 

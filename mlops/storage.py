@@ -20,12 +20,13 @@ at write time.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 ENDPOINT_ENVS = ("MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL")
 """Checked in this order, as MLflow does; unset means AWS itself."""
@@ -102,6 +103,97 @@ def read_bytes(uri: str) -> bytes:
     except Exception as exc:  # botocore raises many types; _s3_error sorts them into fixes
         raise _s3_error(exc, "read", location) from exc
     return body
+
+
+RANGE_BYTES = 8 << 20
+"""Most bytes one ranged GET of :func:`open_read` asks for (and its read-ahead buffer)."""
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Size and version of a file or object, without reading it."""
+
+    size: int
+    version: str
+    """Modification time (ns) of a local file, the ETag of an object: it changes when the bytes do."""
+
+
+def stat(uri: str) -> Stat:
+    location = parse(uri)
+    if location.path is not None:
+        try:
+            info = location.path.stat()
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(f"{location.path} does not exist or is not a file") from exc
+        return Stat(info.st_size, str(info.st_mtime_ns))
+    try:
+        head = s3_client().head_object(Bucket=location.bucket, Key=location.key)
+    except Exception as exc:
+        raise _s3_error(exc, "read", location) from exc
+    return Stat(int(head["ContentLength"]), str(head.get("ETag", "")))
+
+
+def open_read(uri: str, read_ahead: int = RANGE_BYTES) -> BinaryIO:
+    """A seekable binary reader of the file or object, for streaming or random access (Parquet reads
+    its footer, then only the column chunks asked for). An S3 object is read by ranged GETs of at most
+    :data:`RANGE_BYTES`, each pinned to the ETag seen when it was opened (a changed object fails the
+    read instead of mixing two versions), so memory is bounded by what the caller reads at a time.
+    A small read fetches ``read_ahead`` bytes (pass the size of a header you only want to look at)."""
+    location = parse(uri)
+    if location.path is not None:
+        try:
+            return location.path.open("rb")
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(f"{location.path} does not exist or is not a file") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read {location.path}: {exc.strerror or exc}") from exc
+    return io.BufferedReader(
+        _RangedObject(location, stat(uri)), buffer_size=max(1, min(read_ahead, RANGE_BYTES))
+    )
+
+
+class _RangedObject(io.RawIOBase):
+    """An S3 object as a raw seekable stream: every read is one ranged GET."""
+
+    def __init__(self, location: Location, info: Stat):
+        self.location = location
+        self.size = info.size
+        self.etag = info.version
+        self.position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self.position >= self.size or not len(view):
+            return 0
+        end = min(self.size, self.position + len(view), self.position + RANGE_BYTES) - 1
+        arguments = {
+            "Bucket": self.location.bucket,
+            "Key": self.location.key,
+            "Range": f"bytes={self.position}-{end}",
+        }
+        if self.etag:
+            arguments["IfMatch"] = self.etag
+        try:
+            body: bytes = s3_client().get_object(**arguments)["Body"].read()
+        except Exception as exc:
+            raise _s3_error(exc, "read", self.location) from exc
+        view[: len(body)] = body
+        self.position += len(body)
+        return len(body)
 
 
 def read_verified(uri: str, sha256: str) -> bytes:

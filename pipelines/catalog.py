@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pipelines.signature import PipelineForm
 
 
-PIPELINE_NAMES = ("training", "tuning", "monitoring")
+PIPELINE_NAMES = ("training", "tuning", "monitoring", "batch_scoring")
 PIPELINES_DIR = Path(__file__).resolve().parent
 
 

@@ -66,6 +66,19 @@ class FeatureBounds:
             x = self._check_codes(x, values, where)
         return x
 
+    def inadmissible(self, values: np.ndarray) -> np.ndarray:
+        """Mask ([rows, n_features]) of every value :meth:`admit` refuses, for callers that report all of
+        them instead of stopping at the first (batch scoring): not finite in FP32 (NaN is missing, and
+        admitted) or, in a categorical column, not one of its codes."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = values.astype(np.float32, copy=False)
+            bad = np.isinf(x)
+            if len(self.top_code):
+                codes = x[:, self.offset :]
+                wrong = (codes < 0) | (codes > self.top_code) | (codes != np.floor(codes))
+                bad[:, self.offset :] |= wrong & ~np.isnan(codes)
+        return bad
+
     def _check_codes(self, x: np.ndarray, values: np.ndarray, where: str) -> np.ndarray:
         codes = x[:, self.offset :]
         missing = np.isnan(codes)

@@ -238,13 +238,13 @@ def parse_table(data: bytes, uri: str) -> pd.DataFrame:
     try:
         if is_parquet:
             return pd.read_parquet(io.BytesIO(data))
-        return pd.read_csv(io.BytesIO(data), sep=_delimiter(data))
+        return pd.read_csv(io.BytesIO(data), sep=csv_delimiter(data))
     except Exception as exc:  # pandas/pyarrow raise many parser errors
         kind = "Parquet" if is_parquet else "CSV"
         raise DatasetError(f"cannot parse dataset {uri} as {kind}: {exc}") from exc
 
 
-def _delimiter(data: bytes) -> str:
+def csv_delimiter(data: bytes) -> str:
     """The CSV's delimiter: comma, or the tab/semicolon/pipe that splits its header line instead."""
     header = data[:65536].split(b"\n", 1)[0].decode("utf-8", errors="replace")
     counts = {sep: header.count(sep) for sep in (",", "\t", ";", "|")}

@@ -124,3 +124,26 @@ def test_s3_objects_are_real_objects(s3: S3Service) -> None:
     assert "real/check.txt" in s3.keys("real/")
     head = s3.client().head_object(Bucket="mlflow", Key="real/check.txt")
     assert head["ContentLength"] == 5
+
+
+def test_open_read_seeks_and_reads_ranges_and_stat_sees_a_new_version(
+    root: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage, "RANGE_BYTES", 1000)  # several GETs per read on S3
+    data = bytes(range(256)) * 20
+    uri = storage.write_bytes(f"{root}/ranged.bin", data)
+    with storage.open_read(uri) as handle:
+        assert handle.read(10) == data[:10]
+        handle.seek(-5, 2)
+        assert handle.read() == data[-5:]
+        handle.seek(1234)
+        assert handle.read(3000) == data[1234:4234]
+        handle.seek(0)
+        assert handle.read() == data
+    before = storage.stat(uri)
+    assert before.size == len(data)
+    storage.write_bytes(uri, data[:100])
+    after = storage.stat(uri)
+    assert after.size == 100 and (after.version != before.version or not uri.startswith("s3://"))
+    with pytest.raises(storage.ObjectNotFound):
+        storage.stat(f"{root}/nope.bin")

@@ -89,6 +89,7 @@ def test_defaults_differ_from_the_configs_own_only_where_the_pipeline_says_so(na
             "training": {"tracking.experiment"},
             "tuning": {"tracking.experiment", "tune.trials"},
             "monitoring": {"tracking.experiment"},
+            "batch_scoring": {"tracking.experiment"},
         }[name]
         assert changed <= allowed, f"{name}: {type(instance).__name__} overrides {changed - allowed}"
 

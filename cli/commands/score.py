@@ -1,0 +1,124 @@
+"""``mlops score``: score a file or a prefix of CSV/Parquet files with a registered model, in this process.
+
+The model is ``NAME@ALIAS`` from the registry (the workspace's, or ``MLFLOW_TRACKING_URI``),
+verified (digest and signature) before it is loaded. The input is read in chunks of
+``score.chunk_rows`` rows, checked like a request to ``mlops serve``, scored with ONNX Runtime
+and written as Parquet under ``--out``, mirroring the input's partitions (id column,
+pass-through columns, ``score``, ``label``), with a copy in the request-log format that
+``mlops monitor`` reads. A re-run skips the chunks already written. The same job runs on a
+cluster as the ``batch_scoring`` pipeline (``mlops run|submit batch_scoring``), in parallel
+shards. Every other setting is ``--set score.field=value`` (``mlops run batch_scoring --help``
+lists them). Exit 0 when the job finished, 2 when it was refused (bad input, model not verified).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cli.commands.options import add_set_option
+from mlops.workspace import Workspace
+
+if TYPE_CHECKING:
+    from rich.progress import Task
+    from rich.text import Text
+
+HELP = "score a CSV/Parquet file or prefix with a registered model alias (batch scoring, in this process)"
+PIPELINE = "batch_scoring"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("score", help=HELP, description=(__doc__ or "").split("\n\n", 1)[1])
+    parser.add_argument(
+        "--model", required=True, help="registered model and alias, NAME@ALIAS (= score.model)"
+    )
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="a CSV/Parquet file, a folder or an s3:// prefix of them (= score.data_uri)",
+    )
+    parser.add_argument("--out", required=True, help="output folder or s3:// prefix (= score.output_uri)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in a log file)")
+    add_set_option(parser, "any other score setting by its address (repeatable), e.g. score.chunk_rows=50000")
+    parser.set_defaults(handler=score_command)
+
+
+def settings_of(args: argparse.Namespace) -> Any:
+    """The ``score`` section from the flags and ``--set`` (flags win); local paths made absolute."""
+    from cli.parameters import parse_overrides
+    from components.batch_score.config import ScoreSettings
+    from mlops.settings import SettingsError
+    from pipelines.catalog import forms
+
+    given = parse_overrides(forms()[PIPELINE], args.overrides)
+    other = sorted(address for address in given if not address.startswith("score."))
+    if other:
+        raise SettingsError(f"mlops score takes score.* settings only; got {other}")
+    values = {address.removeprefix("score."): value for address, value in given.items()}
+    values.update(model=args.model, data_uri=_absolute(args.data), output_uri=_absolute(args.out))
+    return ScoreSettings.model_validate(values)
+
+
+def _absolute(uri: str) -> str:
+    return uri if "://" in uri else str(Path(uri).expanduser().resolve())
+
+
+def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from dataclasses import asdict
+
+    from cli.summaries.batch_scoring import summary_lines
+    from components.batch_score.batch_scorer import finish_job, plan_job, score_shard
+    from mlops.tracking.context import resolve_tracking
+
+    settings = settings_of(args)
+    tracking = resolve_tracking(workspace, experiment=PIPELINE)
+    tracking.check()
+    store = tracking.store
+    cache = workspace.root / "serving-cache"
+    plan = plan_job(settings, store, cache)
+    print(
+        f"{plan.model_name}@{plan.alias} = version {plan.version} (verified); {len(plan.files)} input file(s)"
+    )
+    with _bar(plan.total_rows, disabled=args.no_progress) as advance:
+        results = [score_shard(plan, shard, store, cache, advance) for shard in range(len(plan.shards))]
+    summary = finish_job(
+        plan,
+        results,
+        workspace_root=workspace.root if tracking.workspace_store else None,
+        tracking_uri=store.tracking_uri,
+    )
+    print("\n".join(summary_lines(asdict(summary))))
+    return 0
+
+
+def _rows_per_second() -> Any:
+    """A ``rich`` progress column: rows per second since the job started."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RowsPerSecond(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            elapsed = task.elapsed or 0.0
+            return Text(f"{task.completed / elapsed if elapsed > 0 else 0.0:,.0f} rows/s")
+
+    return RowsPerSecond()
+
+
+class _bar:  # noqa: N801 - used as a context manager, like open()
+    """A progress bar of rows (total unknown for CSV or S3 input: it counts up)."""
+
+    def __init__(self, total: int | None, disabled: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self.progress = Progress(
+            BarColumn(), MofNCompleteColumn(), _rows_per_second(), TimeElapsedColumn(), disable=disabled
+        )
+        self.task = self.progress.add_task("rows", total=total)
+
+    def __enter__(self) -> Any:
+        self.progress.start()
+        return lambda rows: self.progress.advance(self.task, rows)
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
