@@ -14,6 +14,7 @@ lists them). Exit 0 when the job finished, 2 when it was refused (bad input, mod
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,9 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.tracking.context import resolve_tracking
 
     settings = settings_of(args)
+    # The command's own setting, made at its entry point (as `mlops serve` does): the rows/s bar is the
+    # only progress shown, not MLflow's per-file download bars.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     tracking = resolve_tracking(workspace, experiment=PIPELINE)
     tracking.check()
     store = tracking.store
