@@ -10,6 +10,7 @@ per step and a live bar, or, with ``verbose``, the raw output as well.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import re
@@ -127,6 +128,10 @@ def run_locally(
     root.addHandler(cache_hits)
     root.setLevel(logging.INFO)
     sys.stdout = sys.stderr = streams
+    # kfp.local indents a task's output by swapping builtins.print for the task's duration; tasks of a
+    # dsl.ParallelFor run on threads and swap it concurrently, and the last restore can leave the indenting
+    # print in place for good (every later print of this process started with four spaces).
+    original_print = builtins.print
     try:
         with display:
             run.output = pipeline(**arguments).output
@@ -138,6 +143,7 @@ def run_locally(
         _finish(run, streams, pipeline.name)
         raise _failure(failed, run) from exc
     finally:
+        builtins.print = original_print
         sys.stdout, sys.stderr = out, err
         root.removeHandler(cache_hits)
         root.setLevel(level)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def test_the_pipeline_scores_every_file_across_two_shards(
     second.to_csv(data / "day=2" / "b.csv", index=False)
     out = tmp_path / "out"
     ws = model.workspace
+    original_print = builtins.print
     code = main(
         [
             "--workspace",
@@ -50,6 +52,8 @@ def test_the_pipeline_scores_every_file_across_two_shards(
     )
     printed = capsys.readouterr()
     assert code == 0, printed.out + printed.err
+    # kfp.local's threads swap builtins.print to indent task output; the run must leave the original.
+    assert builtins.print is original_print
     assert "Batch scoring finished: 300 row(s) scored" in printed.out
     steps = [line.split()[:2] for line in printed.out.splitlines() if line.strip().startswith("ok ")]
     assert steps.count(["ok", "score-batch-shard"]) == 2  # the ParallelFor fanned out to both shards

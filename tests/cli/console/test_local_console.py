@@ -89,3 +89,32 @@ def test_cache_reuses_steps_whose_inputs_did_not_change(tmp_path: Path) -> None:
         first.run_dir is not None
         and (first.run_dir / "logs" / "check.log").read_text().count("Executing") == 1
     )
+
+
+def test_a_print_left_swapped_by_kfp_is_restored_after_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kfp.local indents task output by swapping builtins.print; tasks of a ParallelFor swap it on threads at
+    once and can leave the indenting print behind (it happened: every later line of the process started with
+    four spaces). Here the swap is left behind on purpose, as the race leaves it."""
+    import builtins
+    import contextlib
+
+    from kfp.local import logging_utils
+
+    original = builtins.print
+    monkeypatch.setattr(builtins, "print", original)  # put back at teardown even if the run leaks it
+
+    @contextlib.contextmanager
+    def leaky_indent(num_spaces: int = 4):  # type: ignore[no-untyped-def]
+        before = builtins.print
+        builtins.print = lambda *a, **k: before(" " * num_spaces, *a, **k)
+        yield
+
+    monkeypatch.setattr(logging_utils, "indented_print", leaky_indent)
+    result = run_locally(toy, {"n": 1}, Workspace(tmp_path / "ws"))
+    assert result.output == "fine"
+    assert builtins.print is original
+    capsys.readouterr()
+    print("after the run")
+    assert capsys.readouterr().out == "after the run\n"
