@@ -99,6 +99,7 @@ def test_a_print_left_swapped_by_kfp_is_restored_after_the_run(
     four spaces). Here the swap is left behind on purpose, as the race leaves it."""
     import builtins
     import contextlib
+    from collections.abc import Iterator
 
     from kfp.local import logging_utils
 
@@ -106,7 +107,7 @@ def test_a_print_left_swapped_by_kfp_is_restored_after_the_run(
     monkeypatch.setattr(builtins, "print", original)  # put back at teardown even if the run leaks it
 
     @contextlib.contextmanager
-    def leaky_indent(num_spaces: int = 4):  # type: ignore[no-untyped-def]
+    def leaky_indent(num_spaces: int = 4) -> Iterator[None]:
         before = builtins.print
         builtins.print = lambda *a, **k: before(" " * num_spaces, *a, **k)
         yield
