@@ -4,8 +4,8 @@ KFP users test their containerized components with ``DockerRunner`` before they 
 it runs each step in the image the compiled pipeline names (``mlops.images.PLATFORM_IMAGE``, put into
 the local engine by ``mlops image load``). The runner mounts only the pipeline root, so the rest of
 what a step reads or writes is mounted at the same absolute path: the workspace (the SQLite tracking
-store, the artifact root, the signing keys, the audit trail), the files the settings name, and the
-files the ``MLOPS_*`` environment names. Containers use the host's network (a tracking server on
+store, the artifact root, the signing keys, the audit trail), the folders of the files the settings
+name, and the paths the ``MLOPS_*`` environment names. Containers use the host's network (a tracking server on
 127.0.0.1 stays reachable), run as the calling user (files in the workspace stay the user's) and get
 the platform's environment variables, since a container inherits none.
 """

@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from cli.commands.run import take_option
-from cli.docker_runner import DOCKER_HOME, DockerUnavailable, docker_client, forwarded_environment, mounts_for
+from cli.docker_runner import (
+    DOCKER_HOME,
+    DockerUnavailable,
+    docker_client,
+    forwarded_environment,
+    mounts_for,
+    platform_image,
+)
 from mlops.images import PLATFORM_IMAGE
 from mlops.tracking.store import TrackingStore
 from mlops.workspace import Workspace
@@ -162,3 +169,32 @@ def test_run_without_an_engine_fails_before_any_step(
     err = capsys.readouterr().err
     assert code == 2 and "no Docker engine answers" in err
     assert not list((tmp_path / "ws" / "pipeline-runs").glob("training-*"))
+
+
+def test_an_engine_without_the_platform_image_names_the_commands_that_load_it() -> None:
+    import docker
+
+    class Images:
+        def get(self, name: str) -> None:
+            raise docker.errors.ImageNotFound(f"No such image: {name}")
+
+    class Client:
+        images = Images()
+
+    with pytest.raises(
+        DockerUnavailable,
+        match=rf"{PLATFORM_IMAGE} is not in the Docker engine.*mlops image build && mlops image load",
+    ):
+        platform_image(Client())
+
+
+def test_image_build_refuses_a_builder_that_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.commands import image
+
+    monkeypatch.setattr(image.shutil, "which", lambda name: "/usr/bin/docker" if name == "docker" else None)
+    assert image.choose_builder("auto") == "docker"
+    with pytest.raises(ValueError, match="--builder buildah: buildah is not installed"):
+        image.choose_builder("buildah")
+    monkeypatch.setattr(image.shutil, "which", lambda name: None)
+    with pytest.raises(ValueError, match="neither buildah nor docker is installed"):
+        image.choose_builder("auto")
