@@ -10,8 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 source infra/testing/phases.sh
 
+# Set-up steps are functions run by `phase` (in an `||` list, where bash ignores `set -e` inside a function):
+# each one checks its own commands and returns non-zero on the first failure.
 python_environment() {
-  [ -x .venv/bin/python ] || python3 -m venv .venv
+  [ -x .venv/bin/python ] || python3 -m venv .venv || return 1
   local log; log=$(mktemp)
   if ! .venv/bin/pip install --disable-pip-version-check -q -e '.[dev]' >"$log" 2>&1; then
     cat "$log" >&2; rm -f "$log"; return 1
@@ -24,11 +26,12 @@ builds() {
   local image_log; image_log=$(mktemp)
   bash infra/testing/build_image.sh >"$image_log" 2>&1 &
   local image_build=$!
-  bash infra/testing/build_k8s.sh
+  local k8s=0; bash infra/testing/build_k8s.sh || k8s=$?
   if ! wait "$image_build"; then
     echo "building the platform image failed:" >&2; tail -n 30 "$image_log" >&2; return 1
   fi
   tail -n 2 "$image_log"; rm -f "$image_log"
+  [ "$k8s" -eq 0 ] || { echo "building kubernetes failed (exit $k8s): see above" >&2; return "$k8s"; }
 }
 
 phase "python environment (.venv, pip install -e .[dev])" python_environment
