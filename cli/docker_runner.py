@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mlops.images import PLATFORM_IMAGE
-from mlops.workspace import Workspace
+from mlops.workspace import Workspace, workspace_of
 
 FORWARDED_PREFIXES = ("MLOPS_", "MLFLOW_", "AWS_", "KFP_")
 """Environment variables a step may read (settings, tracking, S3 credentials), passed into each container."""
@@ -148,9 +148,8 @@ def docker_runner(
 
 def local_store_paths(tracking_uri: str, artifact_root: str) -> list[Path]:
     """The directories a SQLite tracking store and a ``file://`` artifact root live in (steps write there)."""
-    paths = []
-    if tracking_uri.startswith("sqlite:///"):
-        paths.append(Path(tracking_uri.removeprefix("sqlite:///")).parent)
+    store = workspace_of(tracking_uri)
+    paths = [store] if store is not None else []
     if artifact_root.startswith("file://"):
         paths.append(Path(artifact_root.removeprefix("file://")))
     return [path for path in paths if path.is_absolute()]

@@ -163,11 +163,13 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     cache = step_cache(args.pipeline, settings, workspace) if use_cache else None
     try:
         with workspace_defaults(workspace.create().root, sign=True):
-            runner = None
-            if runner_name == "docker":
-                runner, image = docker_step_runner(args.pipeline, settings, workspace, tracking)
+            runner, image = (
+                docker_step_runner(args.pipeline, settings, workspace, tracking)
+                if runner_name == "docker"
+                else (None, None)
+            )
             print_start(args.pipeline, workspace, tracking)
-            if runner_name == "docker":
+            if image is not None:
                 print_image(image)
             result = run_locally(
                 pipelines()[args.pipeline],

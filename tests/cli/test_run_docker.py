@@ -22,6 +22,7 @@ from cli.docker_runner import (
     DockerUnavailable,
     docker_client,
     forwarded_environment,
+    local_store_paths,
     mounts_for,
     platform_image,
 )
@@ -198,3 +199,10 @@ def test_image_build_refuses_a_builder_that_is_not_installed(monkeypatch: pytest
     monkeypatch.setattr(image.shutil, "which", lambda name: None)
     with pytest.raises(ValueError, match="neither buildah nor docker is installed"):
         image.choose_builder("auto")
+
+
+def test_a_local_store_outside_the_workspace_is_mounted_and_a_remote_one_is_not(tmp_path: Path) -> None:
+    db, artifacts = tmp_path / "store" / "mlflow.db", tmp_path / "artifacts"
+    assert local_store_paths(f"sqlite:///{db}", artifacts.as_uri()) == [db.parent, artifacts]
+    assert local_store_paths("http://127.0.0.1:5000", "s3://bucket/mlflow") == []
+    assert local_store_paths("http://127.0.0.1:5000", "mlflow-artifacts:/") == []
