@@ -50,11 +50,19 @@ class FairnessPolicy(BaseModel):
     max_equalized_odds_difference: float = Field(default=0.1, ge=0.0, le=1.0)
     """Largest allowed gap between groups in true-positive rate or false-positive rate."""
     min_group_size: int = Field(default=30, ge=1)
-    """Groups with fewer rows are reported as too small and left out of the threshold checks."""
-    bootstrap_resamples: int = Field(default=200, ge=0, le=10_000)
-    """Bootstrap draws for the disparity intervals. A threshold then fails only when the whole interval lies beyond it (a disparity that could be sampling noise is reported, not gated). 0: compare the point estimates with the thresholds."""
+    """Rows a group needs for its selection and favourable rates (demographic parity) to be decided on; a smaller group is reported and named, never decided on."""
+    min_group_positives: int = Field(default=30, ge=1)
+    """Positive labels a group needs for its true-positive rate (equalised odds) to be decided on; with fewer, the TPR is reported and named, never decided on."""
+    min_group_negatives: int = Field(default=30, ge=1)
+    """Negative labels a group needs for its false-positive rate (equalised odds) to be decided on; with fewer, the FPR is reported and named, never decided on."""
+    gate_on_intervals: bool = Field(default=True)
+    """true: a threshold fails only when the whole confidence interval lies beyond it (a disparity that could be sampling noise is reported, not gated). false: compare the point estimates with the thresholds."""
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
-    """Coverage of the two-sided bootstrap interval."""
+    """Coverage of the two-sided interval of each disparity (Wilson/Newcombe score intervals, simultaneous over the groups)."""
+    quantile_bins: int = Field(default=4, ge=2, le=20)
+    """Bins, at the data's quantiles, of a numeric protected attribute for which the schema file declares no protected_bins."""
+    max_numeric_values: int = Field(default=10, ge=2)
+    """A numeric protected attribute with at most this many distinct values (codes such as 1/2) is grouped by value; with more it is binned."""
 
 
 class ExplainabilityPolicy(BaseModel):

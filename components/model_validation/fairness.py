@@ -1,29 +1,42 @@
 """Group fairness of the model's decisions, per protected attribute, with fairlearn's ``MetricFrame``.
 
-Groups smaller than ``min_group_size`` are kept in every table with their size
-and a ``too_small`` flag, and only the threshold checks skip them: a rate from a
-dozen rows is noise, yet hiding the group would hide exactly the people a
-fairness check exists for. Metrics a group cannot define (AUC with one class,
-TPR without positives) are reported as undefined rather than as 0.
+A rate is decided on only where its denominator is large enough: the selection and
+favourable rates (demographic parity) need ``min_group_size`` rows, the true-positive rate
+``min_group_positives`` positive labels and the false-positive rate ``min_group_negatives``
+negative labels (equalised odds). A group below a minimum is kept in every table with its
+counts and named in the notes and the gate's reason ("group 'x' has 5 positives <
+min_group_positives 30: its TPR is not decided on"): a rate from a handful of rows is noise,
+yet hiding the group would hide exactly the people a fairness check exists for. Metrics a
+group cannot define (AUC with one class, TPR without positives) are reported as undefined
+rather than as 0. Numeric attributes are binned (:mod:`components.model_validation.group_bins`);
+the disparities' intervals are score intervals (:mod:`components.model_validation.intervals`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from components.model_validation.checks import Violation
 from components.model_validation.config import FairnessPolicy
-from components.model_validation.intervals import disparity_intervals
+from components.model_validation.group_bins import MISSING_GROUP, Grouping, group_rows
+from components.model_validation.intervals import gap_interval, odds_interval, ratio_interval
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-MISSING_GROUP = "<missing>"
+__all__ = ["MISSING_GROUP", "AttributeFairness", "GroupMetrics", "evaluate_fairness", "protected_groups"]
+
 NAN = float("nan")
+RATE_NAMES = {
+    "selection_rate": "selection and favourable rates",
+    "true_positive_rate": "TPR",
+    "false_positive_rate": "FPR",
+}
+"""The rates a group is decided on, each by its own denominator, as the notes name them."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +46,9 @@ class GroupMetrics:
     group: str
     size: int
     positives: int
-    """Rows whose label is 1."""
+    """Rows whose label is 1 (the TPR's denominator)."""
+    negatives: int
+    """Rows whose label is 0 (the FPR's denominator)."""
     base_rate: float
     selection_rate: float
     """Share predicted positive (label 1)."""
@@ -44,8 +59,10 @@ class GroupMetrics:
     precision: float
     auc: float
     too_small: bool
-    """Below ``min_group_size``: reported, but left out of the threshold checks."""
+    """Below ``min_group_size`` rows: its selection and favourable rates are reported, not decided on."""
     notes: tuple[str, ...] = ()
+    undecided: tuple[str, ...] = ()
+    """Rates (``selection_rate``, ``true_positive_rate``, ``false_positive_rate``) whose denominator is below its minimum."""
 
 
 @dataclass(frozen=True)
@@ -55,14 +72,40 @@ class AttributeFairness:
     attribute: str
     groups: tuple[GroupMetrics, ...]
     checked_groups: tuple[str, ...]
-    """Groups large enough to enter the difference/ratio checks."""
+    """Groups with at least ``min_group_size`` rows: the demographic-parity comparison's."""
     demographic_parity_difference: float
     demographic_parity_ratio: float
     equalized_odds_difference: float
     intervals: dict[str, tuple[float, float]]
-    """Bootstrap interval per disparity metric; empty when bootstrapping is off."""
+    """Score interval (``confidence``) per disparity metric that is defined; it contains the metric."""
     notes: tuple[str, ...]
     violations: tuple[Violation, ...]
+    decided_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per rate (``selection_rate``, ``true_positive_rate``, ``false_positive_rate``): the groups decided on."""
+    grouping: str = ""
+    """How the groups were formed when not by value (bins of a numeric attribute)."""
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Per-group counts in display order: the numerators and denominators of every rate."""
+
+    rows: np.ndarray
+    positives: np.ndarray
+    negatives: np.ndarray
+    selected: np.ndarray
+    favoured: np.ndarray
+    true_positives: np.ndarray
+    false_positives: np.ndarray
+
+    def rate(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(successes, trials) of a rate, per group."""
+        return {
+            "selection_rate": (self.selected, self.rows),
+            "favourable_rate": (self.favoured, self.rows),
+            "true_positive_rate": (self.true_positives, self.positives),
+            "false_positive_rate": (self.false_positives, self.negatives),
+        }[name]
 
 
 def _metrics(threshold: float, favourable: int) -> dict[str, Callable[[np.ndarray, np.ndarray], float]]:
@@ -102,46 +145,124 @@ def _group_notes(row: pd.Series) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _spread(by_group: pd.DataFrame, metric: str) -> str:
-    values = by_group[metric].dropna()
-    if values.empty:
-        return ""
-    return (
-        f"{metric.replace('_', ' ')} {values.idxmax()} {float(values.max()):.4f} "
-        f"vs {values.idxmin()} {float(values.min()):.4f}"
+def _counts(
+    y: np.ndarray, predicted: np.ndarray, groups: np.ndarray, order: Sequence[str], favourable: int
+) -> _Counts:
+    import numpy as np
+
+    index = {g: k for k, g in enumerate(order)}
+    member = np.array([index[g] for g in groups], dtype=np.int64)
+    k = len(order)
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(member[mask], minlength=k).astype(np.int64)
+
+    positive = y == 1
+    return _Counts(
+        rows=count(np.ones(len(y), bool)),
+        positives=count(positive),
+        negatives=count(~positive),
+        selected=count(predicted),
+        favoured=count(predicted == bool(favourable)),
+        true_positives=count(predicted & positive),
+        false_positives=count(predicted & ~positive),
     )
 
 
-def _worst_rate(difference: pd.Series) -> str:
-    """The rate (TPR or FPR) whose gap sets the equalised-odds difference."""
-    tpr, fpr = float(difference["true_positive_rate"]), float(difference["false_positive_rate"])
-    return "false_positive_rate" if math.isnan(tpr) or fpr > tpr else "true_positive_rate"
+def _spread(rates: Mapping[str, float], metric: str) -> str:
+    """``<metric> <highest group> <rate> vs <lowest group> <rate>`` over the groups decided on."""
+    values = {g: v for g, v in rates.items() if not math.isnan(v)}
+    if not values:
+        return ""
+    top = max(values, key=lambda g: values[g])  # first of equals, in display order
+    bottom = min(values, key=lambda g: values[g])
+    return f"{metric.replace('_', ' ')} {top} {values[top]:.4f} vs {bottom} {values[bottom]:.4f}"
+
+
+_MINIMUM = {
+    "selection_rate": ("rows", "min_group_size"),
+    "true_positive_rate": ("positives", "min_group_positives"),
+    "false_positive_rate": ("negatives", "min_group_negatives"),
+}
+"""Each rate's denominator and the setting that sets its minimum."""
+
+
+def _undecided_note(group: str, shortfalls: Mapping[str, tuple[int, int]]) -> str:
+    """``group 'x' has 5 positives < min_group_positives 30: its TPR is not decided on (reported only)``."""
+    have = ", ".join(
+        f"{count} {_MINIMUM[rate][0]} < {_MINIMUM[rate][1]} {minimum}"
+        for rate, (count, minimum) in shortfalls.items()
+    )
+    rates = " and ".join(RATE_NAMES[rate] for rate in shortfalls)
+    verb = "are" if len(shortfalls) > 1 or "selection_rate" in shortfalls else "is"
+    return f"group {group!r} has {have}: its {rates} {verb} not decided on (reported only)"
+
+
+def _decidable(counts: _Counts, policy: FairnessPolicy) -> dict[str, np.ndarray]:
+    """Per rate, which groups have enough of the rate's denominator."""
+    return {
+        "selection_rate": counts.rows >= policy.min_group_size,
+        "true_positive_rate": counts.positives >= policy.min_group_positives,
+        "false_positive_rate": counts.negatives >= policy.min_group_negatives,
+    }
+
+
+def _gap(counts: _Counts, rate: str, mask: np.ndarray) -> float:
+    """``max - min`` of a rate over the masked groups; NaN with fewer than two."""
+    import numpy as np
+
+    if mask.sum() < 2:
+        return NAN
+    successes, trials = counts.rate(rate)
+    values = successes[mask] / trials[mask]
+    return float(np.max(values) - np.min(values))
+
+
+def _rates(counts: _Counts, rate: str, mask: np.ndarray, order: Sequence[str]) -> dict[str, float]:
+    successes, trials = counts.rate(rate)
+    return {g: float(successes[k] / trials[k]) for k, g in enumerate(order) if mask[k]}
 
 
 def _check_attribute(
     attribute: str,
     y: np.ndarray,
     scores: np.ndarray,
-    groups: np.ndarray,
+    grouping: Grouping,
     policy: FairnessPolicy,
-    seed: int,
     favourable: int,
 ) -> AttributeFairness:
     import numpy as np
     from fairlearn.metrics import MetricFrame
 
-    metrics = _metrics(policy.decision_threshold, favourable)
+    groups, order = grouping.labels, grouping.order
     by_group = MetricFrame(
-        metrics=metrics, y_true=y, y_pred=scores, sensitive_features={attribute: groups}
-    ).by_group
-    rows = []
-    for group, row in by_group.iterrows():
-        size = int(row["size"])
+        metrics=_metrics(policy.decision_threshold, favourable),
+        y_true=y,
+        y_pred=scores,
+        sensitive_features={attribute: groups},
+    ).by_group.reindex(list(order))
+    predicted = scores >= policy.decision_threshold
+    counts = _counts(y, predicted, groups, order, favourable)
+    decidable = _decidable(counts, policy)
+    denominators = {
+        "selection_rate": (counts.rows, policy.min_group_size),
+        "true_positive_rate": (counts.positives, policy.min_group_positives),
+        "false_positive_rate": (counts.negatives, policy.min_group_negatives),
+    }
+    rows, notes = [], []
+    if grouping.description:
+        notes.append(f"{attribute} {grouping.description}")
+    for k, (group, row) in enumerate(by_group.iterrows()):
+        undecided = tuple(rate for rate, mask in decidable.items() if not mask[k])
+        if undecided:
+            have = {r: (int(denominators[r][0][k]), denominators[r][1]) for r in undecided}
+            notes.append(_undecided_note(str(group), have))
         rows.append(
             GroupMetrics(
                 group=str(group),
-                size=size,
-                positives=int(row["positives"]),
+                size=int(counts.rows[k]),
+                positives=int(counts.positives[k]),
+                negatives=int(counts.negatives[k]),
                 base_rate=float(row["base_rate"]),
                 selection_rate=float(row["selection_rate"]),
                 favourable_rate=float(row["favourable_rate"]),
@@ -149,63 +270,57 @@ def _check_attribute(
                 false_positive_rate=float(row["false_positive_rate"]),
                 precision=float(row["precision"]),
                 auc=float(row["auc"]),
-                too_small=size < policy.min_group_size,
+                too_small=not bool(decidable["selection_rate"][k]),
                 notes=_group_notes(row),
+                undecided=undecided,
             )
         )
-    checked = tuple(g.group for g in rows if not g.too_small)
-    notes = [
-        f"group {g.group!r} has {g.size} rows < min_group_size {policy.min_group_size}: "
-        "reported but not checked against the thresholds"
-        for g in rows
-        if g.too_small
-    ]
+    decided = {
+        rate: tuple(g for g, ok in zip(order, mask, strict=True) if ok) for rate, mask in decidable.items()
+    }
+    checked = decided["selection_rate"]
+    parity = decidable["selection_rate"]
+    intervals: dict[str, tuple[float, float]] = {}
     if len(checked) < 2:
         notes.append(
-            f"{len(checked)} group(s) of at least {policy.min_group_size} rows: nothing to compare, "
-            "so no fairness threshold was checked for this attribute"
+            f"{len(checked)} group(s) of at least {policy.min_group_size} rows (min_group_size): nothing to "
+            "compare, so demographic parity was not decided on for this attribute"
         )
-        return AttributeFairness(attribute, tuple(rows), checked, NAN, NAN, NAN, {}, tuple(notes), ())
-
-    mask = np.isin(groups, checked)
-    frame = MetricFrame(
-        metrics={
-            k: metrics[k]
-            for k in ("selection_rate", "favourable_rate", "true_positive_rate", "false_positive_rate")
-        },
-        y_true=y[mask],
-        y_pred=scores[mask],
-        sensitive_features={attribute: groups[mask]},
-    )
-    difference, ratio = frame.difference(), frame.ratio()
-    # fairlearn takes max - min over the groups that define a rate, so one defined group gives a gap
-    # of 0; a gap needs two groups, as in intervals._range.
-    defined = frame.by_group.notna().sum()
-    for rate in ("true_positive_rate", "false_positive_rate"):
-        if defined[rate] < 2:
-            difference[rate] = NAN
-    dpd = float(difference["selection_rate"])
-    if frame.group_max()["favourable_rate"] == 0:
-        dpr = 1.0  # no group gets the favourable outcome: equal rates, and 0/0 is not a disparity
-        notes.append("no checked group gets the favourable prediction; demographic parity ratio taken as 1")
+        dpd = dpr = NAN
     else:
-        dpr = float(ratio["favourable_rate"])
-    gaps = [float(difference[m]) for m in ("true_positive_rate", "false_positive_rate")]
-    eod = max((g for g in gaps if not math.isnan(g)), default=NAN)
+        dpd = _gap(counts, "selection_rate", parity)
+        favoured, rows_in = counts.favoured[parity], counts.rows[parity]
+        top = float(np.max(favoured / rows_in))
+        if top == 0:
+            dpr = 1.0  # no group gets the favourable outcome: equal rates, and 0/0 is not a disparity
+            notes.append(
+                "no checked group gets the favourable prediction; demographic parity ratio taken as 1"
+            )
+        else:
+            dpr = float(np.min(favoured / rows_in)) / top
+        low, high = gap_interval(counts.selected[parity], rows_in, policy.confidence)
+        intervals["demographic_parity_difference"] = (float(low), float(high))
+        low, high = ratio_interval(favoured, rows_in, policy.confidence)
+        intervals["demographic_parity_ratio"] = (float(low), float(high))
 
-    intervals: dict[str, tuple[float, float]] = {}
-    if policy.bootstrap_resamples:
-        predicted = scores >= policy.decision_threshold
-        intervals = disparity_intervals(
-            y,
-            predicted,
-            groups,
-            checked,
-            favourable,
-            policy.bootstrap_resamples,
-            policy.confidence,
-            seed,
+    tpr_gap = _gap(counts, "true_positive_rate", decidable["true_positive_rate"])
+    fpr_gap = _gap(counts, "false_positive_rate", decidable["false_positive_rate"])
+    eod = max((g for g in (tpr_gap, fpr_gap) if not math.isnan(g)), default=NAN)
+    if math.isnan(eod):
+        notes.append(
+            f"equalized odds not decided on: fewer than two groups with at least {policy.min_group_positives} "
+            f"positives (min_group_positives) and fewer than two with at least {policy.min_group_negatives} "
+            "negatives (min_group_negatives)"
         )
+    else:
+        tpr_mask, fpr_mask = decidable["true_positive_rate"], decidable["false_positive_rate"]
+        low, high = odds_interval(
+            None if math.isnan(tpr_gap) else (counts.true_positives[tpr_mask], counts.positives[tpr_mask]),
+            None if math.isnan(fpr_gap) else (counts.false_positives[fpr_mask], counts.negatives[fpr_mask]),
+            policy.confidence,
+        )
+        intervals["equalized_odds_difference"] = (float(low), float(high))
+    worst = "false_positive_rate" if math.isnan(tpr_gap) or fpr_gap > tpr_gap else "true_positive_rate"
     limits: tuple[tuple[str, float, float, Literal["max", "min"], str], ...] = (
         (
             "demographic_parity_difference",
@@ -215,41 +330,41 @@ def _check_attribute(
             "selection_rate",
         ),
         ("demographic_parity_ratio", dpr, policy.min_demographic_parity_ratio, "min", "favourable_rate"),
-        (
-            "equalized_odds_difference",
-            eod,
-            policy.max_equalized_odds_difference,
-            "max",
-            _worst_rate(difference),
-        ),
+        ("equalized_odds_difference", eod, policy.max_equalized_odds_difference, "max", worst),
     )
     violations = []
     for metric, value, limit, bound, driver in limits:
-        if not (value > limit if bound == "max" else value < limit):
+        if not (value > limit if bound == "max" else value < limit):  # NaN: never a violation
             continue
-        detail = _spread(frame.by_group, driver)
-        if metric in intervals:
-            low, high = intervals[metric]
-            span = f"{policy.confidence:.0%} interval {low:.4f}..{high:.4f}"
-            if not (low > limit if bound == "max" else high < limit):
-                notes.append(
-                    f"{metric} {value:.4f} is beyond the {bound} {limit:.4f} but its {span} reaches it: "
-                    "not conclusive on this many rows, so not a violation; test on more data to decide"
-                )
-                continue
-            detail = f"{detail}; {span}"
-        violations.append(Violation("fairness", attribute, metric, value, limit, bound, detail))
-    if math.isnan(eod):
-        notes.append("equalized odds undefined: no checked group has both label classes")
+        mask = parity if driver in ("selection_rate", "favourable_rate") else decidable[driver]
+        detail = _spread(_rates(counts, driver, mask, order), driver)
+        low, high = intervals[metric]
+        span = f"{policy.confidence:.0%} interval {low:.4f}..{high:.4f}"
+        if policy.gate_on_intervals and not (low > limit if bound == "max" else high < limit):
+            notes.append(
+                f"{metric} {value:.4f} is beyond the {bound} {limit:.4f} but its {span} reaches it: "
+                "not conclusive on this many rows, so not a violation; test on more data to decide"
+            )
+            continue
+        violations.append(Violation("fairness", attribute, metric, value, limit, bound, f"{detail}; {span}"))
     return AttributeFairness(
-        attribute, tuple(rows), checked, dpd, dpr, eod, intervals, tuple(notes), tuple(violations)
+        attribute,
+        tuple(rows),
+        checked,
+        dpd,
+        dpr,
+        eod,
+        intervals,
+        tuple(notes),
+        tuple(violations),
+        decided,
+        grouping.description,
     )
 
 
 def protected_groups(frame: pd.DataFrame, attribute: str) -> np.ndarray:
-    """Group labels as strings; missing values form their own visible group."""
-    column = frame[attribute]
-    return column.astype(object).where(column.notna(), MISSING_GROUP).astype(str).to_numpy()
+    """Group labels as strings by value; missing values form their own visible group."""
+    return group_rows(frame, attribute, max_numeric_values=len(frame) + 1).labels
 
 
 def check_columns(frame: pd.DataFrame, label: str, protected_attributes: Sequence[str]) -> None:
@@ -271,13 +386,15 @@ def evaluate_fairness(
     label: str,
     protected_attributes: Sequence[str],
     policy: FairnessPolicy,
-    seed: int = 0,
     favourable_class: Literal["positive", "negative"] = "negative",
+    protected_bins: Mapping[str, Sequence[float]] | None = None,
 ) -> tuple[AttributeFairness, ...]:
     """Check every protected attribute of ``frame`` against ``policy``; ``scores`` are probabilities.
 
     ``favourable_class`` is the dataset schema's (``DatasetSchema.favourable_class``, whose default
     this repeats); ``policy.favourable_outcome`` overrides it unless it is ``"schema"``.
+    ``protected_bins`` are the schema's declared bin edges per numeric attribute
+    (``DatasetSchema.protected_bins``); other numeric attributes get quantile bins.
     """
     import numpy as np
 
@@ -286,14 +403,14 @@ def evaluate_fairness(
         raise ValueError(f"got {len(scores)} scores for {len(frame)} rows; score every row of the frame")
     y = frame[label].to_numpy().astype(int)
     scores = np.asarray(scores, dtype=np.float64)
+    bins = protected_bins or {}
     return tuple(
         _check_attribute(
             attr,
             y,
             scores,
-            protected_groups(frame, attr),
+            group_rows(frame, attr, bins.get(attr), policy.quantile_bins, policy.max_numeric_values),
             policy,
-            seed,
             policy.favourable_prediction(favourable_class),
         )
         for attr in protected_attributes

@@ -8,7 +8,7 @@ violated threshold, and where the full report lives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -36,10 +36,12 @@ JSON_NAME = "report.json"
 MAX_TAG_CHARS = 4000
 
 
-def _decide(gate: str, violations: Sequence[Violation], passed: str, metrics: dict[str, float]) -> Decision:
+def _decide(
+    gate: str, violations: Sequence[Violation], passed: str, metrics: dict[str, float], notes: str = ""
+) -> Decision:
     if violations:
-        return Decision(gate, REJECT, "; ".join(v.message for v in violations), metrics)
-    return Decision(gate, PROMOTE, passed, metrics)
+        return Decision(gate, REJECT, "; ".join(v.message for v in violations) + notes, metrics)
+    return Decision(gate, PROMOTE, passed + notes, metrics)
 
 
 def _metrics(
@@ -74,12 +76,16 @@ def decide(
     notes = [f"{a.attribute}: {note}" for a in fairness for note in a.notes]
     attributes = ", ".join(a.attribute for a in fairness) or "none configured"
     fairness_ok = f"fairness thresholds met for protected attribute(s): {attributes}"
-    if notes:
-        fairness_ok += " [notes: " + "; ".join(notes) + "]"
+    # Groups too small for a rate, inconclusive disparities, bins: named whether the gate passes or not.
+    fairness_notes = " [notes: " + "; ".join(notes) + "]" if notes else ""
     stability = explained.stability
     decisions = {
         "fairness": _decide(
-            "fairness", [v for a in fairness for v in a.violations], fairness_ok, metrics["fairness"]
+            "fairness",
+            [v for a in fairness for v in a.violations],
+            fairness_ok,
+            metrics["fairness"],
+            fairness_notes,
         ),
         "behavioural": _decide(
             "behavioural",
@@ -122,10 +128,12 @@ def validate(
     protected_attributes: Sequence[str],
     config: ValidationConfig,
     favourable_class: Literal["positive", "negative"] = "negative",
+    protected_bins: Mapping[str, Sequence[float]] | None = None,
 ) -> ValidationResult:
     """Run every check on ``frame`` (the held-out test split, protected attributes included).
 
     ``favourable_class`` is the dataset schema's; ``config.fairness.favourable_outcome`` may override it.
+    ``protected_bins`` are the schema's declared bin edges of numeric protected attributes.
     """
     if frame.empty:
         raise ValueError("the test data has no rows; the validation gate needs the held-out test split")
@@ -134,7 +142,7 @@ def validate(
     check_suite(scorer, config.behavioural)  # fail on a mis-declared test before any slow work
     scores = scorer.predict(frame)
     fairness = evaluate_fairness(
-        frame, scores, label, protected_attributes, config.fairness, config.seed, favourable_class
+        frame, scores, label, protected_attributes, config.fairness, favourable_class, protected_bins
     )
     sample = (
         frame.sample(n=config.max_rows, random_state=config.seed) if len(frame) > config.max_rows else frame
@@ -223,7 +231,13 @@ def run(
     scorer = load_scorer(model_path)
     frame, _ = load_table(test_data_uri)
     result = validate(
-        scorer, frame, schema.label, schema.protected_attributes, config, schema.favourable_class
+        scorer,
+        frame,
+        schema.label,
+        schema.protected_attributes,
+        config,
+        schema.favourable_class,
+        schema.protected_bins,
     )
     write_reports(result, model_name, version, html_path, json_path)
     record(result, model_name, version, store, html_path, json_path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -107,6 +108,27 @@ class DatasetSchema(BaseModel):
     """Columns dropped before validation and training: identifiers, free text, leaks."""
     missing_values: tuple[str, ...] = Field(default=())
     """Cell values read as missing in every column, e.g. '?' (blank cells always are)."""
+
+    # --- fairness: bins of numeric protected attributes (issue 30) ---
+    protected_bins: dict[str, tuple[float, ...]] = Field(default_factory=dict)
+    """Bin edges per numeric protected attribute, e.g. {age: [25, 40, 60]} for < 25, [25, 40), [40, 60), >= 60. A numeric protected attribute not named here gets quantile bins (model_validation.fairness.quantile_bins)."""
+
+    @model_validator(mode="after")
+    def _protected_bins_valid(self) -> DatasetSchema:
+        for column, edges in self.protected_bins.items():
+            if column not in self.protected_attributes:
+                raise ValueError(
+                    f"protected_bins names {column!r}, which is not a protected attribute "
+                    f"{list(self.protected_attributes)}; list it under protected_attributes or remove it"
+                )
+            if not edges or any(not math.isfinite(e) for e in edges) or list(edges) != sorted(set(edges)):
+                raise ValueError(
+                    f"protected_bins for {column!r} must be finite, strictly increasing edges such as "
+                    f"[25, 40, 60]; got {list(edges)}"
+                )
+        return self
+
+    # --- end fairness block ---
 
     @model_validator(mode="after")
     def _columns_distinct(self) -> DatasetSchema:
