@@ -8,13 +8,12 @@ import math
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 import pytest
 from pydantic import ValidationError
 
 from components.model_validation.config import FairnessPolicy
 from components.model_validation.fairness import MISSING_GROUP, _spread, evaluate_fairness, protected_groups
-from components.model_validation.intervals import disparity_intervals
+from components.model_validation.intervals import gap_interval, odds_interval, ratio_interval
 from tests.support.gate_inputs import confusion_group, scored_groups
 
 # selection 16/32 vs 12/32 -> demographic parity difference 0.125; favourable (0) rates 0.5 vs 0.625 -> ratio 0.8;
@@ -36,9 +35,24 @@ def above(value: float) -> float:
 
 
 def policy(**overrides: float) -> FairnessPolicy:
-    """Point estimates (no bootstrap), groups of 32 checked, every limit off unless overridden."""
-    base: dict[str, float] = {"min_group_size": 32, "bootstrap_resamples": 0, **OFF, **OFF_EOD}
+    """Point estimates gated (not intervals), groups of 32 rows and any group with a positive / a negative
+    decided on, every limit off unless overridden."""
+    base: dict[str, float] = {
+        "min_group_size": 32,
+        "min_group_positives": 1,
+        "min_group_negatives": 1,
+        "gate_on_intervals": False,
+        **OFF,
+        **OFF_EOD,
+    }
     return FairnessPolicy(**{**base, **overrides})
+
+
+def spread(violation) -> str:  # type: ignore[no-untyped-def]
+    """The groups part of a violation's detail; the interval follows it after '; '."""
+    head, interval = violation.detail.split("; ")
+    assert interval.startswith("95% interval ")
+    return str(head)
 
 
 def check(groups: dict, fairness_policy: FairnessPolicy):  # type: ignore[no-untyped-def]
@@ -76,7 +90,7 @@ def test_parity_difference_just_over_the_limit_is_a_violation_naming_groups_valu
         "demographic_parity_difference",
     )
     assert violation.value == DPD and violation.threshold == limit and violation.bound == "max"
-    assert violation.detail == "selection rate a 0.5000 vs b 0.3750"
+    assert spread(violation) == "selection rate a 0.5000 vs b 0.3750"
     assert violation.message.startswith("g: demographic_parity_difference 0.1250 > max 0.1250")
 
 
@@ -96,7 +110,7 @@ def test_parity_ratio_just_under_the_limit_is_a_violation_naming_the_favourable_
     (violation,) = check({"a": A, "b": B}, policy(min_demographic_parity_ratio=limit)).violations
     assert violation.metric == "demographic_parity_ratio"
     assert violation.value == DPR and violation.threshold == limit and violation.bound == "min"
-    assert violation.detail == "favourable rate b 0.6250 vs a 0.5000"
+    assert spread(violation) == "favourable rate b 0.6250 vs a 0.5000"
     assert violation.message.startswith("g: demographic_parity_ratio 0.8000 < min 0.8000")
 
 
@@ -108,7 +122,7 @@ def test_parity_ratio_uses_the_favourable_class_when_it_is_the_positive_predicti
     (violation,) = check(
         {"a": A, "b": B}, policy(favourable_outcome="positive", min_demographic_parity_ratio=above(0.75))
     ).violations
-    assert violation.detail == "favourable rate a 0.5000 vs b 0.3750"
+    assert spread(violation) == "favourable rate a 0.5000 vs b 0.3750"
 
 
 def test_no_group_given_the_favourable_prediction_is_a_ratio_of_one_with_a_note() -> None:
@@ -146,7 +160,7 @@ def test_equalized_odds_just_over_the_limit_names_the_false_positive_rate_gap() 
     (violation,) = check({"a": A, "b": B}, policy(max_equalized_odds_difference=limit)).violations
     assert violation.metric == "equalized_odds_difference"
     assert violation.value == EOD and violation.threshold == limit and violation.bound == "max"
-    assert violation.detail == "false positive rate a 0.5000 vs b 0.2500"
+    assert spread(violation) == "false positive rate a 0.5000 vs b 0.2500"
 
 
 def test_equalized_odds_driven_by_the_true_positive_rate_names_it() -> None:
@@ -155,7 +169,7 @@ def test_equalized_odds_driven_by_the_true_positive_rate_names_it() -> None:
     result = check(groups, policy(max_equalized_odds_difference=0.25))
     assert result.equalized_odds_difference == 0.25 and result.violations == ()
     (violation,) = check(groups, policy(max_equalized_odds_difference=below(0.25))).violations
-    assert violation.detail == "true positive rate a 0.7500 vs b 0.5000"
+    assert spread(violation) == "true positive rate a 0.7500 vs b 0.5000"
 
 
 def test_equalized_odds_is_the_larger_gap_not_the_smaller() -> None:
@@ -170,7 +184,7 @@ def test_equalized_odds_without_positives_uses_the_false_positive_gap_and_names_
     result = check(groups, policy(max_equalized_odds_difference=0.25))
     assert result.equalized_odds_difference == 0.25 and result.violations == ()
     (violation,) = check(groups, policy(max_equalized_odds_difference=0.125)).violations
-    assert violation.detail == "false positive rate a 0.5000 vs b 0.2500"
+    assert spread(violation) == "false positive rate a 0.5000 vs b 0.2500"
 
 
 # --- each metric alone: one of several checks failing ---
@@ -216,7 +230,7 @@ def test_all_three_limits_failing_are_reported_in_order() -> None:
 def test_one_deviating_group_of_three_is_found_and_named() -> None:
     groups = {"a": A, "b": A, "c": B}
     (violation,) = check(groups, policy(max_demographic_parity_difference=0.1)).violations
-    assert violation.detail == "selection rate a 0.5000 vs c 0.3750"
+    assert spread(violation) == "selection rate a 0.5000 vs c 0.3750"
 
 
 def test_a_group_of_exactly_min_group_size_is_checked() -> None:
@@ -237,22 +251,25 @@ def test_a_group_one_row_short_of_min_group_size_is_reported_but_not_checked() -
     small_metrics = next(g for g in result.groups if g.group == "small")
     assert small_metrics.too_small and small_metrics.size == 31 and small_metrics.selection_rate == 0.0
     assert (
-        "group 'small' has 31 rows < min_group_size 32: reported but not checked against the thresholds"
-        in result.notes
-    )
+        "group 'small' has 31 rows < min_group_size 32, 0 positives < min_group_positives 1: its selection "
+        "and favourable rates and TPR are not decided on (reported only)"
+    ) in result.notes
 
 
-def test_fewer_than_two_checked_groups_checks_nothing_and_says_so() -> None:
+def test_fewer_than_two_checked_groups_decides_no_parity_and_says_so() -> None:
     result = check({"a": A, "b": confusion_group(0, 0, 0, 31)}, policy(max_demographic_parity_difference=0.0))
     assert result.violations == ()
     assert result.checked_groups == ("a",)
     assert math.isnan(result.demographic_parity_difference)
     assert math.isnan(result.demographic_parity_ratio)
-    assert math.isnan(result.equalized_odds_difference)
+    assert "demographic_parity_difference" not in result.intervals
     assert (
-        "1 group(s) of at least 32 rows: nothing to compare, so no fairness threshold was checked for this attribute"
-        in result.notes
-    )
+        "1 group(s) of at least 32 rows (min_group_size): nothing to compare, so demographic parity was not "
+        "decided on for this attribute"
+    ) in result.notes
+    # b's 31 negatives are enough for its FPR: equalised odds rests on its own denominators (0.5 vs 0).
+    assert result.equalized_odds_difference == 0.5
+    assert result.decided_groups["false_positive_rate"] == ("a", "b")
 
 
 def test_a_score_exactly_at_the_decision_threshold_is_a_positive_prediction() -> None:
@@ -326,69 +343,104 @@ def test_missing_label_column_is_a_clear_error() -> None:
         evaluate_fairness(frame, scores, "default", ["g"], policy())
 
 
-# --- bootstrap intervals: a limit fails only when the whole interval is beyond it ---
+# --- intervals: a limit fails only when the whole interval is beyond it ---
 
-# Group a: everyone predicted positive (selection 1 in every draw); b: half predicted positive.
+# Group a: everyone predicted positive; b: half predicted positive (favourable = the positive prediction).
 SURE = confusion_group(tp=16, fn=0, fp=16, tn=0)
 HALF = confusion_group(tp=8, fn=8, fp=8, tn=8)
 
 
-def _interval(metric: str, resamples: int = 64, confidence: float = 0.9) -> tuple[float, float]:
-    frame, scores = scored_groups({"a": SURE, "b": HALF})
-    groups = frame["g"].to_numpy().astype(str)
-    intervals = disparity_intervals(
-        frame["y"].to_numpy(), scores >= 0.5, groups, ("a", "b"), 1, resamples, confidence, seed=0
-    )
-    return intervals[metric]
+def _interval(metric: str, confidence: float = 0.9) -> tuple[float, float]:
+    """The score interval of a disparity of SURE vs HALF, straight from the interval functions."""
+    rows = np.array([32, 16]), np.array([32, 32])
+    if metric == "demographic_parity_difference":
+        low, high = gap_interval(*rows, confidence)
+    elif metric == "demographic_parity_ratio":
+        low, high = ratio_interval(np.array([16, 32]), np.array([32, 32]), confidence)
+    else:
+        rates = np.array([16, 8]), np.array([16, 16])
+        low, high = odds_interval(rates, rates, confidence)
+    return float(low), float(high)
 
 
-def _bootstrapped(**overrides: float):  # type: ignore[no-untyped-def]
+def _gated(**overrides: float):  # type: ignore[no-untyped-def]
     return check(
         {"a": SURE, "b": HALF},
-        policy(bootstrap_resamples=64, confidence=0.9, favourable_outcome="positive", **overrides),
+        policy(gate_on_intervals=True, confidence=0.9, favourable_outcome="positive", **overrides),
     )
 
 
-def test_a_limit_at_the_interval_edge_is_inconclusive_and_noted() -> None:
+@pytest.mark.parametrize(
+    ("metric", "estimate"),
+    [
+        ("demographic_parity_difference", 0.5),
+        ("demographic_parity_ratio", 0.5),
+        ("equalized_odds_difference", 0.5),
+    ],
+)
+def test_the_gate_reports_the_interval_of_each_disparity_and_it_holds_the_estimate(
+    metric: str, estimate: float
+) -> None:
+    result = _gated()
+    assert getattr(result, metric) == estimate
+    assert result.intervals[metric] == _interval(metric)
+    low, high = result.intervals[metric]
+    assert 0.0 < low < estimate < high < 1.0
+
+
+def test_a_max_limit_at_the_interval_bottom_is_inconclusive_and_noted() -> None:
     low, high = _interval("demographic_parity_difference")
     assert low < 0.5  # the point estimate lies beyond the limit, the interval reaches it
-    result = _bootstrapped(max_demographic_parity_difference=low)
+    result = _gated(max_demographic_parity_difference=low)
     assert result.violations == ()
-    assert any(
-        note.startswith(
-            f"demographic_parity_difference 0.5000 is beyond the max {low:.4f} but its 90% interval"
-        )
-        and "not conclusive" in note
-        for note in result.notes
-    )
+    assert (
+        f"demographic_parity_difference 0.5000 is beyond the max {low:.4f} but its 90% interval "
+        f"{low:.4f}..{high:.4f} reaches it: not conclusive on this many rows, so not a violation; "
+        "test on more data to decide"
+    ) in result.notes
 
 
-def test_a_limit_just_below_the_whole_interval_is_a_violation_with_the_interval() -> None:
+def test_a_max_limit_just_below_the_whole_interval_is_a_violation_with_the_interval() -> None:
     low, high = _interval("demographic_parity_difference")
-    result = _bootstrapped(max_demographic_parity_difference=below(low))
+    result = _gated(max_demographic_parity_difference=below(low))
     (violation,) = result.violations
     assert violation.metric == "demographic_parity_difference"
     assert violation.detail == f"selection rate a 1.0000 vs b 0.5000; 90% interval {low:.4f}..{high:.4f}"
-    assert result.intervals["demographic_parity_difference"] == (low, high)
 
 
 def test_a_min_limit_at_the_interval_top_is_inconclusive_and_just_above_it_is_a_violation() -> None:
     low, high = _interval("demographic_parity_ratio")
-    assert _bootstrapped(min_demographic_parity_ratio=high).violations == ()
-    (violation,) = _bootstrapped(min_demographic_parity_ratio=above(high)).violations
+    assert _gated(min_demographic_parity_ratio=high).violations == ()
+    (violation,) = _gated(min_demographic_parity_ratio=above(high)).violations
     assert violation.metric == "demographic_parity_ratio"
-    assert violation.detail.endswith(f"; 90% interval {low:.4f}..{high:.4f}")
+    assert violation.detail == f"favourable rate a 1.0000 vs b 0.5000; 90% interval {low:.4f}..{high:.4f}"
 
 
 def test_equalized_odds_interval_gates_like_the_others() -> None:
-    low, high = _interval("equalized_odds_difference")
-    assert _bootstrapped(max_equalized_odds_difference=low).violations == ()
-    (violation,) = _bootstrapped(max_equalized_odds_difference=below(low)).violations
+    low, _ = _interval("equalized_odds_difference")
+    assert _gated(max_equalized_odds_difference=low).violations == ()
+    (violation,) = _gated(max_equalized_odds_difference=below(low)).violations
     assert violation.metric == "equalized_odds_difference"
 
 
-def test_bootstrap_off_gives_no_intervals() -> None:
-    assert check({"a": A, "b": B}, policy()).intervals == {}
+def test_an_estimate_at_or_inside_the_limit_is_never_a_violation_whatever_the_interval() -> None:
+    # The interval reaches beyond 0.5 on both metrics, yet the estimate 0.5 is at the limit: pass.
+    assert _gated(max_demographic_parity_difference=0.5, max_equalized_odds_difference=0.5).violations == ()
+    assert _gated(min_demographic_parity_ratio=0.5).violations == ()
+
+
+def test_gating_on_point_estimates_still_reports_the_intervals() -> None:
+    result = check(
+        {"a": SURE, "b": HALF}, policy(confidence=0.9, max_demographic_parity_difference=below(0.5))
+    )
+    (violation,) = result.violations  # the point estimate decides
+    low, high = _interval("demographic_parity_difference")
+    assert violation.detail.endswith(f"; 90% interval {low:.4f}..{high:.4f}")
+    assert set(result.intervals) == {
+        "demographic_parity_difference",
+        "demographic_parity_ratio",
+        "equalized_odds_difference",
+    }
 
 
 @pytest.mark.parametrize(
@@ -402,7 +454,10 @@ def test_bootstrap_off_gives_no_intervals() -> None:
         ("decision_threshold", 1.0),
         ("decision_threshold", 0.0),
         ("confidence", 0.5),
-        ("bootstrap_resamples", -1),
+        ("min_group_positives", 0),
+        ("min_group_negatives", 0),
+        ("quantile_bins", 1),
+        ("max_numeric_values", 1),
     ],
 )
 def test_policy_rejects_impossible_thresholds(field: str, value: float) -> None:
@@ -418,7 +473,10 @@ def test_equalized_odds_is_undefined_when_no_rate_is_defined_for_two_groups() ->
     )
     assert math.isnan(result.equalized_odds_difference)
     assert result.violations == ()
-    assert "equalized odds undefined: no checked group has both label classes" in result.notes
+    assert (
+        "equalized odds not decided on: fewer than two groups with at least 1 positives (min_group_positives) "
+        "and fewer than two with at least 1 negatives (min_group_negatives)"
+    ) in result.notes
 
 
 def test_a_rate_defined_for_one_group_only_does_not_count_as_a_zero_gap() -> None:
@@ -429,7 +487,7 @@ def test_a_rate_defined_for_one_group_only_does_not_count_as_a_zero_gap() -> Non
         {"a": confusion_group(16, 0, 8, 8), "b": confusion_group(0, 0, 8, 24)},
         policy(max_equalized_odds_difference=0.125),
     ).violations
-    assert violation.detail == "false positive rate a 0.5000 vs b 0.2500"
+    assert spread(violation) == "false positive rate a 0.5000 vs b 0.2500"
 
 
 def test_positives_precision_and_auc_of_an_unbalanced_group() -> None:
@@ -451,15 +509,13 @@ def test_a_tie_between_the_tpr_and_fpr_gaps_is_explained_by_the_tpr_gap() -> Non
     # TPR 0.75 vs 0.5 and FPR 0.5 vs 0.25: both gaps 0.25.
     groups = {"a": confusion_group(12, 4, 8, 8), "b": confusion_group(8, 8, 4, 12)}
     (violation,) = check(groups, policy(max_equalized_odds_difference=0.125)).violations
-    assert violation.detail == "true positive rate a 0.7500 vs b 0.5000"
+    assert spread(violation) == "true positive rate a 0.7500 vs b 0.5000"
 
 
 def test_spread_of_a_metric_no_group_defines_is_empty() -> None:
-    assert (
-        _spread(
-            pd.DataFrame({"true_positive_rate": [math.nan, math.nan]}, index=["a", "b"]), "true_positive_rate"
-        )
-        == ""
+    assert _spread({"a": math.nan, "b": math.nan}, "true_positive_rate") == ""
+    assert _spread({"a": 0.25, "b": math.nan, "c": 0.75}, "true_positive_rate") == (
+        "true positive rate c 0.7500 vs a 0.2500"
     )
 
 
@@ -467,37 +523,7 @@ def test_an_attribute_with_one_checked_group_still_reports_its_groups() -> None:
     result = check({"a": A, "b": confusion_group(0, 0, 0, 31)}, policy())
     assert result.attribute == "g"
     assert [g.group for g in result.groups] == ["a", "b"]
-    assert result.intervals == {}
-
-
-def test_bootstrap_counts_a_score_at_the_threshold_as_predicted_positive() -> None:
-    at_threshold = ([1, 0] * 16, [0.5] * 32)
-    below_threshold = ([1, 0] * 16, [below(0.5)] * 32)
-    result = check(
-        {"a": at_threshold, "b": below_threshold},
-        policy(bootstrap_resamples=20, max_demographic_parity_difference=0.5),
-    )
-    assert result.intervals["demographic_parity_difference"] == (1.0, 1.0)
-    assert [v.metric for v in result.violations] == ["demographic_parity_difference"]
-
-
-def test_the_inconclusive_note_says_why_it_is_not_a_violation() -> None:
-    low, high = _interval("demographic_parity_difference")
-    result = _bootstrapped(max_demographic_parity_difference=low)
-    assert (
-        f"demographic_parity_difference 0.5000 is beyond the max {low:.4f} but its 90% interval "
-        f"{low:.4f}..{high:.4f} reaches it: not conclusive on this many rows, so not a violation; "
-        "test on more data to decide"
-    ) in result.notes
-
-
-def test_an_inconclusive_metric_does_not_stop_the_later_checks() -> None:
-    low, _ = _interval("demographic_parity_difference")
-    _, ratio_high = _interval("demographic_parity_ratio")
-    result = _bootstrapped(
-        max_demographic_parity_difference=low, min_demographic_parity_ratio=above(ratio_high)
-    )
-    assert [v.metric for v in result.violations] == ["demographic_parity_ratio"]
+    assert set(result.intervals) == {"equalized_odds_difference"}  # parity has one group, odds two
 
 
 def test_a_missing_protected_attribute_is_a_clear_error() -> None:
@@ -539,3 +565,84 @@ def test_the_schema_favourable_class_drives_the_ratio() -> None:
         [1 - g.selection_rate for g in negative.groups]
     )
     assert positive.demographic_parity_ratio != negative.demographic_parity_ratio
+
+
+def test_an_inconclusive_metric_does_not_stop_the_later_checks() -> None:
+    low, _ = _interval("demographic_parity_difference")
+    _, ratio_high = _interval("demographic_parity_ratio")
+    result = _gated(max_demographic_parity_difference=low, min_demographic_parity_ratio=above(ratio_high))
+    assert [v.metric for v in result.violations] == ["demographic_parity_ratio"]
+
+
+def test_intervals_count_a_score_at_the_threshold_as_predicted_positive() -> None:
+    at_threshold = ([1, 0] * 16, [0.5] * 32)
+    below_threshold = ([1, 0] * 16, [below(0.5)] * 32)
+    result = check({"a": at_threshold, "b": below_threshold}, policy(gate_on_intervals=True))
+    low, high = result.intervals["demographic_parity_difference"]
+    assert (low, high) == tuple(float(v) for v in gap_interval(np.array([32, 0]), np.array([32, 32]), 0.95))
+    assert high == 1.0 and low > 0.8
+
+
+# --- the minimum counted in each rate's denominator: rows, positives, negatives ---------------------
+
+TPR_ONE = confusion_group(tp=30, fn=0, fp=0, tn=30)  # TPR 1, FPR 0
+
+
+def _tpr_zero(positives: int) -> tuple[list[int], list[float]]:
+    return confusion_group(tp=0, fn=positives, fp=0, tn=30)  # TPR 0, FPR 0
+
+
+def _odds_policy(**overrides: float) -> FairnessPolicy:
+    return policy(min_group_size=1, max_equalized_odds_difference=0.5, **overrides)
+
+
+def test_a_group_with_exactly_min_group_positives_has_its_tpr_decided_on() -> None:
+    result = check({"a": TPR_ONE, "b": _tpr_zero(30)}, _odds_policy(min_group_positives=30))
+    assert result.decided_groups["true_positive_rate"] == ("a", "b")
+    (violation,) = result.violations
+    assert violation.metric == "equalized_odds_difference" and violation.value == 1.0
+    assert spread(violation) == "true positive rate a 1.0000 vs b 0.0000"
+
+
+def test_a_group_one_positive_short_has_its_tpr_named_and_not_decided_on() -> None:
+    result = check({"a": TPR_ONE, "b": _tpr_zero(29)}, _odds_policy(min_group_positives=30))
+    assert result.violations == ()
+    assert result.decided_groups["true_positive_rate"] == ("a",)
+    assert result.equalized_odds_difference == 0.0  # the FPR gap alone: 0 vs 0
+    b = next(g for g in result.groups if g.group == "b")
+    assert (b.positives, b.true_positive_rate, b.undecided) == (29, 0.0, ("true_positive_rate",))
+    assert (
+        "group 'b' has 29 positives < min_group_positives 30: its TPR is not decided on (reported only)"
+        in (result.notes)
+    )
+
+
+def test_a_group_with_exactly_min_group_negatives_has_its_fpr_decided_on_and_one_short_not() -> None:
+    fpr_one = confusion_group(tp=30, fn=0, fp=30, tn=0)  # TPR 1, FPR 1
+    at = check({"a": TPR_ONE, "b": fpr_one}, _odds_policy(min_group_negatives=30))
+    (violation,) = at.violations
+    assert spread(violation) == "false positive rate b 1.0000 vs a 0.0000"
+    short = check(
+        {"a": TPR_ONE, "b": confusion_group(tp=30, fn=0, fp=29, tn=0)}, _odds_policy(min_group_negatives=30)
+    )
+    assert short.violations == () and short.equalized_odds_difference == 0.0
+    assert (
+        "group 'b' has 29 negatives < min_group_negatives 30: its FPR is not decided on (reported only)"
+        in (short.notes)
+    )
+
+
+def test_the_gate_reason_names_a_group_too_small_for_a_rate() -> None:
+    from components.model_validation.model_validation import decide
+    from tests.components.model_validation.test_decide_edges import explained
+
+    result = check({"a": TPR_ONE, "b": _tpr_zero(5)}, _odds_policy(min_group_positives=30))
+    reason = decide([result], explained(), [])["fairness"].reason
+    assert "g: group 'b' has 5 positives < min_group_positives 30: its TPR is not decided on" in reason
+    rejected = check(
+        {"a": TPR_ONE, "b": _tpr_zero(5), "c": _tpr_zero(30)}, _odds_policy(min_group_positives=30)
+    )
+    decision = decide([rejected], explained(), [])["fairness"]
+    assert decision.decision == "reject"
+    assert decision.reason.startswith("g: equalized_odds_difference 1.0000 > max 0.5000")
+    assert "group 'b' has 5 positives < min_group_positives 30" in decision.reason

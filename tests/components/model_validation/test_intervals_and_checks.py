@@ -1,95 +1,113 @@
-"""Bootstrap disparity intervals and the Violation wording, on hand-built rates and groups."""
+"""Score intervals of the disparities (against statsmodels and Newcombe's published figures) and the
+Violation wording."""
 
 import math
 
 import numpy as np
+import pytest
+from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from components.model_validation.checks import Violation, finite_or_none, slug
-from components.model_validation.intervals import DISPARITIES, _rates, disparities, disparity_intervals
+from components.model_validation.intervals import gap_interval, odds_interval, ratio_interval, wilson
 
 NAN = float("nan")
+Z95 = 1.959963984540054
 
 
-def test_disparities_of_hand_built_rates() -> None:
-    # rows: groups; columns: selection rate, TPR, FPR
-    rates = np.array([[0.5, 0.75, 0.25], [0.25, 0.5, 0.125], [0.375, 0.625, 0.25]])
-    assert disparities(rates, favourable_prediction=1) == {
-        "demographic_parity_difference": 0.25,
-        "demographic_parity_ratio": 0.5,  # 0.25 / 0.5
-        "equalized_odds_difference": 0.25,  # TPR gap 0.25 > FPR gap 0.125
-    }
-    # Favourable = 0: rates 0.5, 0.75, 0.625 -> ratio 0.5 / 0.75
-    assert disparities(rates, favourable_prediction=0)["demographic_parity_ratio"] == 0.5 / 0.75
-
-
-def test_equalized_odds_takes_the_false_positive_gap_when_it_is_larger() -> None:
-    rates = np.array([[0.5, 0.5, 0.5], [0.5, 0.375, 0.125]])
-    assert disparities(rates, 1)["equalized_odds_difference"] == 0.375
-
-
-def test_undefined_rates_are_skipped_not_taken_as_zero() -> None:
-    rates = np.array([[0.5, NAN, 0.5], [0.25, NAN, 0.125], [0.25, 0.5, NAN]])
-    result = disparities(rates, 1)
-    assert result["equalized_odds_difference"] == 0.375  # only the FPR gap has two defined groups
-    all_undefined = disparities(np.array([[0.5, NAN, NAN], [0.25, NAN, NAN]]), 1)
-    assert math.isnan(all_undefined["equalized_odds_difference"])
-
-
-def test_no_favourable_outcome_anywhere_is_a_ratio_of_one() -> None:
-    rates = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    assert disparities(rates, 1)["demographic_parity_ratio"] == 1.0
-
-
-def _groups(
-    *members: tuple[list[int], list[bool]],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    y: list[int] = []
-    predicted: list[bool] = []
-    names: list[str] = []
-    for i, (labels, preds) in enumerate(members):
-        y += labels
-        predicted += preds
-        names += [f"g{i}"] * len(labels)
-    return np.array(y), np.array(predicted), np.array(names), tuple(f"g{i}" for i in range(len(members)))
-
-
-def test_groups_with_fixed_predictions_give_a_point_interval() -> None:
-    # Every row of g0 predicted positive, every row of g1 negative: every resample is identical.
-    y, predicted, groups, checked = _groups(([1, 0] * 8, [True] * 16), ([1, 0] * 8, [False] * 16))
-    intervals = disparity_intervals(y, predicted, groups, checked, 1, 20, 0.95, seed=0)
-    assert set(intervals) == set(DISPARITIES)
-    assert intervals["demographic_parity_difference"] == (1.0, 1.0)
-    assert intervals["demographic_parity_ratio"] == (0.0, 0.0)
-    assert intervals["equalized_odds_difference"] == (1.0, 1.0)
-
-
-def test_a_group_without_positives_leaves_tpr_undefined_in_every_draw() -> None:
-    y, predicted, groups, checked = _groups(([0] * 16, [True] * 8 + [False] * 8), ([0] * 16, [False] * 16))
-    intervals = disparity_intervals(y, predicted, groups, checked, 1, 30, 0.9, seed=1)
-    low, high = intervals["equalized_odds_difference"]
-    assert 0.0 < low <= 0.5 <= high <= 1.0  # the FPR gap, whose point value is 0.5
-
-
-def test_no_defined_gap_in_any_draw_is_an_undefined_interval() -> None:
-    y, predicted, groups, checked = _groups(([1] * 8, [True] * 8), ([0] * 8, [False] * 8))
-    low, high = disparity_intervals(y, predicted, groups, checked, 1, 10, 0.9, seed=0)[
-        "equalized_odds_difference"
-    ]
-    assert math.isnan(low) and math.isnan(high)
-
-
-def test_interval_is_the_central_percentile_range_of_the_draws() -> None:
-    y, predicted, groups, checked = _groups(
-        ([1, 0] * 16, [True, False, False, True] * 8), ([1, 0] * 16, [False] * 32)
+@pytest.mark.parametrize(("x", "n"), [(81, 263), (0, 10), (10, 10), (1, 29), (15, 148), (0, 1), (1, 1)])
+def test_wilson_matches_statsmodels(x: int, n: int) -> None:
+    low, high = wilson(np.array(x), np.array(n), Z95)
+    assert (float(low), float(high)) == pytest.approx(
+        proportion_confint(x, n, 0.05, method="wilson"), abs=1e-12
     )
-    wide = disparity_intervals(y, predicted, groups, checked, 1, 200, 0.98, seed=3)[
-        "demographic_parity_difference"
+
+
+@pytest.mark.parametrize(
+    ("a", "n", "b", "m", "expected"),
+    # Newcombe (1998), Statistics in Medicine 17:873, table II, method 10; the max gap of two groups is
+    # |difference|, so an interval reaching below 0 starts at 0.
+    [(56, 70, 48, 80, (0.0524, 0.3339)), (9, 10, 3, 10, (0.1705, 0.8090)), (5, 56, 0, 29, (0.0, 0.1926))],
+)
+def test_the_gap_of_two_groups_is_newcombes_interval(
+    a: int, n: int, b: int, m: int, expected: tuple[float, float]
+) -> None:
+    low, high = gap_interval(np.array([a, b]), np.array([n, m]), 0.95)
+    assert (round(float(low), 4), round(float(high), 4)) == expected
+    ref_low, ref_high = confint_proportions_2indep(a, n, b, m, method="newcomb", compare="diff")
+    assert float(high) == pytest.approx(ref_high, abs=1e-12)
+    assert float(low) == pytest.approx(max(ref_low, 0.0), abs=1e-12)
+
+
+def _mover_r(x1: int, n1: int, x2: int, n2: int) -> tuple[float, float]:
+    """MOVER-R's closed form (Donner & Zou 2012) for p1/p2 at 95 %, a reference for 0 < p1 <= p2 < 1."""
+    p1, p2 = x1 / n1, x2 / n2
+    l1, u1 = proportion_confint(x1, n1, 0.05, method="wilson")
+    l2, u2 = proportion_confint(x2, n2, 0.05, method="wilson")
+    low = (p1 * p2 - math.sqrt((p1 * p2) ** 2 - l1 * u2 * (2 * p1 - l1) * (2 * p2 - u2))) / (
+        u2 * (2 * p2 - u2)
+    )
+    high = (p1 * p2 + math.sqrt((p1 * p2) ** 2 - u1 * l2 * (2 * p1 - u1) * (2 * p2 - l2))) / (
+        l2 * (2 * p2 - l2)
+    )
+    return low, high
+
+
+@pytest.mark.parametrize(("x1", "n1", "x2", "n2"), [(30, 100, 45, 100), (60, 200, 70, 100), (12, 40, 20, 40)])
+def test_the_ratio_of_two_groups_is_the_closed_form_mover_r(x1: int, n1: int, x2: int, n2: int) -> None:
+    low, high = ratio_interval(np.array([x1, x2]), np.array([n1, n2]), 0.95)
+    ref_low, ref_high = _mover_r(x1, n1, x2, n2)
+    assert float(low) == pytest.approx(ref_low, abs=1e-9)
+    assert float(high) == pytest.approx(min(ref_high, 1.0), abs=1e-9)
+
+
+def test_every_interval_of_every_small_table_holds_its_estimate() -> None:
+    # All 2-group tables with 1..12 trials each: extremes (0 and n successes) included.
+    rows = [
+        (a, n, b, m) for n in range(1, 13) for m in range(1, 13) for a in range(n + 1) for b in range(m + 1)
     ]
-    narrow = disparity_intervals(y, predicted, groups, checked, 1, 200, 0.6, seed=3)[
-        "demographic_parity_difference"
-    ]
-    assert wide[0] < narrow[0] < 0.5 < narrow[1] < wide[1]  # the point value 0.5 in both, wider with coverage
-    assert wide[0] >= 0.0 and wide[1] <= 1.0
+    table = np.array(rows)
+    x, n = table[:, [0, 2]], table[:, [1, 3]]
+    rate = x / n
+    gap = rate.max(axis=1) - rate.min(axis=1)
+    top = rate.max(axis=1)
+    ratio = np.where(top == 0, 1.0, rate.min(axis=1) / np.where(top == 0, 1.0, top))
+    for confidence in (0.8, 0.95, 0.99):
+        low, high = gap_interval(x, n, confidence)
+        assert np.all((low <= gap) & (gap <= high))
+        low, high = ratio_interval(x, n, confidence)
+        assert np.all((low <= ratio) & (ratio <= high))
+        assert np.all((low >= 0) & (high <= 1))
+
+
+def test_more_groups_give_a_wider_interval_for_the_same_two_extremes() -> None:
+    two = gap_interval(np.array([30, 60]), np.array([100, 100]), 0.95)
+    four = gap_interval(np.array([30, 60, 45, 45]), np.array([100, 100, 100, 100]), 0.95)
+    assert four[0] < two[0] < 0.3 < two[1] < four[1]  # each pair at 1 - 0.05/6 instead of 0.95
+
+
+def test_no_group_favoured_is_a_ratio_interval_holding_one() -> None:
+    low, high = ratio_interval(np.array([0, 0]), np.array([40, 40]), 0.95)
+    assert (float(low), float(high)) == (0.0, 1.0)
+
+
+def test_equalized_odds_interval_is_the_larger_of_the_two_gaps_at_sidak_level() -> None:
+    tpr = (np.array([40, 20]), np.array([50, 50]))  # gap 0.4
+    fpr = (np.array([10, 8]), np.array([100, 100]))  # gap 0.02
+    low, high = odds_interval(tpr, fpr, 0.95)
+    each = math.sqrt(0.95)
+    t_low, t_high = gap_interval(*tpr, each)
+    f_low, f_high = gap_interval(*fpr, each)
+    assert (low, high) == (max(t_low, f_low), max(t_high, f_high))
+    assert low < 0.4 < high
+    alone_low, alone_high = odds_interval(tpr, None, 0.95)
+    assert (alone_low, alone_high) == gap_interval(*tpr, 0.95)  # one defined rate: the full level
+    assert all(math.isnan(float(v)) for v in odds_interval(None, None, 0.95))
+
+
+def test_a_higher_confidence_gives_a_wider_interval() -> None:
+    x, n = np.array([30, 45]), np.array([100, 100])
+    narrow, wide = gap_interval(x, n, 0.8), gap_interval(x, n, 0.99)
+    assert wide[0] < narrow[0] < 0.15 < narrow[1] < wide[1]
 
 
 def test_max_violation_message_names_subject_metric_value_bound_threshold_and_detail() -> None:
@@ -119,38 +137,3 @@ def test_finite_or_none_writes_undefined_metrics_as_null() -> None:
     assert finite_or_none(math.inf) is None
     assert finite_or_none(-math.inf) is None
     assert type(finite_or_none(np.float32(0.5))) is float  # numpy scalars become JSON-able floats
-
-
-def test_rates_of_one_group() -> None:
-    selection, tpr, fpr = _rates(np.array([1, 1, 0, 0]), np.array([True, False, True, True]))
-    assert (selection, tpr, fpr) == (0.75, 0.5, 1.0)
-
-
-def test_each_group_is_resampled_from_its_own_rows() -> None:
-    # Three groups with fixed predictions (1, 0, 1): resampling within each keeps every draw identical.
-    y, predicted, groups, checked = _groups(
-        ([1, 0] * 4, [True] * 8), ([1, 0] * 4, [False] * 8), ([1, 0] * 4, [True] * 8)
-    )
-    intervals = disparity_intervals(y, predicted, groups, checked, 1, 20, 0.9, seed=0)
-    assert intervals["demographic_parity_difference"] == (1.0, 1.0)
-
-
-def test_every_row_of_a_group_can_be_drawn() -> None:
-    # Only the first row of g0 is predicted positive; draws that include it give a gap above 0.
-    y, predicted, groups, checked = _groups(([1, 0] * 8, [True] + [False] * 15), ([1, 0] * 8, [False] * 16))
-    low, high = disparity_intervals(y, predicted, groups, checked, 1, 200, 0.9, seed=0)[
-        "demographic_parity_difference"
-    ]
-    assert low == 0.0 and high > 0.0
-
-
-def test_interval_ends_are_the_two_tail_percentiles() -> None:
-    # g0: 4 rows, 1 predicted positive -> a draw's gap is k/4 with k ~ Binomial(4, 1/4):
-    # P(k <= 1) = 0.738, P(k <= 2) = 0.949. An 87% interval's top is the 93.5th percentile: k = 2.
-    y, predicted, groups, checked = _groups(
-        ([1, 0, 1, 0], [True, False, False, False]), ([1, 0] * 8, [False] * 16)
-    )
-    low, high = disparity_intervals(y, predicted, groups, checked, 1, 4000, 0.87, seed=0)[
-        "demographic_parity_difference"
-    ]
-    assert (low, high) == (0.0, 0.5)
