@@ -338,9 +338,9 @@ def _check_attribute(
             continue
         mask = parity if driver in ("selection_rate", "favourable_rate") else decidable[driver]
         detail = _spread(_rates(counts, driver, mask, order), driver)
-        low, high = intervals[metric]
-        span = f"{policy.confidence:.0%} interval {low:.4f}..{high:.4f}"
-        if policy.gate_on_intervals and not (low > limit if bound == "max" else high < limit):
+        start, end = intervals[metric]
+        span = f"{policy.confidence:.0%} interval {start:.4f}..{end:.4f}"
+        if policy.gate_on_intervals and not (start > limit if bound == "max" else end < limit):
             notes.append(
                 f"{metric} {value:.4f} is beyond the {bound} {limit:.4f} but its {span} reaches it: "
                 "not conclusive on this many rows, so not a violation; test on more data to decide"

@@ -84,23 +84,45 @@ def _status(ok: bool, text_ok: str = "pass", text_bad: str = "FAIL") -> tuple[st
     return ("html", f'<span class="pass">{text_ok}</span>' if ok else f'<span class="fail">{text_bad}</span>')
 
 
+def _undecided(rates: tuple[str, ...]) -> str:
+    """``selection/favourable rate, TPR``: the rates a group is too small for."""
+    names = {
+        "selection_rate": "selection/favourable rate",
+        "true_positive_rate": "TPR",
+        "false_positive_rate": "FPR",
+    }
+    return escape(", ".join(names[r] for r in rates)) + ": not decided on"
+
+
 def _fairness_html(result: ValidationResult) -> str:
     parts = ["<h2>Fairness</h2>"]
     policy = result.config.fairness
     parts.append(
         f"<p>Favourable outcome: prediction {result.favourable_prediction} (the favourable rate and the "
         "demographic-parity ratio count it). "
-        f"Decision threshold {policy.decision_threshold:g}; groups under {policy.min_group_size} rows are "
-        "shown but not checked. With bootstrapping on, a threshold fails only when the whole "
-        f"{policy.confidence:.0%} interval lies beyond it.</p>"
+        f"Decision threshold {policy.decision_threshold:g}. A rate is decided on only where its denominator "
+        f"is large enough: selection and favourable rates from {policy.min_group_size} rows, TPR from "
+        f"{policy.min_group_positives} positives, FPR from {policy.min_group_negatives} negatives; below, the "
+        "rate is shown and the group named, never decided on. Intervals: "
+        f"{policy.confidence:.0%} score intervals (Wilson per group, Newcombe/MOVER per pair, simultaneous over "
+        "the groups); each holds its estimate. "
+        + (
+            "A threshold fails only when the whole interval lies beyond it."
+            if policy.gate_on_intervals
+            else "Thresholds are compared with the point estimates (gate_on_intervals is off)."
+        )
+        + "</p>"
     )
     for attr in result.fairness:
         parts.append(f"<h3>{escape(attr.attribute)}</h3>")
+        if attr.grouping:
+            parts.append(f"<p>Groups: {escape(attr.grouping)}.</p>")
         rows = [
             [
                 g.group,
                 g.size,
                 g.positives,
+                g.negatives,
                 g.base_rate,
                 g.selection_rate,
                 g.favourable_rate,
@@ -108,7 +130,7 @@ def _fairness_html(result: ValidationResult) -> str:
                 g.false_positive_rate,
                 g.precision,
                 g.auc,
-                _status(not g.too_small, "checked", "too small: not checked"),
+                _status(not g.undecided, "decided on", "too small for " + _undecided(g.undecided)),
                 "; ".join(g.notes),
             ]
             for g in attr.groups
@@ -119,6 +141,7 @@ def _fairness_html(result: ValidationResult) -> str:
                     "group",
                     "rows",
                     "positives",
+                    "negatives",
                     "base rate",
                     "selection rate",
                     "favourable rate",

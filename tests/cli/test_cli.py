@@ -37,7 +37,7 @@ def test_run_training_prints_where_everything_is(tmp_path: Path) -> None:
         "--set",
         "train.model.hidden_units=16",
         "--set",
-        "model_validation.fairness.bootstrap_resamples=0",
+        "model_validation.fairness.gate_on_intervals=false",
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

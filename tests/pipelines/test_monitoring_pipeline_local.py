@@ -30,7 +30,7 @@ RETRAIN_SMALL = json.dumps(  # the triggered training run's settings, by address
         "train.epochs": "2",
         "train.model.hidden_units": "[16]",
         "train.batch_size": "256",
-        "model_validation.fairness.bootstrap_resamples": "0",
+        "model_validation.fairness.gate_on_intervals": "false",
         "model_validation.explainability.n_examples": "0",
         "model_validation.explainability.n_references": "10",
         "model_validation.explainability.permutation_repeats": "1",

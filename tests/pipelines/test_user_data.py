@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 FAST = [
     "--train.epochs", "3", "--train.batch_size", "256", "--train.model.hidden_units", "32,16",
-    "--model_validation.fairness.bootstrap_resamples", "50",
+    "--model_validation.fairness.confidence", "0.95",
 ]  # fmt: skip
 
 

@@ -98,7 +98,11 @@ def test_tiny_group_is_reported_with_its_size_not_dropped(fair: tuple[Path, pd.D
     female = next(g for g in sex.groups if g.group == "female")
     assert female.size == n_female and female.too_small
     assert sex.checked_groups == ("male",)
-    assert any(f"'female' has {n_female} rows < min_group_size 30" in note for note in sex.notes)
+    assert any(
+        note.startswith(f"group 'female' has {n_female} rows < min_group_size 30, ")
+        and "its selection and favourable rates and TPR" in note
+        for note in sex.notes
+    )
     assert any("nothing to compare" in note for note in sex.notes)
     assert sex.violations == ()
     assert math.isnan(sex.demographic_parity_difference)
@@ -128,7 +132,7 @@ def test_single_class_group_reports_auc_as_undefined() -> None:
         {"a": ([0, 1] * 20, [0.2, 0.8] * 20), "b": ([0] * 40, [0.1, 0.7] * 20)}  # b has no positives
     )
     (attr,) = evaluate_fairness(
-        frame, scores, "y", ["g"], FairnessPolicy(min_group_size=10, bootstrap_resamples=0)
+        frame, scores, "y", ["g"], FairnessPolicy(min_group_size=10, min_group_negatives=10, gate_on_intervals=False)
     )
     b = next(g for g in attr.groups if g.group == "b")
     assert math.isnan(b.auc) and math.isnan(b.true_positive_rate)
@@ -153,7 +157,7 @@ def test_disparity_within_sampling_noise_is_noted_not_gated() -> None:
         "not conclusive" in note and "demographic_parity_difference 0.1500" in note for note in with_ci.notes
     )
     (point,) = evaluate_fairness(
-        frame, scores, "y", ["g"], policy.model_copy(update={"bootstrap_resamples": 0})
+        frame, scores, "y", ["g"], policy.model_copy(update={"gate_on_intervals": False})
     )
     assert [v.metric for v in point.violations] == ["demographic_parity_difference"]
 
@@ -289,7 +293,7 @@ def test_components_gate_promotion_under_the_local_runner(
                     "min_demographic_parity_ratio": 0.8,
                     "max_equalized_odds_difference": 0.1,
                     "min_group_size": 30,
-                    "bootstrap_resamples": 100,
+                    "gate_on_intervals": True,
                 },
                 "explainability": {"min_rank_agreement": 0.6},
             },
