@@ -33,10 +33,9 @@ def group_chart(attribute: AttributeFairness) -> str:
     width = 0.8 / len(attribute.groups)
     for k, group in enumerate(attribute.groups):
         heights = [np.nan_to_num(getattr(group, m)) for m in metrics]
-        label = f"{group.group} (n={group.size}{', too small' if group.too_small else ''})"
-        axes.bar(
-            np.arange(len(metrics)) + k * width, heights, width, label=label, hatch="//" * group.too_small
-        )
+        small = bool(group.undecided)  # too small for at least one rate: hatched, as the table says
+        label = f"{group.group} (n={group.size}{', too small for a rate' if small else ''})"
+        axes.bar(np.arange(len(metrics)) + k * width, heights, width, label=label, hatch="//" * small)
     axes.set_xticks(np.arange(len(metrics)) + 0.4 - width / 2, ["selection rate", "TPR", "FPR", "precision"])
     axes.set_ylim(0, 1)
     axes.set_title(f"{attribute.attribute}: rates by group")

@@ -145,3 +145,42 @@ def test_bad_bins_in_a_schema_file_name_the_field() -> None:
     )
     with pytest.raises(DatasetError, match="schema file s.yaml is invalid: .*protected_bins for 'age'"):
         parse_schema_file(text, "s.yaml")
+
+
+# --- through the gate to the report ---
+
+
+def test_the_gate_and_its_report_show_bins_small_groups_and_intervals_holding_their_estimates() -> None:
+    from components.model_validation.config import ExplainabilityPolicy, ValidationConfig
+    from components.model_validation.gate_report import render_html, to_json
+    from components.model_validation.model_validation import validate
+    from tests.support.gate_inputs import numeric_spec, stub_scorer
+
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=len(AGES))
+    frame = pd.DataFrame({"x": x, "age": AGES, "y": (rng.random(len(AGES)) < 0.3).astype(int)})
+    scorer = stub_scorer(numeric_spec("x"), lambda m: 1 / (1 + np.exp(-m[:, 0])))
+    config = ValidationConfig(
+        explainability=ExplainabilityPolicy(n_examples=0, permutation_repeats=1, min_rank_agreement=-1)
+    )
+    result = validate(scorer, frame, "y", ["age"], config, "negative", {"age": (25.0, 40.0, 80.0)})
+    (age,) = result.fairness
+    assert [g.group for g in age.groups] == ["< 25", "[25, 40)", "[40, 80)", ">= 80"]
+    old = next(g for g in age.groups if g.group == ">= 80")
+    assert old.positives < 30 and "true_positive_rate" in old.undecided
+    note = f"group '>= 80' has {old.size} rows < min_group_size 30, {old.positives} positives < min_group_positives 30"
+    assert any(n.startswith(note) for n in age.notes)
+    assert f"age: {note}" in result.decisions["fairness"].reason
+    for metric, (low, high) in age.intervals.items():
+        assert low <= getattr(age, metric) <= high, metric
+
+    page = render_html(result, "m", "1")
+    assert (
+        "Groups: grouped by the schema file&#x27;s protected_bins [&#x27;25&#x27;, &#x27;40&#x27;, &#x27;80&#x27;]"
+        in page
+    )
+    assert "&gt;= 80" in page and "too small for selection/favourable rate, TPR" in page
+    body = to_json(result, "m", "1")
+    (reported,) = body["fairness"]
+    assert reported["grouping"].startswith("grouped by the schema file")
+    assert set(reported["intervals"]) == set(age.intervals)
