@@ -251,7 +251,7 @@ def _check_attribute(
     }
     rows, notes = [], []
     if grouping.description:
-        notes.append(f"{attribute} {grouping.description}")
+        notes.append(f"groups: {grouping.description}")
     for k, (group, row) in enumerate(by_group.iterrows()):
         undecided = tuple(rate for rate, mask in decidable.items() if not mask[k])
         if undecided:

@@ -132,7 +132,11 @@ def test_single_class_group_reports_auc_as_undefined() -> None:
         {"a": ([0, 1] * 20, [0.2, 0.8] * 20), "b": ([0] * 40, [0.1, 0.7] * 20)}  # b has no positives
     )
     (attr,) = evaluate_fairness(
-        frame, scores, "y", ["g"], FairnessPolicy(min_group_size=10, min_group_negatives=10, gate_on_intervals=False)
+        frame,
+        scores,
+        "y",
+        ["g"],
+        FairnessPolicy(min_group_size=10, min_group_negatives=10, gate_on_intervals=False),
     )
     b = next(g for g in attr.groups if g.group == "b")
     assert math.isnan(b.auc) and math.isnan(b.true_positive_rate)

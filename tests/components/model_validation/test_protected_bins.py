@@ -36,7 +36,7 @@ def test_a_numeric_attribute_with_many_values_gets_quantile_bins_not_one_group_p
     assert age.grouping.startswith(
         f"numeric with {len(np.unique(AGES))} distinct values: grouped into 4 quantile"
     )
-    assert any(note.startswith("age numeric with") and "protected_bins" in note for note in age.notes)
+    assert any(note.startswith("groups: numeric with") and "protected_bins" in note for note in age.notes)
 
 
 def test_quantile_bins_follow_the_setting() -> None:
