@@ -253,10 +253,30 @@ def invalid_settings(form: PipelineForm, values: Mapping[str, Any]) -> list[str]
     return problems
 
 
+SCHEMA_FILE = "validation.schema_uri"
+"""The schema file's setting (``--schema``): when given, it replaces the whole ``schema`` section."""
+SCHEMA_SECTION = "schema"
+
+
+def schema_file_conflicts(values: Mapping[str, Any]) -> None:
+    """Refuse a ``schema.*`` setting next to a schema file, which overrides it: never ignore it silently."""
+    uri = str(values.get(SCHEMA_FILE) or "").strip()
+    overridden = sorted(a for a in values if a.split(".", 1)[0] == SCHEMA_SECTION)
+    if not uri or not overridden:
+        return
+    raise ParameterError(
+        f"{', '.join(overridden)} given together with the schema file {uri} (--schema), which declares every "
+        f"{SCHEMA_SECTION}.* setting: the value would be ignored. Edit the schema file instead (e.g. add the "
+        "column to its ignored_columns, or move it between numeric_features/categorical_features) and run "
+        "again without the setting; nothing was run"
+    )
+
+
 def checked_arguments(form: PipelineForm, values: Mapping[str, Any]) -> dict[str, Any]:
     """Complete pipeline arguments for these addressed values; a ParameterError listing every invalid one."""
     for address in values:
         find_setting(form, address)
+    schema_file_conflicts(values)
     problems = invalid_settings(form, values)
     if problems:
         raise ParameterError("invalid setting(s), nothing was run:\n  " + "\n  ".join(problems))

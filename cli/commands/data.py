@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from components.data_validation.config import ProfileSettings
     from components.data_validation.data_profile import Profile
     from mlops.workspace import Workspace
 
@@ -51,10 +52,51 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="which label class benefits the person (an approval: positive; a default: negative); "
         "required with --protected",
     )
+    init.add_argument(
+        "--ignore",
+        default="",
+        help="columns to leave out, comma-separated (written to the schema file's ignored_columns)",
+    )
+    add_profile_flags(init)
     init.add_argument("--out", type=Path, default=Path("."), help="directory for the two files (default: .)")
     init.add_argument("--name", default="", help="file and suite name (default: the data file's stem)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
     init.set_defaults(handler=init_command)
+
+
+def add_profile_flags(parser: argparse.ArgumentParser) -> None:
+    """One ``--profile.FIELD VALUE`` per profiling setting (``ProfileSettings``), its docstring as help."""
+    from components.data_validation.config import ProfileSettings
+
+    for name, info in ProfileSettings.model_fields.items():
+        parser.add_argument(
+            f"--profile.{name}",
+            dest=f"profile_{name}",
+            type=info.annotation,  # type: ignore[arg-type]
+            default=None,
+            metavar=str(getattr(info.annotation, "__name__", "VALUE")).upper(),
+            help=f"{info.description} (default: {info.default})".replace("%", "%%"),
+        )
+
+
+def profile_settings(args: argparse.Namespace) -> ProfileSettings:
+    """The profiling settings given as flags, validated (a leak threshold of 2 is refused, naming it)."""
+    from pydantic import ValidationError
+
+    from components.data_validation.config import ProfileSettings
+
+    given = {
+        name: getattr(args, f"profile_{name}")
+        for name in ProfileSettings.model_fields
+        if getattr(args, f"profile_{name}", None) is not None
+    }
+    try:
+        return ProfileSettings(**given)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"--profile.{'.'.join(map(str, e['loc']))} {e.get('input')!r}: {e['msg']}" for e in exc.errors()
+        )
+        raise ValueError(problems) from exc
 
 
 def _name(data: str, given: str) -> str:
@@ -66,8 +108,9 @@ def _name(data: str, given: str) -> str:
 
 
 def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from components.data_validation.column_findings import repeated_names
     from components.data_validation.data_profile import profile
-    from mlops.data.dataset import load_table
+    from mlops.data.dataset import parse_table, read_bytes, sha256_digest
 
     protected = tuple(p.strip() for p in args.protected.split(",") if p.strip())
     if protected and args.favourable is None:
@@ -81,7 +124,9 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
     existing = [str(p) for p in (schema_path, suite_path) if p.exists()]
     if existing and not args.force:
         raise ValueError(f"{', '.join(existing)} already exist(s); pass --force to overwrite or --out DIR")
-    frame, digest = load_table(args.data)
+    settings = profile_settings(args)
+    data = read_bytes(args.data)
+    frame, digest = parse_table(data, args.data), sha256_digest(data)
     found = profile(
         frame,
         args.label,
@@ -90,13 +135,19 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
         protected=protected,
         favourable=args.favourable or "negative",
         suite_file=suite_path.name,
+        ignore=tuple(c.strip() for c in args.ignore.split(",") if c.strip()),
+        repeated=repeated_names(data),
+        settings=settings,
     )
     out.mkdir(parents=True, exist_ok=True)
     header = (
         f"Declaration of {args.data} (sha256 {digest[:12]}…), proposed by `mlops data init` from "
         f"{found.rows} rows.\nReview and edit it, then version it with the data. Add behavioural tests under "
-        "invariance/directional,\ne.g. invariance: [{feature: COLUMN}] for a column that must not matter."
+        "invariance/directional,\ne.g. invariance: [{feature: COLUMN}] for a column that must not matter.\n"
+        "The suite follows this file: a column moved to ignored_columns is no longer checked."
     )
+    header += "".join(f"\nwarning: {w}" for w in found.warnings)
+    header += "".join(f"\nnote: {n}" for n in found.notes)
     schema_path.write_text(found.schema.to_yaml(header), encoding="utf-8")
     suite_path.write_text(
         found.suite.model_dump_json(indent=2, exclude_defaults=True) + "\n", encoding="utf-8"
@@ -120,7 +171,16 @@ def _print_summary(found: Profile, schema_path: Path, suite_path: Path, data: st
             f"  protected    {', '.join(schema.protected_attributes)} "
             f"(favourable outcome: the {schema.favourable_class} class)"
         )
+    if schema.ignored_columns:
+        print(f"  ignored      {len(schema.ignored_columns)}: {', '.join(schema.ignored_columns)}")
+    if schema.missing_values:
+        print(
+            f"  missing      {', '.join(repr(m) for m in schema.missing_values)} read as missing "
+            "(confirm them: missing_values in the schema file)"
+        )
     for note in found.notes:
         print(f"  note         {note}")
+    for warning in found.warnings:
+        print(f"  WARNING      {warning}")
     print(f"wrote {schema_path} and {suite_path} ({len(found.suite.expectations)} expectations)")
     print(f"next: mlops run training --data {data} --schema {schema_path}")

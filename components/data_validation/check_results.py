@@ -45,6 +45,11 @@ class ValidationResult(BaseModel):
     columns: int = Field(ge=0, description="Columns in the dataset.")
     duration_s: float = Field(ge=0, description="Wall time of schema check plus GE validation.")
     checks: tuple[CheckResult, ...] = Field(description="Schema check first, then the suite's expectations.")
+    notes: tuple[str, ...] = Field(
+        default=(),
+        description="What the run noticed without failing: suite entries skipped because the schema file no "
+        "longer uses their column, declared columns no expectation checks, columns the schema does not know.",
+    )
 
     @property
     def success(self) -> bool:

@@ -13,6 +13,15 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from components.data_validation.column_findings import (
+    high_cardinality_finding,
+    is_date_column,
+    leak_finding,
+    near_constant_finding,
+    single_feature_auc,
+)
+from components.data_validation.config import ProfileSettings
+from components.data_validation.numeric_cells import BadCells, bad_cells, coerce_numeric
 from components.data_validation.suite import ExpectationSpec, Suite
 from mlops.data.dataset import DatasetError, DatasetSchema, label_text, read_missing
 from mlops.data.schema_file import SchemaFile
@@ -34,8 +43,13 @@ COMMON_MISSING_MARKERS = (
     "NULL",
     "None",
     "#N/A",
+    "unknown",
+    "Unknown",
+    "UNKNOWN",
+    "",
 )
-"""Cell values that mean "unknown" in exported tables; detected when a column holds one of them."""
+"""Cell values that mean "unknown" in exported tables; detected when a column holds one of them
+("" is a cell of blanks only: an empty cell is always missing). Listed for the user to confirm."""
 OBVIOUS_POSITIVE = ("1", "true", "yes", "y", "positive", "pos")
 """Label values taken as the positive class without --positive (case-insensitive)."""
 ID_NAME_HINTS = ("id", "uuid", "guid", "key", "index", "row")
@@ -57,6 +71,8 @@ class Profile:
     suite: Suite
     rows: int
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Findings the user should decide on: leaks, near-constant and high-cardinality columns, bad cells."""
 
 
 def detect_missing_markers(frame: pd.DataFrame) -> tuple[str, ...]:
@@ -109,37 +125,73 @@ def _is_id_like(series: pd.Series, name: str, rows: int) -> bool:
     return consecutive or any(hint in words for hint in ID_NAME_HINTS)
 
 
+@dataclass
+class Roles:
+    """Each column's role as proposed, and why."""
+
+    numeric: list[str] = field(default_factory=list)
+    categorical: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    bad: dict[str, BadCells] = field(default_factory=dict)
+    """Mostly-numeric columns: their cells that are not numbers."""
+
+
 def column_roles(
-    frame: pd.DataFrame, label: str, protected: tuple[str, ...]
-) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], list[str]]:
-    """(numeric, categorical, ignored, notes) for every column but the label and the protected ones."""
+    frame: pd.DataFrame,
+    label: str,
+    protected: tuple[str, ...],
+    settings: ProfileSettings | None = None,
+    skip: tuple[str, ...] = (),
+) -> Roles:
+    """The role of every column but the label, the protected and the ``skip`` ones."""
     import pandas as pd
 
-    numeric: list[str] = []
-    categorical: list[str] = []
-    ignored: list[str] = []
-    notes: list[str] = []
+    settings = settings or ProfileSettings()
+    roles = Roles()
     rows = len(frame)
     for col in frame.columns:
-        if col == label or col in protected:
+        if col == label or col in protected or col in skip:
             continue
         series = frame[col]
         if series.notna().sum() == 0 or series.nunique(dropna=True) <= 1:
-            ignored.append(col)
-            notes.append(f"{col}: ignored, a single value (or none) in every row")
+            roles.ignored.append(col)
+            roles.notes.append(f"{col}: ignored, a single value (or none) in every row")
+        elif is_date_column(series, settings.date_share):
+            example = series.dropna().astype(str).iloc[0]
+            roles.ignored.append(col)
+            roles.notes.append(
+                f"{col}: ignored, dates/timestamps (e.g. {example!r}); to use it, derive a feature from it "
+                "(a month, an age in days) and declare that column"
+            )
         elif _is_id_like(series, str(col), rows):
-            ignored.append(col)
-            notes.append(f"{col}: ignored, unique per row (an identifier)")
+            roles.ignored.append(col)
+            roles.notes.append(f"{col}: ignored, unique per row (an identifier)")
         elif pd.api.types.is_bool_dtype(series):
-            categorical.append(col)
-        elif pd.api.types.is_numeric_dtype(series):
-            numeric.append(col)
+            roles.categorical.append(col)
+        elif pd.api.types.is_numeric_dtype(series) or _mostly_numeric(
+            series, col, settings.numeric_share, roles
+        ):
+            roles.numeric.append(col)
         elif series.nunique() > MAX_CATEGORY_SHARE * rows:
-            ignored.append(col)
-            notes.append(f"{col}: ignored, {series.nunique()} distinct texts in {rows} rows (free text)")
+            roles.ignored.append(col)
+            roles.notes.append(
+                f"{col}: ignored, {series.nunique()} distinct texts in {rows} rows (free text)"
+            )
         else:
-            categorical.append(col)
-    return tuple(numeric), tuple(categorical), tuple(ignored), notes
+            roles.categorical.append(col)
+    return roles
+
+
+def _mostly_numeric(series: pd.Series, col: str, share: float, roles: Roles) -> bool:
+    """Whether a text column is numbers with a few bad cells (recorded in ``roles.bad``)."""
+    cells = bad_cells(series, col)
+    present = int(series.notna().sum())
+    numbers = present - cells.count
+    if numbers == 0 or numbers / present < share:
+        return False
+    roles.bad[col] = cells
+    return True
 
 
 def _round_down(value: float) -> float:
@@ -172,21 +224,33 @@ def _plain(value: float) -> float | int:
     return int(value) if float(value).is_integer() else round(float(value), 6)
 
 
-def _column_expectations(table: pd.DataFrame, schema: DatasetSchema) -> list[ExpectationSpec]:
+def _column_expectations(
+    table: pd.DataFrame, schema: DatasetSchema, bad: dict[str, BadCells] | None = None
+) -> list[ExpectationSpec]:
+    import pandas as pd
+
     specs: list[ExpectationSpec] = []
     for col in (*schema.features, *schema.protected_attributes):
         series = table[col]
         specs.append(ExpectationSpec(type="expect_column_to_exist", kwargs={"column": col}))
         null_share = float(series.isna().mean())
         mostly = _round_down(max(0.0, 1.0 - 2 * null_share - NULL_MARGIN))
+        cells = (bad or {}).get(col)
+        text_cells = f", of which {cells.describe()} (read as missing)" if cells else ""
         specs.append(
             ExpectationSpec(
                 type="expect_column_values_to_not_be_null",
                 kwargs={"column": col, "mostly": mostly},
-                notes=f"observed {null_share:.2%} missing",
+                notes=f"observed {null_share:.2%} missing{text_cells}",
             )
         )
-        if col in schema.numeric_features:
+        numeric_protected = (
+            col in schema.protected_attributes
+            and pd.api.types.is_numeric_dtype(series)
+            and not pd.api.types.is_bool_dtype(series)
+        )
+        # A numeric protected attribute (an age) gets a range: its seen values are not the only allowed ones.
+        if col in schema.numeric_features or numeric_protected:
             specs += _numeric_expectations(series.dropna(), col)
         else:
             values = sorted(series.dropna().unique().tolist(), key=str)
@@ -200,7 +264,9 @@ def _column_expectations(table: pd.DataFrame, schema: DatasetSchema) -> list[Exp
     return specs
 
 
-def build_suite(table: pd.DataFrame, schema: DatasetSchema, name: str) -> Suite:
+def build_suite(
+    table: pd.DataFrame, schema: DatasetSchema, name: str, bad: dict[str, BadCells] | None = None
+) -> Suite:
     """Expectations for the prepared table (markers read as missing, label 0/1) as GX 1.x configurations."""
     rows = len(table)
     positive_share = float(table[schema.label].mean())
@@ -225,7 +291,7 @@ def build_suite(table: pd.DataFrame, schema: DatasetSchema, name: str) -> Suite:
             },
             notes=f"share of {schema.positive_label!r}: observed {positive_share:.2%}",
         ),
-        *_column_expectations(table, schema),
+        *_column_expectations(table, schema, bad),
     ]
     return Suite(
         name=name,
@@ -245,37 +311,87 @@ def profile(
     protected: tuple[str, ...] = (),
     favourable: Literal["positive", "negative"] = "negative",
     suite_file: str = "",
+    ignore: tuple[str, ...] = (),
+    repeated: dict[str, str] | None = None,
+    settings: ProfileSettings | None = None,
 ) -> Profile:
-    """Declare ``frame``: column roles, missing markers, label values, and the suite the data passes."""
+    """Declare ``frame``: column roles, missing markers, label values, and the suite the data passes.
+
+    ``ignore`` names columns the user drops; ``repeated`` maps the names pandas gave repeated
+    header names (``x.1``) to the name they repeat (ignored, with a note).
+    """
+    settings = settings or ProfileSettings()
     columns = [str(c) for c in frame.columns]
-    unknown = [c for c in (label, *protected) if c not in columns]
+    unknown = [c for c in (label, *protected, *ignore) if c not in columns]
     if unknown:
         raise DatasetError(f"column(s) {unknown} not in the data; its columns are {columns}")
+    clash = [c for c in ignore if c == label or c in protected]
+    if clash:
+        raise DatasetError(f"--ignore {clash}: the label and protected attributes cannot be ignored")
     if frame.empty:
         raise DatasetError("the data has no rows; profile a file with data")
-    markers = detect_missing_markers(frame)
+    repeats = {m: o for m, o in (repeated or {}).items() if m in columns and m not in (label, *protected)}
+    skip = (*ignore, *repeats)
+    markers = detect_missing_markers(frame.drop(columns=list(skip)))
     # Columns read as text only because of a marker become numbers, as validate-data reads them.
     table = read_missing(frame, markers, numeric=tuple(c for c in columns if c != label))
     values = sorted({label_text(v) for v in table[label].dropna()})
     pos, neg = positive_value(values, positive, label)
-    numeric, categorical, ignored, notes = column_roles(table, label, protected)
-    if not numeric and not categorical:
-        raise DatasetError(f"no usable feature columns besides label {label!r} (ignored: {list(ignored)})")
+    roles = column_roles(table, label, protected, settings, skip)
+    notes = [f"{c}: ignored, as --ignore asked" for c in ignore]
+    notes += [
+        f"{m}: ignored, a repeat of column name {o!r} in the header (pandas renamed it)"
+        for m, o in repeats.items()
+    ]
+    notes += roles.notes
+    if not roles.numeric and not roles.categorical:
+        raise DatasetError(f"no usable feature columns besides label {label!r} (ignored: {roles.ignored})")
+    dropped = set(skip) | set(roles.ignored)
     schema = SchemaFile(
         label=label,
         positive_label=pos,
         negative_label=neg,
         favourable_class=favourable,
-        numeric_features=numeric,
-        categorical_features=categorical,
+        numeric_features=tuple(roles.numeric),
+        categorical_features=tuple(roles.categorical),
         protected_attributes=protected,
-        ignored_columns=ignored,
+        ignored_columns=tuple(c for c in columns if c in dropped),
         missing_values=markers,
         expectation_suite=suite_file,
     )
-    prepared = schema.dataset_schema.prepare(frame, "the data")
+    coerced, _ = coerce_numeric(table, list(roles.bad))
+    prepared = schema.dataset_schema.prepare(coerced, "the data")
     if markers:
-        notes.append(f"read as missing: {', '.join(repr(m) for m in markers)}")
-    suite = build_suite(prepared, schema.dataset_schema, name)
+        notes.append(
+            f"read as missing: {', '.join(repr(m) for m in markers)} (missing_values: confirm each is a marker, "
+            "not a real value)"
+        )
+    warnings = [
+        f"{col}: kept numeric, {cells.describe()}; read as missing, the suite allows it with `mostly`"
+        for col, cells in roles.bad.items()
+    ]
+    warnings += _findings(prepared, schema, settings)
+    suite = build_suite(prepared, schema.dataset_schema, name, roles.bad)
     suite.to_gx()  # GX builds every expectation: a wrong kwarg fails here, not at the first run
-    return Profile(schema=schema, suite=suite, rows=len(frame), notes=notes)
+    return Profile(schema=schema, suite=suite, rows=len(frame), notes=notes, warnings=warnings)
+
+
+def _findings(prepared: pd.DataFrame, schema: SchemaFile, settings: ProfileSettings) -> list[str]:
+    """Leaks, near-constant and high-cardinality features, in column order."""
+    found: list[str] = []
+    labels = prepared[schema.label]
+    for col in schema.features:
+        series = prepared[col]
+        auc = single_feature_auc(series, labels)
+        found += [
+            text
+            for text in (
+                leak_finding(col, auc, settings.leak_auc),
+                near_constant_finding(series, col, settings.near_constant_share),
+                high_cardinality_finding(series, col, settings.high_cardinality)
+                if col in schema.categorical_features
+                else None,
+            )
+            if text
+        ]
+    return found

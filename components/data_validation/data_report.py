@@ -70,6 +70,11 @@ def render_html(result: ValidationResult) -> str:
         "Validation time": f"{result.duration_s:.3f} s",
     }
     summary_html = "\n".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in summary.items())
+    notes = (
+        "<h2>Notes</h2>\n<ul>\n" + "\n".join(f"<li>{escape(n)}</li>" for n in result.notes) + "\n</ul>"
+        if result.notes
+        else ""
+    )
     failures = (
         f"<h2>Failed checks ({len(failed)})</h2>\n{_table([(n, c) for n, c in numbered if not c.success])}"
         if failed
@@ -87,6 +92,7 @@ def render_html(result: ValidationResult) -> str:
 <dl class="summary">
 {summary_html}
 </dl>
+{notes}
 {failures}
 <h2>All checks</h2>
 {_table(numbered)}

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 from components.data_validation.check_results import CheckResult, ValidationFailed, ValidationResult
 from components.data_validation.data_report import render_html, render_json
 from components.data_validation.gx_run import run_suite
+from components.data_validation.numeric_cells import BadCells, coerce_numeric
 from components.data_validation.suite import DEFAULT_SUITE_PATH, Suite, SuiteError, load_suite
-from mlops.data.dataset import DatasetError, DatasetSchema, load_table
+from components.data_validation.suite_scope import NOT_NULL, null_bounded_columns, scope_suite
+from mlops.data.dataset import DatasetError, DatasetSchema, label_text, load_table
 from mlops.tracking.store import TrackingStore
 
 if TYPE_CHECKING:
@@ -38,21 +40,39 @@ __all__ = [
 SCHEMA_CHECK = "dataset_schema"
 
 
+def _fallback_table(frame: pd.DataFrame, schema: DatasetSchema) -> pd.DataFrame:
+    """The table the suite checks when the schema check failed: markers read, the declared columns that
+    are present, and the label encoded 0/1 when it holds only the two declared values (so a problem
+    elsewhere does not add false failures on the label)."""
+    declared = set(schema.columns)
+    table = schema.read_missing(frame.loc[:, [c for c in frame.columns if c in declared]])
+    if schema.label in table.columns and table[schema.label].notna().all():
+        text = table[schema.label].map(label_text)
+        positive, negative = label_text(schema.positive_label), label_text(schema.negative_label)
+        if set(text) <= {positive, negative}:
+            table[schema.label] = (text == positive).astype("int64")
+    return table
+
+
 def _schema_check(
-    frame: pd.DataFrame, schema: DatasetSchema, source: str
+    frame: pd.DataFrame, schema: DatasetSchema, source: str, bad: dict[str, BadCells] | None = None
 ) -> tuple[CheckResult, pd.DataFrame]:
     """The schema check, and the table the suite then checks: the prepared one (markers read as
-    missing, declared columns, label 0/1) or, when the schema check fails, the raw one with markers read."""
+    missing, declared columns, label 0/1) or, when the schema check fails, the best-effort one."""
     try:
         table = schema.prepare(frame, source)
     except DatasetError as exc:
         ok, text = False, str(exc)
-        table = schema.read_missing(frame)
+        table = _fallback_table(frame, schema)
     else:
         ok, text = (
             True,
             f"all {len(schema.columns)} declared columns present and numeric as declared; label "
             f"{schema.label!r} holds {schema.positive_label!r} (1) and {schema.negative_label!r} (0)",
+        )
+    if bad:
+        text += "; read as missing (bounded by the suite's null expectation): " + "; ".join(
+            f"{column}: {cells.describe()}" for column, cells in bad.items()
         )
     check = CheckResult(
         expectation=SCHEMA_CHECK,
@@ -73,6 +93,14 @@ def _schema_check(
     return check, table
 
 
+def _with_bad_cells(check: CheckResult, bad: dict[str, BadCells]) -> CheckResult:
+    """A null check on a column whose text cells were read as missing names those cells."""
+    cells = bad.get(check.column or "")
+    if cells is None or check.expectation != NOT_NULL:
+        return check
+    return check.model_copy(update={"observed_text": f"{check.observed_text}; of which {cells.describe()}"})
+
+
 def validate(
     frame: pd.DataFrame, schema: DatasetSchema, suite: Suite, source: str = "dataset", digest: str = ""
 ) -> ValidationResult:
@@ -90,8 +118,10 @@ def validate_and_prepare(
 ) -> tuple[ValidationResult, pd.DataFrame]:
     """:func:`validate`, and the prepared table it checked."""
     started = time.perf_counter()
-    schema_check, table = _schema_check(frame, schema, source)
-    checks = [schema_check, *run_suite(table, suite)]
+    scoped = scope_suite(suite, schema, [str(c) for c in frame.columns])
+    marked, bad = coerce_numeric(schema.read_missing(frame), null_bounded_columns(scoped.suite, schema))
+    schema_check, table = _schema_check(marked, schema, source, bad)
+    checks = [schema_check, *(_with_bad_cells(c, bad) for c in run_suite(table, scoped.suite))]
     result = ValidationResult(
         suite_name=suite.name,
         suite_version=suite.version,
@@ -101,6 +131,7 @@ def validate_and_prepare(
         columns=len(frame.columns),
         duration_s=round(time.perf_counter() - started, 4),
         checks=tuple(checks),
+        notes=scoped.notes,
     )
     return result, table
 
@@ -190,6 +221,8 @@ def run_validation(
         mlflow.log_param("dataset_digest", digest)
         result, table = validate_and_prepare(frame, schema, suite, source=data_uri, digest=digest)
         _record(result, html_path, json_path)
+        for note in result.notes:
+            print(f"note: {note}", flush=True)
         from mlops.governance.audit import record_in_run
 
         record_in_run(

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from components.data_validation.check_results import CheckResult
+from components.data_validation.numeric_cells import bad_cells
 from components.data_validation.suite import ORDER_META_KEY, ExpectationSpec, Suite
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 MAX_EXAMPLES = 5
 # Their GE observation is about values or numpy types; the pandas dtype is what a user can act on.
 _TYPE_EXPECTATIONS = {"expect_column_values_to_be_in_type_list", "expect_column_values_to_be_of_type"}
+_NUMERIC_TYPES = {"int64", "int32", "int16", "int8", "float64", "float32", "int", "float"}
 
 
 @contextmanager
@@ -135,7 +137,9 @@ def _observe(expectation: str, success: bool, result: dict[str, Any]) -> tuple[A
         if expectation == "expect_column_values_to_not_be_null":
             observed.pop("examples")
             return observed, f"{percent:.2f}% null ({count} of {total} rows)"
-        text = f"{count} of {total - missing} non-null values unexpected ({percent:.2f}%)"
+        nonnull = total - missing
+        share = 100.0 * count / nonnull if nonnull else percent  # the true fraction, from the counts
+        text = f"{count} of {nonnull} non-null values unexpected ({share:.2f}%)"
         if examples:
             text += ", e.g. " + ", ".join(repr(e) for e in examples)
         return observed, text
@@ -154,6 +158,10 @@ def _check(spec: ExpectationSpec, item: ExpectationValidationResult, frame: pd.D
         observed, text = _observe(spec.type, success, dict(item.result or {}))
         if spec.type in _TYPE_EXPECTATIONS and spec.column is not None:
             text += f"; column dtype {frame[spec.column].dtype}"
+            if not success and _NUMERIC_TYPES & set(spec.kwargs.get("type_list") or ()):
+                cells = bad_cells(frame[spec.column], spec.column)
+                if cells.count:  # the values that made a numeric column text, not a sample of valid ones
+                    text += f"; {cells.describe()}"
     return CheckResult(
         expectation=spec.type,
         column=spec.column,

@@ -174,10 +174,14 @@ class DatasetSchema(BaseModel):
 
         for col in self.numeric_features:
             if not pd.api.types.is_numeric_dtype(frame[col]):
-                sample = frame[col].dropna().astype(str).head(3).tolist()
+                cells = frame[col].dropna()
+                bad = cells[pd.to_numeric(cells, errors="coerce").isna()].astype(str)
+                shown = bad.value_counts().head(5).to_dict()  # the offending values, not valid ones
                 raise DatasetError(
-                    f"{source} column {col!r} must be numeric but has dtype {frame[col].dtype} "
-                    f"(values like {sample}); clean it or declare it categorical"
+                    f"{source} column {col!r} must be numeric but has dtype {frame[col].dtype}: "
+                    f"{len(bad)} of {len(frame)} cells ({len(bad) / len(frame):.2%}) are not numbers "
+                    f"({', '.join(f'{v!r} ×{n}' for v, n in shown.items())}); clean them, list the marker in "
+                    "missing_values, or declare the column categorical"
                 )
         problem = binary_label_problem(frame[self.label], self.label, "a classifier needs both 0 and 1")
         if problem:
