@@ -23,6 +23,7 @@ from components.data_validation.column_findings import (
 from components.data_validation.config import ProfileSettings
 from components.data_validation.numeric_cells import BadCells, bad_cells, coerce_numeric
 from components.data_validation.suite import ExpectationSpec, Suite
+from components.data_validation.suite_scope import TEXT_AS_MISSING
 from mlops.data.dataset import DatasetError, DatasetSchema, label_text, read_missing
 from mlops.data.schema_file import SchemaFile
 
@@ -242,6 +243,7 @@ def _column_expectations(
                 type="expect_column_values_to_not_be_null",
                 kwargs={"column": col, "mostly": mostly},
                 notes=f"observed {null_share:.2%} missing{text_cells}",
+                meta={TEXT_AS_MISSING: True} if cells else {},
             )
         )
         numeric_protected = (

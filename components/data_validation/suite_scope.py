@@ -16,6 +16,8 @@ from mlops.data.dataset import DatasetSchema
 
 REGENERATE = "regenerate the suite with `mlops data init ... --force` (or edit it) to silence this note"
 NOT_NULL = "expect_column_values_to_not_be_null"
+TEXT_AS_MISSING = "text_as_missing"
+"""Meta key of a null expectation whose column's text cells are read as missing (a mostly-numeric column)."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,11 @@ def scope_suite(suite: Suite, schema: DatasetSchema, data_columns: list[str]) ->
     return ScopedSuite(scoped, tuple(notes))
 
 
-def null_bounded_columns(suite: Suite, schema: DatasetSchema) -> tuple[str, ...]:
-    """Numeric features whose null share the suite bounds: text cells in them are read as missing and
-    counted against that bound (the ``mostly`` a mostly-numeric column gets from ``mlops data init``)."""
-    bounded = {spec.column for spec in suite.expectations if spec.type == NOT_NULL}
-    return tuple(c for c in schema.numeric_features if c in bounded)
+def text_as_missing_columns(suite: Suite, schema: DatasetSchema) -> tuple[str, ...]:
+    """Numeric features whose null expectation is marked ``meta: {"text_as_missing": true}`` (``mlops data
+    init`` marks a mostly-numeric column so): their text cells are read as missing and counted against the
+    expectation's ``mostly``. Every other numeric feature holding text fails the schema check, naming the text."""
+    marked = {
+        spec.column for spec in suite.expectations if spec.type == NOT_NULL and spec.meta.get(TEXT_AS_MISSING)
+    }
+    return tuple(c for c in schema.numeric_features if c in marked)
