@@ -138,3 +138,51 @@ def test_an_unknown_column_in_a_behavioural_test_fails_before_training_and_regis
     assert "validate-data" in out and "zip_code" in out
     assert _client(workspace).search_registered_models() == []
     assert not list(workspace.glob("pipeline-runs/training-*/train-model"))
+
+
+def test_bank_table_data_init_edit_the_schema_file_and_run_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The second public-style table: `;`, `unknown`, a numeric protected age, a leaking duration, bad
+    cells, a date and a repeated name. `data init` flags each; the user moves the leak and a column to
+    ignored_columns by editing the file alone; training validates with no other edit."""
+    from tests.support.bank_marketing import LEAK, bank_csv
+
+    data = tmp_path / "bank-full.csv"
+    data.write_bytes(bank_csv(rows=1500))
+    workspace = tmp_path / "ws"
+    code = main(
+        ["--workspace", str(workspace), "data", "init", "--data", str(data), "--label", "y", "--protected",
+         "age", "--favourable", "positive", "--out", str(tmp_path / "decl")]
+    )  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    for flagged in (f"WARNING      {LEAK}: may leak", "WARNING      balance: kept numeric", "contact_date: ignored",
+                    "campaign.1: ignored, a repeat", "'unknown' read as missing"):  # fmt: skip
+        assert flagged in out
+    schema_path = tmp_path / "decl" / "bank-full.schema.yaml"
+    declared = yaml.safe_load(schema_path.read_text())
+    declared["numeric_features"].remove(LEAK)
+    declared["categorical_features"].remove("branch")
+    declared["ignored_columns"] += [LEAK, "branch"]
+    schema_path.write_text(yaml.safe_dump(declared, sort_keys=False))
+    run_data = tmp_path / "bank-run.csv"  # the same rows with a column the schema does not know
+    header, *lines = bank_csv(rows=1500).decode().splitlines()
+    run_data.write_text("\n".join([f"{header};region", *(f"{line};north" for line in lines)]) + "\n")
+
+    code = main(
+        ["--workspace", str(workspace), "run", "training", "--data", str(run_data), "--schema", str(schema_path),
+         "--registration.model_name", "bank", *FAST]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    (data_report,) = workspace.glob("pipeline-runs/training-*/validate-data/report_json")
+    report = json.loads(data_report.read_text())
+    assert report["success"] is True, [c["observed_text"] for c in report["checks"] if not c["success"]]
+    skipped, unknown = report["notes"]
+    assert f"['branch', '{LEAK}'] are in the schema file's ignored_columns" in skipped
+    assert unknown.startswith("column(s) ['region'] are in the data but not in the schema file")
+    (validated,) = workspace.glob("pipeline-runs/training-*/validate-data/dataset")
+    table = pd.read_parquet(validated)
+    assert LEAK not in table.columns and "region" not in table.columns
+    assert table["balance"].isna().sum() == 7  # the 'abc' cells, read as missing
+    assert list(workspace.glob("pipeline-runs/training-*/train-model")), out
