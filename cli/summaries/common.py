@@ -43,6 +43,21 @@ def report_paths(run_dir: Path | None, labels: tuple[str, ...] | None = None) ->
     return found
 
 
+def data_note_lines(run_dir: Path | None) -> list[str]:
+    """validate-data's notes (suite entries skipped for the schema file, columns it does not know), a line each."""
+    import json
+
+    if run_dir is None:
+        return []
+    found = sorted((run_dir / "validate-data" / "report_json").rglob("*"))
+    files = [p for p in found if p.is_file()] or [run_dir / "validate-data" / "report_json"]
+    try:
+        notes = json.loads(files[0].read_text(encoding="utf-8")).get("notes") or []
+    except (OSError, ValueError):
+        return []
+    return [row("data note", note) for note in notes]
+
+
 def row(label: str, value: object) -> str:
     return f"  {label:<17} {value}"
 

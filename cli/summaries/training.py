@@ -8,7 +8,14 @@ from typing import Any
 from cli.console.display import duration
 from cli.console.figures import split_reasons, task_outputs
 from cli.local_run import LocalRun
-from cli.summaries.common import SUCCESS_REPORTS, decision_lines, report_paths, row, run_lines
+from cli.summaries.common import (
+    SUCCESS_REPORTS,
+    data_note_lines,
+    decision_lines,
+    report_paths,
+    row,
+    run_lines,
+)
 from mlops.vocabulary import DECISION_TAG, PIPELINE_RUN_ID_TAG, REASON_TAG, TAG_PREFIX, TASK_TAG
 from mlops.workspace import Workspace
 
@@ -55,6 +62,7 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
         row("model", f"{model_name} version {version} (aliases: {aliases})"),
         row("model URI", f"models:/{model_name}/{version}"),
         *decision_lines(decision, tags.get(REASON_TAG, "")),
+        *data_note_lines(result.run_dir),
         *run_lines(result),
         *[row(label, path) for label, path in report_paths(result.run_dir, SUCCESS_REPORTS)],
         row("browse runs", "mlops ui · mlops runs"),

@@ -94,3 +94,17 @@ def test_run_training_refuses_ignored_columns_next_to_schema(
     err = capsys.readouterr().err
     assert "schema.ignored_columns given together with the schema file" in err
     assert not (tmp_path / "ws" / "pipeline-runs").exists()
+
+
+def test_the_run_summary_shows_validate_datas_notes(tmp_path: Path) -> None:
+    from cli.summaries.common import data_note_lines
+
+    folder = tmp_path / "validate-data"
+    folder.mkdir(parents=True)
+    (folder / "report_json").write_text(
+        '{"notes": ["column(s) [\'region\'] are in the data but not in the schema"]}'
+    )
+    assert data_note_lines(tmp_path) == [
+        "  data note         column(s) ['region'] are in the data but not in the schema"
+    ]
+    assert data_note_lines(tmp_path / "missing") == []
