@@ -18,7 +18,7 @@ from components.data_validation.gx_run import run_suite
 from components.data_validation.numeric_cells import BadCells, coerce_numeric
 from components.data_validation.suite import DEFAULT_SUITE_PATH, Suite, SuiteError, load_suite
 from components.data_validation.suite_scope import NOT_NULL, scope_suite, text_as_missing_columns
-from mlops.data.dataset import DatasetError, DatasetSchema, label_text, load_table
+from mlops.data.dataset import DatasetError, DatasetSchema, label_text, load_table, read_missing
 from mlops.tracking.store import TrackingStore
 
 if TYPE_CHECKING:
@@ -119,7 +119,11 @@ def validate_and_prepare(
     """:func:`validate`, and the prepared table it checked."""
     started = time.perf_counter()
     scoped = scope_suite(suite, schema, [str(c) for c in frame.columns])
-    marked, bad = coerce_numeric(schema.read_missing(frame), text_as_missing_columns(scoped.suite, schema))
+    # A protected attribute that is numbers but for a marker (an age with '?') is read as numbers, as
+    # `mlops data init` read it when it proposed a range for it.
+    numbers = (*schema.numeric_features, *schema.protected_attributes)
+    read = read_missing(frame, schema.missing_values, numbers)
+    marked, bad = coerce_numeric(read, text_as_missing_columns(scoped.suite, schema))
     schema_check, table = _schema_check(marked, schema, source, bad)
     checks = [schema_check, *(_with_bad_cells(c, bad) for c in run_suite(table, scoped.suite))]
     result = ValidationResult(

@@ -121,3 +121,17 @@ def test_a_suite_with_nothing_left_for_the_schema_is_refused() -> None:
     frame = pd.DataFrame({"a": [1.0, 2.0], "y": [0, 1]})
     with pytest.raises(SuiteError, match="no expectation on a column the schema file declares"):
         validate(frame, schema, suite)
+
+
+def test_a_numeric_protected_attribute_with_markers_is_read_as_numbers_as_data_init_read_it() -> None:
+    frame = pd.DataFrame(
+        {"age": [str(20 + i % 50) for i in range(300)], "x": [float(i % 7) for i in range(300)],
+         "y": ["yes", "no", "no"] * 100}
+    )  # fmt: skip
+    frame.loc[:5, "age"] = "?"
+    found = profile(frame, "y", name="t", protected=("age",), favourable="positive")
+    assert ("expect_column_values_to_be_between", "age") in {
+        (s.type, s.column) for s in found.suite.expectations
+    }
+    result = validate(frame, found.schema.dataset_schema, found.suite)
+    assert result.success, [c.describe() for c in result.failed]
