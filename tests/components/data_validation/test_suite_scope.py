@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
 from components.data_validation.check_results import ValidationFailed
 from components.data_validation.column_findings import repeated_names
 from components.data_validation.data_profile import Profile, profile
+from components.data_validation.data_report import render_html, render_json
 from components.data_validation.data_validation import validate
 from mlops.data.dataset import DatasetSchema, parse_table
 from mlops.data.schema_file import SchemaFile, parse_schema_file
@@ -78,6 +81,10 @@ def test_a_column_the_schema_does_not_know_is_named_not_dropped_silently(
     (note,) = result.notes
     assert note.startswith("column(s) ['region'] are in the data but not in the schema file: dropped")
     assert "or in ignored_columns" in note
+    html, document = render_html(result), json.loads(render_json(result))
+    assert "<h2>Notes</h2>" in html and "column(s) [&#x27;region&#x27;] are in the data" in html
+    assert document["notes"] == [note] and document["success"] is True
+    assert "<h2>Notes</h2>" not in render_html(validate(frame, found.schema.dataset_schema, found.suite))
 
 
 def test_a_broken_column_adds_no_false_label_failures(bank: tuple[pd.DataFrame, Profile]) -> None:
