@@ -173,11 +173,6 @@ def _print_summary(found: Profile, schema_path: Path, suite_path: Path, data: st
         )
     if schema.ignored_columns:
         print(f"  ignored      {len(schema.ignored_columns)}: {', '.join(schema.ignored_columns)}")
-    if schema.missing_values:
-        print(
-            f"  missing      {', '.join(repr(m) for m in schema.missing_values)} read as missing "
-            "(confirm them: missing_values in the schema file)"
-        )
     for note in found.notes:
         print(f"  note         {note}")
     for warning in found.warnings:

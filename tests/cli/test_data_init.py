@@ -33,7 +33,10 @@ def test_data_init_ignores_what_it_is_told_and_reports_every_finding(
     declared = yaml.safe_load(text)
     assert declared["ignored_columns"] == [DATE, "branch", f"{REPEATED}.1", LEAK]
     assert declared["missing_values"] == ["unknown"]
-    assert "'unknown' read as missing (confirm them: missing_values in the schema file)" in out
+    assert (
+        "note         read as missing: 'unknown' (missing_values: confirm each is a marker, not a real value)"
+        in out
+    )
     assert "WARNING      balance: kept numeric, 6 of 1200 cells (0.50%) are not numbers: 'abc' ×6" in out
     assert "WARNING      default: near constant" in out
     assert f"note         {REPEATED}.1: ignored, a repeat of column name" in out

@@ -158,7 +158,7 @@ def test_bank_table_data_init_edit_the_schema_file_and_run_training(
     assert code == 0
     out = capsys.readouterr().out
     for flagged in (f"WARNING      {LEAK}: may leak", "WARNING      balance: kept numeric", "contact_date: ignored",
-                    "campaign.1: ignored, a repeat", "'unknown' read as missing"):  # fmt: skip
+                    "campaign.1: ignored, a repeat", "read as missing: 'unknown'"):  # fmt: skip
         assert flagged in out
     schema_path = tmp_path / "decl" / "bank-full.schema.yaml"
     declared = yaml.safe_load(schema_path.read_text())
