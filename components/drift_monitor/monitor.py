@@ -14,7 +14,7 @@ from pathlib import Path
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.drift_monitor import DriftResult, judge, window_bounds
 from components.drift_monitor.logs import summarise
-from components.drift_monitor.request_window import WindowError, empty_summary
+from components.drift_monitor.request_window import Calibrator, WindowError, empty_summary
 from components.drift_monitor.sample import Reservoir
 from mlops.model.reference_profile import ReferenceProfile
 from mlops.tracking.store import TrackingStore
@@ -52,7 +52,7 @@ def check_window(
     start, end = window_bounds(window, now)
     version = resolve_version(store, window.model_name, window.model_version)
     profile = store.reference_profile(window.model_name, version)
-    calibrate = profile.calibration.apply if profile.calibration else (lambda s: s)
+    calibrate = Calibrator(profile.calibration)
     summary = empty_summary(profile, start, end, version)
     sample = Reservoir(window.report_rows)
     columns = [*profile.feature_names, "prediction"]
@@ -81,6 +81,17 @@ def metrics_of(result: DriftResult) -> dict[str, float]:
         **{f"estimated_{k}": v for k, v in result.estimated.items()},
         **{f"reference_{k}": v for k, v in result.reference_metrics.items()},
         **{f"realised_{k}": v for k, v in result.realised.items()},
+        "performance_drop": float(result.performance_drop),
+        **{
+            f"{kind}_{metric}_{end}": band[end]
+            for kind, bands in (
+                ("estimated", result.estimated_bands),
+                ("realised", result.realised_bands),
+                ("reference", result.reference_bands),
+            )
+            for metric, band in bands.items()
+            for end in ("low", "high")
+        },
     }
     return {k: v for k, v in values.items() if v == v}  # NaN (a column absent from the window) is not logged
 
