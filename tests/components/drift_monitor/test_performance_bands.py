@@ -62,7 +62,9 @@ def test_a_score_just_below_one_half_is_never_binned_with_one_half() -> None:
     assert summary.joint[:, 0].nonzero()[0].tolist() == [499, 500]
 
 
-@pytest.mark.parametrize(("drifted", "share", "expected"), [(10, 0.5, True), (9, 0.5, False), (11, 0.5, True)])
+@pytest.mark.parametrize(
+    ("drifted", "share", "expected"), [(10, 0.5, True), (9, 0.5, False), (11, 0.5, True)]
+)
 def test_dataset_drift_at_its_share_threshold(drifted: int, share: float, expected: bool) -> None:
     """10 of 20 at share 0.5 is a tie: drift (at), 9 is not (just outside), 11 is (just inside)."""
     assert dataset_drifted(drifted, 20, share) is expected
