@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.drift_monitor import DriftResult, judge, window_bounds
@@ -19,6 +20,9 @@ from components.drift_monitor.sample import Reservoir
 from mlops.model.reference_profile import ReferenceProfile
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION
+
+if TYPE_CHECKING:
+    from mlops.governance.alerts import AlertSettings
 
 JSON_REPORT = "drift_report.json"
 HTML_REPORT = "drift_report.html"
@@ -156,3 +160,36 @@ def record_check(result: DriftResult, run_id: str, workspace_root: str) -> None:
         links={"mlflow_run_id": run_id, "model_version": result.version},
         workspace_root=workspace_root or None,
     )
+
+
+def notify_check(result: DriftResult, settings: AlertSettings | None = None) -> list[str]:
+    """Alert people (webhook, :mod:`mlops.governance.alerts`) on a performance drop and on drift; the events sent.
+
+    A failed alert is logged by the alert module and never fails the check.
+    """
+    from mlops.governance import alerts
+
+    subject = f"{result.model_name}/{result.version}"
+    window = {"window": f"{result.start} .. {result.end}", "rows": result.rows, "decision": result.decision}
+    sent = []
+    if result.performance_drop:
+        drops = [r for r in result.reasons if " drop " in r]
+        bands = {
+            f"{kind} {metric}": f"{band['value']:.3f} [{band['low']:.3f}, {band['high']:.3f}]"
+            for kind, figures in (
+                ("estimated", result.estimated_bands),
+                ("realised", result.realised_bands),
+                ("champion's test", result.reference_bands),
+            )
+            for metric, band in figures.items()
+        }
+        if alerts.send("estimated_drop", subject, "; ".join(drops), {**window, **bands}, settings):
+            sent.append("estimated_drop")
+    if result.drifted_features or result.dataset_drift or result.prediction_drift:
+        summary = (
+            f"{len(result.drifted_features)} feature(s) drifted ({', '.join(result.drifted_features) or 'none'}); "
+            f"prediction distance {result.prediction_score:.3f}"
+        )
+        if alerts.send("drift", subject, summary, window, settings):
+            sent.append("drift")
+    return sent

@@ -26,7 +26,7 @@ from delivery.rollout.analysis import IntervalVerdict, analyse
 from delivery.rollout.config import SHADOW, RolloutConfig
 from delivery.rollout.metrics_window import CHALLENGER_ROLES, CHAMPION_ROLES, Snapshot
 from delivery.rollout.state import RolloutState, StateStore
-from mlops.governance import audit
+from mlops.governance import alerts, audit
 
 if TYPE_CHECKING:
     from delivery.rollout.registry_writes import RolloutRegistry
@@ -145,6 +145,9 @@ class RolloutController:
         self.registry.rolled_back(state.challenger, reason)
         state = state.advance(phase="rolled_back", reason=reason)
         self._record(ROLLED_BACK, state, {"reason": reason, **_traffic(status)})
+        alerts.send(
+            "rollback", f"{state.model_name}/{state.challenger}", reason, {"champion": state.champion}
+        )
         return self._save(state)
 
     def _enter(self, state: RolloutState) -> RolloutState:

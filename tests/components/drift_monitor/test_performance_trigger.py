@@ -26,9 +26,11 @@ import pytest
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.drift_monitor import DriftResult
 from components.drift_monitor.feedback import store_labels
-from components.drift_monitor.monitor import check_window
+from components.drift_monitor.monitor import check_window, notify_check
 from components.drift_monitor.request_window import WindowError
+from mlops.governance.alerts import AlertSettings
 from tests.support.monitoring import MODEL, Monitored, monitored_model, scores_of, traffic, write_log
+from tests.support.webhook_receiver import webhook_receiver
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 ROWS = 5000
@@ -197,3 +199,14 @@ def test_a_wrongly_typed_log_column_is_refused_naming_it(
         WindowError, match=rf"column '{column}' is .*, but the model's column is {wanted}.*remove the file"
     ):
         check_window(window(day, min_rows=1), DriftSettings(), model.store, model.log_root)
+
+
+def test_a_drop_and_drift_alert_people_through_the_webhook(model: Monitored) -> None:
+    with webhook_receiver() as receiver:
+        settings = AlertSettings(alert_webhook_url=f"{receiver.url}/alerts")
+        assert notify_check(check(model, 1), settings) == ["estimated_drop", "drift"]
+        assert notify_check(check(model, 0), settings) == []  # nothing to tell
+    drop = receiver.posts[0].body
+    assert drop["text"].startswith("[mlops] estimated_drop: credit-default/1: estimated roc_auc drop")
+    assert "• champion's test roc_auc: " in drop["blocks"][0]["text"]["text"]
+    assert "prediction distance" in receiver.posts[1].body["text"] and len(receiver.posts) == 2

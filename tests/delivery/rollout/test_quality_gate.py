@@ -58,8 +58,11 @@ def test_quality_not_decided_yet_leaves_the_interval_to_the_operational_checks()
 
 
 @pytest.mark.slow
-def test_the_controller_rolls_back_as_soon_as_quality_shows_harm(store: DemoStore, tmp_path: Path) -> None:
-    """A live ``mlops serve``: operationally healthy challenger, fed labelled evidence that it ranks worse."""
+def test_the_controller_rolls_back_as_soon_as_quality_shows_harm(
+    store: DemoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live ``mlops serve``: operationally healthy challenger, fed labelled evidence that it ranks worse;
+    the rollback is announced on the webhook."""
     name = "rollout-quality"
     champion = register(store, name, store.onnx_a, alias=CHAMPION)
     challenger = register(
@@ -95,5 +98,7 @@ def test_the_controller_rolls_back_as_soon_as_quality_shows_harm(store: DemoStor
         assert state.reason.startswith("quality: challenger worse on realised AUC")
         assert state.intervals == 1
         assert target.current().serving[0].version == champion
+    assert [p.body["text"].split(":")[0] for p in receiver.posts] == ["[mlops] rollback"]
+    assert state.reason in receiver.posts[0].body["blocks"][0]["text"]["text"]
     rolled = [e for e in audit.read_events(store.workspace.root) if e.action == "rollout.rolled_back"]
     assert rolled[-1].details["reason"] == state.reason
