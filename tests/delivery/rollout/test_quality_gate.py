@@ -82,9 +82,9 @@ def test_the_controller_rolls_back_as_soon_as_quality_shows_harm(
         shadow=False, canary_steps=(10, 50, 100), bake_interval_s=0.5, min_requests=5, max_score_shift=1.0
     )
     rows = store.holdout.drop(columns=["default"]).head(100).to_dict("records")
-    with running_server(
-        store, "--model-name", name, "--reload-interval-s", "0.2", "--no-request-log"
-    ) as server:
+    flags = ("--model-name", name, "--reload-interval-s", "0.2", "--no-request-log")
+    with running_server(store, *flags) as server, webhook_receiver() as receiver:
+        monkeypatch.setenv("MLOPS_ALERT_WEBHOOK_URL", receiver.url)
         target = LocalServerTarget(server.url, store.tracking, name, timeout_s=60, poll_s=0.05)
         rollout = RolloutController(
             target,
