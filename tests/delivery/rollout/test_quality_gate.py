@@ -20,6 +20,7 @@ from delivery.targets.local import LocalServerTarget
 from mlops.governance import audit
 from mlops.vocabulary import CHALLENGER, CHAMPION
 from tests.support.serving import DemoStore, register, running_server, train_onnx
+from tests.support.webhook_receiver import webhook_receiver
 
 INF = math.inf
 CONFIG = RolloutConfig(min_requests=100, max_p99_latency_ms=50)
