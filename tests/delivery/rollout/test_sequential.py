@@ -1,8 +1,8 @@
 """The quality test of a canary, by simulation: error rates at equal quality, and how soon a worse model goes.
 
 Scores are binormal (negatives N(0, 1), positives N(d, 1): AUC = Φ(d / √2)), 30 % positives,
-a 10 % canary: each analysis interval the challenger answers 500 requests and the champion
-4500, every request's label arrives, and the verdict is asked after every interval (the
+a canary: each analysis interval the challenger answers 500 requests and 1000 of the champion's
+are read (more would only queue: a pair takes one unit of each), every request's label arrives, and the verdict is asked after every interval (the
 peeking an always-valid test must survive).
 """
 
@@ -18,7 +18,7 @@ from delivery.rollout.sequential import AucUnits, BettingTest, CanaryQuality, Pa
 
 PREVALENCE = 0.3
 CHAMPION_AUC = 0.80
-PER_INTERVAL = (500, 4500)
+PER_INTERVAL = (500, 1000)
 INTERVALS = 60
 """Horizon: 30,000 challenger requests."""
 REPLICATES = 200
