@@ -84,18 +84,20 @@ def calibration_counts(calibration: Calibration, scores: NumericProfile) -> np.n
     return np.bincount(cell, weights=counts, minlength=len(calibration.rates))
 
 
-def cbpe_draws(positives: np.ndarray, negatives: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:
+def cbpe_draws(
+    positives: np.ndarray, negatives: np.ndarray, rows: int, predicted_positive: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """ROC AUC and accuracy of each draw from expected positives / negatives per score bin (draws × bins).
 
-    AUC: the chance an expected positive outranks an expected negative, a tie (same score bin)
-    counting half. Accuracy: expected positives at or above 0.5 plus expected negatives below.
+    Bins in increasing score order. AUC: the chance an expected positive outranks an expected
+    negative, a tie (same score bin) counting half. Accuracy: expected positives in the bins
+    predicted positive (``predicted_positive``, scores at or above 0.5) plus expected negatives in the others.
     """
     below = np.cumsum(negatives, axis=1) - negatives
     total = positives.sum(axis=1) * negatives.sum(axis=1)
     auc = (positives * (below + negatives / 2)).sum(axis=1) / np.where(total > 0, total, np.nan)
-    half = SCORE_BINS // 2
-    accuracy = (positives[:, half:].sum(axis=1) + negatives[:, :half].sum(axis=1)) / max(rows, 1)
-    return auc, accuracy
+    right = np.where(predicted_positive, positives, negatives).sum(axis=1)
+    return auc, right / max(rows, 1)
 
 
 def estimated_bands(
@@ -107,26 +109,31 @@ def estimated_bands(
     samples: int,
     seed: int = 0,
 ) -> dict[str, Band]:
-    """Bands of the label-free estimate ``estimate`` (window sampling and calibration error; module docstring)."""
+    """Bands of the label-free estimate ``estimate`` (window sampling and calibration error; module docstring).
+
+    Only the window's occupied cells are drawn (a 1000-bin score axis is mostly empty), so a draw
+    costs the number of distinct (score bin, map bin) cells, not the rows.
+    """
     if not estimate or summary.rows == 0:
         return {}
     rng = np.random.default_rng(seed)
-    joint = summary.joint
-    cells = joint.ravel()
-    drawn = rng.multinomial(summary.rows, cells / cells.sum(), size=samples).reshape(samples, *joint.shape)
+    width = summary.joint.shape[1]
+    cells = summary.joint.ravel()
+    occupied = np.flatnonzero(cells)
+    score_bin, group = occupied // width, occupied % width
+    drawn = rng.multinomial(summary.rows, cells[occupied] / cells.sum(), size=samples).astype(float)
     if calibration is None:  # scores are the probabilities: each score bin's mean score
-        counts = joint.sum(axis=1)
-        mean = summary.positives / np.maximum(counts, 1)
-        rates = np.broadcast_to(mean[None, :, None], drawn.shape)
+        counts = summary.joint.sum(axis=1)
+        rates = (summary.positives / np.maximum(counts, 1))[score_bin][None, :]
     else:
         n = calibration_counts(calibration, scores)
         rate = np.asarray(calibration.rates)
         posterior = rng.beta(rate * n + 0.5, (1 - rate) * n + 0.5, size=(samples, len(rate)))
-        sampled = np.where(n > 0, posterior, rate)  # a bin no reference row fell in has no error to draw
-        rates = np.broadcast_to(sampled[:, None, : joint.shape[1]], drawn.shape)
-    positives = (drawn * rates).sum(axis=2)
-    negatives = (drawn * (1 - rates)).sum(axis=2)
-    auc, accuracy = cbpe_draws(positives, negatives, summary.rows)
+        rates = np.where(n > 0, posterior, rate)[:, group]  # a bin no reference row fell in: no error to draw
+    starts = np.flatnonzero(np.diff(score_bin, prepend=-1))  # cells of one score bin are adjacent
+    positives = np.add.reduceat(drawn * rates, starts, axis=1)
+    negatives = np.add.reduceat(drawn * (1 - rates), starts, axis=1)
+    auc, accuracy = cbpe_draws(positives, negatives, summary.rows, score_bin[starts] >= SCORE_BINS // 2)
     bands = {"accuracy": _band(estimate["accuracy"], accuracy, confidence)}
     if "roc_auc" in estimate:
         bands["roc_auc"] = _band(estimate["roc_auc"], auc[np.isfinite(auc)], confidence)
