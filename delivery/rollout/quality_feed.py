@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from delivery.rollout.config import RolloutConfig
 from delivery.rollout.sequential import CanaryQuality, QualityVerdict, accuracy_units
 from mlops import storage
 
@@ -110,5 +111,35 @@ class RequestLogQuality:
 
 
 def calibrations_from_registry(store: Any, model_name: str, versions: tuple[str, ...]) -> dict[str, Any]:
-    """Each version's calibration map from its reference profile (None: its scores are used as they are)."""
-    return {version: store.reference_profile(model_name, version).calibration for version in versions}
+    """Each version's calibration map from its reference profile; None (scores used as probabilities) for a
+    version registered without one."""
+    from mlops.model.reference_profile import ProfileError
+
+    maps = {}
+    for version in versions:
+        try:
+            maps[version] = store.reference_profile(model_name, version).calibration
+        except ProfileError:
+            maps[version] = None
+    return maps
+
+
+def for_rollout(config: RolloutConfig, log_root: str, state: Any, store: Any) -> RequestLogQuality:
+    """The quality feed of the rollout ``state`` (model, champion, challenger) under ``config``'s quality settings."""
+    versions = (state.challenger, state.champion)
+    quality = CanaryQuality(
+        alpha=config.quality_alpha,
+        auc_margin=config.quality_auc_margin,
+        accuracy_margin=config.quality_accuracy_margin,
+        min_units=config.quality_min_pairs,
+    )
+    calibrations = calibrations_from_registry(store, state.model_name, versions)
+    return RequestLogQuality(
+        log_root,
+        state.model_name,
+        state.champion,
+        state.challenger,
+        calibrations,
+        quality,
+        config.agreement_threshold,
+    )

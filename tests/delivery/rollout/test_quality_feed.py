@@ -6,15 +6,18 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from statistics import NormalDist
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
 from components.drift_monitor.feedback import store_labels
-from delivery.rollout.quality_feed import RequestLogQuality
+from delivery.rollout.config import RolloutConfig
+from delivery.rollout.quality_feed import RequestLogQuality, for_rollout
 from delivery.rollout.sequential import CanaryQuality
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from mlops.model.reference_profile import Calibration, ProfileError
 from serving.request_log import Block, RequestLogger
 
 MODEL = "quality-feed"
@@ -79,3 +82,33 @@ def test_rows_of_other_versions_and_unlabelled_rows_add_only_estimated_units(tmp
     # challenger units 0.8 (1 - 0.2), champion 0.9: the paired difference is -0.1 on every pair
     assert verdict.outcome == "continue" and verdict.figures["quality_estimated_pairs"] == 20
     assert abs(quality.estimated.mean_difference + 0.1) < 1e-6
+
+
+class ProfileRegistry:
+    """Stand-in for the one TrackingStore method the feed asks (a real registry: tests/components/drift_monitor)."""
+
+    def __init__(self, calibrations: dict[str, Calibration]):
+        self.calibrations = calibrations
+
+    def reference_profile(self, model_name: str, version: str) -> SimpleNamespace:
+        if version not in self.calibrations:
+            raise ProfileError(f"model {model_name!r} version {version} has no reference profile")
+        return SimpleNamespace(calibration=self.calibrations[version])
+
+
+def test_a_rollouts_feed_takes_the_configs_quality_settings_and_each_versions_calibration(
+    tmp_path: Path,
+) -> None:
+    config = RolloutConfig(
+        quality_alpha=0.02, quality_auc_margin=0.03, quality_min_pairs=7, agreement_threshold=0.4
+    )
+    state = SimpleNamespace(model_name=MODEL, champion="1", challenger="2")
+    mapped = Calibration(edges=(0.5,), rates=(0.1, 0.7))
+    feed = for_rollout(config, str(tmp_path), state, ProfileRegistry({"1": mapped}))
+    assert (feed.quality.alpha, feed.quality.auc_margin, feed.quality.min_units) == (0.02, 0.03, 7)
+    assert feed.calibrations == {
+        "1": mapped,
+        "2": None,
+    }  # version 2 has no profile: its scores are used as they are
+    assert feed.threshold == 0.4
+    assert feed().outcome == "continue"  # no log yet: nothing decided
