@@ -66,6 +66,36 @@ class AttributionDrift:
         return [name for move, name in moves if move > 0]
 
 
+@dataclass(frozen=True)
+class GateReference:
+    """The model-validation gate's figures on the test split, as the monitor compares live traffic with them."""
+
+    selection_rates: dict[str, dict[str, float]]
+    """Per protected attribute, each group's selection rate (share predicted positive)."""
+    odds_gaps: dict[str, float]
+    """Per protected attribute, the equalised-odds difference."""
+    importance: dict[str, float]
+    """Per feature, the mean |change in probability| when it is shuffled (the gate's permutation importance)."""
+
+
+def reference_from_gate_report(report: Mapping[str, object]) -> GateReference:
+    """Read a model-validation gate's ``report.json`` (the artifact it logs with every version it judges)."""
+    fairness = report.get("fairness")
+    explained = report.get("explainability")
+    if not isinstance(fairness, list) or not isinstance(explained, dict):
+        raise ValueError(
+            "the gate report has no 'fairness' list or 'explainability' object: it is not a model-validation "
+            "report.json (model_validation/report.json in the gate's MLflow run)"
+        )
+    rates = {
+        str(a["attribute"]): {str(g["group"]): float(g["selection_rate"]) for g in a["groups"]}
+        for a in fairness
+    }
+    gaps = {str(a["attribute"]): float(a["equalized_odds_difference"]) for a in fairness}
+    importance = {str(f["feature"]): float(f["importance"]) for f in explained.get("attributions", [])}
+    return GateReference(rates, gaps, importance)
+
+
 def wilson(successes: int, trials: int, confidence: float) -> tuple[float, float]:
     """Two-sided Wilson score interval of a proportion."""
     z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from components.drift_monitor.bias_drift import (
     attribution_drift,
     equalised_odds_gap,
+    reference_from_gate_report,
     selection_rate_drift,
     shuffle_importance,
     wilson,
@@ -80,3 +83,27 @@ def test_shuffle_importance_ranks_the_features_a_score_uses() -> None:
     columns = {name: rng.normal(0, 1, 2000) for name in ("strong", "weak", "unused")}
     importance = shuffle_importance(lambda c: 2 * c["strong"] + 0.3 * c["weak"], columns)
     assert importance["strong"] > importance["weak"] > importance["unused"] == 0.0
+
+
+def test_the_reference_figures_are_read_from_the_gates_own_report() -> None:
+    """The model-validation gate runs on sample data; its report.json (as logged) gives the monitor's references."""
+    from components.model_validation.config import ValidationConfig
+    from components.model_validation.gate_report import to_json
+    from components.model_validation.model_validation import validate
+    from mlops.data.features import FeatureSpec
+    from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+    from tests.support.gate_inputs import stub_scorer
+
+    test = generate(SampleDataConfig(rows=1500, seed=7, bias=1.0))
+    spec = FeatureSpec.fit(test, SAMPLE_SCHEMA)
+    column = spec.numeric.index("interest_rate")
+    scorer = stub_scorer(spec, lambda x: 1 / (1 + np.exp(-3 * x[:, column])))
+    result = validate(scorer, test, "default", ["sex"], ValidationConfig())
+    report = json.loads(json.dumps(to_json(result, "m", "1")))  # through JSON, as the artifact is read back
+    reference = reference_from_gate_report(report)
+    (fairness,) = result.fairness
+    assert reference.selection_rates["sex"] == {g.group: g.selection_rate for g in fairness.groups}
+    assert reference.odds_gaps["sex"] == pytest.approx(fairness.equalized_odds_difference)
+    assert max(reference.importance, key=reference.importance.get) == "interest_rate"  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not a model-validation report.json"):
+        reference_from_gate_report({"decision": "promote"})
