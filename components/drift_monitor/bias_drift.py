@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -202,3 +206,61 @@ def attribution_drift(
         {n: window[n] for n in names},
         {n: reference[n] for n in names},
     )
+
+
+def bias_figures(
+    grouped: list[pd.DataFrame],
+    reference: GateReference,
+    tolerance: float,
+    min_group_rows: int,
+    confidence: float,
+    threshold: float = 0.5,
+) -> tuple[list[dict[str, object]], list[str]]:
+    """Selection rates per group (every grouped row) and equalised-odds gaps (labelled rows), against the
+    gate's figures, for each protected attribute both the feedback and the gate name; the breaches as text."""
+    import pandas as pd
+
+    frame = pd.concat(grouped, ignore_index=True)
+    figures: list[dict[str, object]] = []
+    findings: list[str] = []
+    for attribute, rates in sorted(reference.selection_rates.items()):
+        if attribute not in frame.columns:
+            continue
+        rows = frame[frame[attribute].notna()]
+        groups = rows[attribute].astype(str).to_numpy()
+        scores = rows["prediction"].to_numpy(float)
+        unknown = sorted(set(groups.tolist()) - set(rates))
+        if unknown:
+            findings.append(
+                f"bias drift: feedback names {attribute} group(s) {unknown} the gate did not see "
+                f"(its groups: {sorted(rates)}); send the gate's group names"
+            )
+        for rate in selection_rate_drift(
+            attribute, groups, scores, rates, threshold, tolerance, confidence, min_group_rows
+        ):
+            figures.append({"kind": "selection_rate", **asdict(rate)})
+            if rate.breach:
+                findings.append(
+                    f"bias drift: {attribute}={rate.group} selection rate {rate.selection_rate:.3f} "
+                    f"[{rate.low:.3f}, {rate.high:.3f}] on {rate.rows} rows vs the gate's {rate.reference:.3f} "
+                    f"(tolerance {tolerance:g})"
+                )
+        labelled = rows[rows["label"].notna()]
+        if attribute in reference.odds_gaps and len(labelled):
+            gap = equalised_odds_gap(
+                attribute,
+                labelled[attribute].astype(str).to_numpy(),
+                labelled["prediction"].to_numpy(float),
+                labelled["label"].to_numpy(int),
+                reference.odds_gaps[attribute],
+                threshold,
+                tolerance,
+                min_group_rows,
+            )
+            figures.append({"kind": "equalised_odds_gap", **asdict(gap)})
+            if gap.breach:
+                findings.append(
+                    f"bias drift: {attribute} equalised-odds gap {gap.gap:.3f} over groups {', '.join(gap.groups)} "
+                    f"vs the gate's {gap.reference:.3f} (tolerance {tolerance:g})"
+                )
+    return figures, findings

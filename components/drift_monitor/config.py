@@ -73,6 +73,11 @@ class DriftSettings(BaseModel):
     """Bootstrap draws behind the estimated and realised bands."""
     min_labelled_rows: int = Field(default=100, ge=1)
     """Fewest labelled rows of the window for the realised figures to be judged (fewer: reported only)."""
+    bias_tolerance: float = Field(default=0.05, gt=0, lt=1)
+    """Bias drift: a group's selection rate may move this far from the gate's (beyond its Wilson band), and the
+    equalised-odds gap may grow this much over the gate's, before it is a finding."""
+    bias_min_group_rows: int = Field(default=30, ge=1)
+    """Bias drift: fewest rows of a group (of each label class, for the equalised-odds gap) to be judged."""
     feature_methods: dict[str, str] = Field(default_factory=dict)
     """Per-feature test, overriding the defaults, e.g. {"income": "psi"}."""
     feature_thresholds: dict[str, float] = Field(default_factory=dict)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from components.drift_monitor import stats
+from components.drift_monitor.bias_drift import GateReference, bias_figures
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.performance_bands import (
     Band,
@@ -78,6 +79,10 @@ class DriftResult:
     reference_bands: dict[str, dict[str, float]] = field(default_factory=dict)
     """The champion's test metrics with their bands."""
     performance_drop: bool = False
+    bias: list[dict[str, Any]] = field(default_factory=list)
+    """Per protected attribute and group, the window's figures against the gate's (feedback named the groups)."""
+    findings: list[str] = field(default_factory=list)
+    """Monitoring findings that do not ask for a retraining: bias drift, or why it was not checked."""
     decision: str = NO_ACTION
     reasons: list[str] = field(default_factory=list)
 
@@ -218,7 +223,11 @@ def dataset_drifted(drifted: int, features: int, share: float) -> bool:
 
 
 def judge(
-    model_name: str, profile: ReferenceProfile, summary: WindowSummary, settings: DriftSettings
+    model_name: str,
+    profile: ReferenceProfile,
+    summary: WindowSummary,
+    settings: DriftSettings,
+    gate: GateReference | None = None,
 ) -> DriftResult:
     features = [numeric_drift(c, settings) for c in summary.numeric]
     features += [categorical_drift(c, settings) for c in summary.categorical]
@@ -259,6 +268,16 @@ def judge(
         realised_bands(labelled_scores, labels, settings.confidence, settings.bootstrap_samples)
     )
     result.reference_bands = as_dicts(reference_bands(profile.metrics, profile.rows, settings.confidence))
+    if summary.grouped and gate is None:
+        result.findings.append(
+            "bias drift not checked: feedback named protected groups, but the version has no model-validation "
+            "report to compare with"
+        )
+    elif summary.grouped and gate is not None:
+        result.bias, breaches = bias_figures(
+            summary.grouped, gate, settings.bias_tolerance, settings.bias_min_group_rows, settings.confidence
+        )
+        result.findings.extend(breaches)
     drift_reasons = _drift_reasons(result, settings)
     performance_reasons = _performance_reasons(result, settings)
     result.performance_drop = bool(performance_reasons)

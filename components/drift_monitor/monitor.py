@@ -19,9 +19,10 @@ from components.drift_monitor.request_window import Calibrator, WindowError, emp
 from components.drift_monitor.sample import Reservoir
 from mlops.model.reference_profile import ReferenceProfile
 from mlops.tracking.store import TrackingStore
-from mlops.vocabulary import CHAMPION
+from mlops.vocabulary import CHAMPION, VALIDATION_REPORT_FILE, VALIDATION_RUN_TAG
 
 if TYPE_CHECKING:
+    from components.drift_monitor.bias_drift import GateReference
     from mlops.governance.alerts import AlertSettings
 
 JSON_REPORT = "drift_report.json"
@@ -71,7 +72,21 @@ def check_window(
             f"{window.model_name} v{version} under {log_root} (min_rows {window.min_rows}){others}; widen "
             "--since/--until, check the request log location, or lower min_rows. Nothing was triggered"
         )
-    return Check(judge(window.model_name, profile, summary, drift), profile, sample)
+    gate = gate_reference(store, window.model_name, version) if summary.grouped else None
+    return Check(judge(window.model_name, profile, summary, drift, gate), profile, sample)
+
+
+def gate_reference(store: TrackingStore, model_name: str, version: str) -> GateReference | None:
+    """The model-validation gate's figures for ``version`` (its report.json), or None when it was not judged."""
+    import json
+
+    from components.drift_monitor.bias_drift import reference_from_gate_report
+
+    run_id = store.client.get_model_version(model_name, version).tags.get(VALIDATION_RUN_TAG)
+    if not run_id:
+        return None
+    path = store.download(f"runs:/{run_id}/{VALIDATION_REPORT_FILE}")
+    return reference_from_gate_report(json.loads(path.read_text(encoding="utf-8")))
 
 
 def metrics_of(result: DriftResult) -> dict[str, float]:
@@ -86,6 +101,7 @@ def metrics_of(result: DriftResult) -> dict[str, float]:
         **{f"reference_{k}": v for k, v in result.reference_metrics.items()},
         **{f"realised_{k}": v for k, v in result.realised.items()},
         "performance_drop": float(result.performance_drop),
+        "bias_findings": float(sum(f.startswith("bias drift:") for f in result.findings)),
         **{
             f"{kind}_{metric}_{end}": band[end]
             for kind, bands in (
@@ -156,6 +172,7 @@ def record_check(result: DriftResult, run_id: str, workspace_root: str) -> None:
             "since": result.start,
             "until": result.end,
             "rows": result.rows,
+            "findings": result.findings,
         },
         links={"mlflow_run_id": run_id, "model_version": result.version},
         workspace_root=workspace_root or None,
@@ -185,6 +202,9 @@ def notify_check(result: DriftResult, settings: AlertSettings | None = None) -> 
         }
         if alerts.send("estimated_drop", subject, "; ".join(drops), {**window, **bands}, settings):
             sent.append("estimated_drop")
+    breaches = [f for f in result.findings if f.startswith("bias drift:")]
+    if breaches and alerts.send("bias_drift", subject, "; ".join(breaches), window, settings):
+        sent.append("bias_drift")
     if result.drifted_features or result.dataset_drift or result.prediction_drift:
         summary = (
             f"{len(result.drifted_features)} feature(s) drifted ({', '.join(result.drifted_features) or 'none'}); "

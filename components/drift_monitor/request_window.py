@@ -19,6 +19,7 @@ import numpy as np
 from mlops.model.reference_profile import Calibration, CategoricalProfile, NumericProfile, ReferenceProfile
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
 LOG_COLUMNS = ("prediction", "model_version", "timestamp")
@@ -159,6 +160,9 @@ class WindowSummary:
     """Rows in the time range served by other versions (not compared)."""
     labelled: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     """(scores, labels) of rows whose label arrived through ``mlops feedback``."""
+    grouped: list[pd.DataFrame] = field(default_factory=list)
+    """``prediction``, ``label`` (may be missing) and protected-attribute columns of rows whose feedback
+    named their groups."""
 
 
 def empty_summary(profile: ReferenceProfile, start: datetime, end: datetime, version: str) -> WindowSummary:

@@ -16,6 +16,7 @@ holds one kind of traffic:
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -210,3 +211,58 @@ def test_a_drop_and_drift_alert_people_through_the_webhook(model: Monitored) -> 
     assert drop["text"].startswith("[mlops] estimated_drop: credit-default/1: estimated roc_auc drop")
     assert "• champion's test roc_auc: " in drop["blocks"][0]["text"]["text"]
     assert "prediction distance" in receiver.posts[1].body["text"] and len(receiver.posts) == 2
+
+
+def log_gate_report(model: Monitored) -> None:
+    """Run the model-validation gate on the champion's test split and log its report.json as the gate does."""
+    from components.model_validation.config import ValidationConfig
+    from components.model_validation.gate_report import to_json
+    from components.model_validation.model_validation import validate
+    from components.model_validation.scoring import load_scorer
+    from mlops.data.sample_data import SampleDataConfig, generate
+    from mlops.vocabulary import VALIDATION_REPORT_FILE, VALIDATION_RUN_TAG
+
+    test = generate(SampleDataConfig(rows=1500, seed=22))  # the rows monitored_model registered with
+    result = validate(load_scorer(model.onnx_dir), test, "default", ["sex"], ValidationConfig())
+    client = model.store.client
+    run = client.create_run(client.get_experiment_by_name("training").experiment_id)
+    client.log_text(
+        run.info.run_id, json.dumps(to_json(result, MODEL, model.version)), VALIDATION_REPORT_FILE
+    )
+    client.set_model_version_tag(MODEL, model.version, VALIDATION_RUN_TAG, run.info.run_id)
+
+
+def test_feedback_naming_groups_shows_bias_drift_against_the_gates_figures(
+    model: Monitored, tmp_path: Path
+) -> None:
+    """Day 4: normal traffic; feedback gives each request's sex, and group F now holds the riskiest half."""
+    frame = traffic(ROWS, seed=54)
+    write_log(model, frame, T0 + timedelta(days=4, hours=6), request_ids=ids("bias"))
+    risky = scores_of(model, frame) >= np.median(scores_of(model, frame))
+    groups = pd.DataFrame({"request_id": ids("bias"), "sex": np.where(risky, "F", "M")})
+    groups.to_csv(tmp_path / "groups.csv", index=False)  # no label column: the groups alone
+    assert store_labels(str(tmp_path / "groups.csv"), model.log_root, MODEL).matched == ROWS
+    unjudged = check(model, 4)
+    assert unjudged.findings == [
+        "bias drift not checked: feedback named protected groups, but the version has no model-validation "
+        "report to compare with"
+    ]
+    log_gate_report(model)
+    mismatched = check(model, 4)
+    assert mismatched.findings[0].startswith(
+        "bias drift: feedback names sex group(s) ['F', 'M'] the gate did not"
+    )
+    groups["sex"] = np.where(risky, "female", "male")  # the gate's names; the later file wins
+    groups.to_csv(tmp_path / "groups.csv", index=False)
+    store_labels(str(tmp_path / "groups.csv"), model.log_root, MODEL)
+    result = check(model, 4)
+    rates = {f["group"]: f for f in result.bias if f["kind"] == "selection_rate"}
+    assert set(rates) == {"female", "male"} and rates["female"]["rows"] + rates["male"]["rows"] == ROWS
+    assert rates["female"]["selection_rate"] > rates["female"]["reference"] + 0.05
+    assert rates["female"]["breach"] and rates["female"]["low"] > rates["female"]["reference"] + 0.05
+    assert result.findings == [f for f in result.findings if f.startswith("bias drift: sex=")]
+    assert any(f.startswith("bias drift: sex=female selection rate") for f in result.findings)
+    assert result.realised == {}  # no label arrived: nothing realised
+    with webhook_receiver() as receiver:
+        assert "bias_drift" in notify_check(result, AlertSettings(alert_webhook_url=receiver.url))
+    assert receiver.posts[0].body["text"].startswith("[mlops] bias_drift: credit-default/1: bias drift: sex=")
