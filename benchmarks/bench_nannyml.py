@@ -68,7 +68,7 @@ def nannyml_child(directory: Path) -> None:
         started = time.perf_counter()
         result = estimator.estimate(frame).filter(period="analysis").to_df()
         seconds = time.perf_counter() - started
-        figures: dict[str, Any] = {"window": int(window), "seconds": seconds}
+        figures: dict[str, Any] = {"window": int(str(window)), "seconds": seconds}
         for metric in ("roc_auc", "accuracy"):
             figures[metric] = float(result[(metric, "value")].iloc[0])
             figures[f"{metric}_low"] = float(result[(metric, "lower_confidence_boundary")].iloc[0])
