@@ -132,3 +132,10 @@ class RegistrationSettings(BaseModel):
     """Commit of the pipeline code, recorded on the model version."""
     trigger: str = Field(default="")
     """Why this run was started, recorded on the model version: empty for a manual run, else set by the monitor."""
+
+
+# --- the model-validation gate's report, read back by the drift monitor (bias and attribution drift) ---
+VALIDATION_RUN_TAG = f"{TAG_PREFIX}model_validation.run_id"
+"""Version tag naming the gate's MLflow run (components.model_validation writes it)."""
+VALIDATION_REPORT_FILE = "model_validation/report.json"
+"""The gate's JSON report in that run: per-group fairness figures and permutation importances."""

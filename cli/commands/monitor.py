@@ -1,8 +1,9 @@
 """``mlops monitor``: run the monitoring pipeline once, now, on this machine (kfp.local).
 
 Checks the request log of ``--since`` .. ``--until`` against the champion's reference
-profile and, if it drifted, runs the training pipeline in this workspace (unless a
-retraining was triggered within the cooldown; ``--force`` overrides). Every other
+profile and, if it drifted or its performance dropped (``--trigger``), runs the training
+pipeline in this workspace (unless a retraining was triggered within the cooldown;
+``--force`` overrides). Every other
 monitoring setting is accepted as ``--set section.field=value`` (``mlops run monitoring
 --help`` lists them by section). Exit 0 when the check ran (whatever it decided), 1 when it failed.
 """
@@ -36,6 +37,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="version to check (= window.model_version; default: champion)",
     )
     parser.add_argument(
+        "--trigger",
+        choices=("drift", "performance", "both"),
+        help="what asks for a retraining (= drift.trigger; default both): feature/prediction drift, a performance "
+        "drop (estimate or realised band below the champion's test band), or either",
+    )
+    parser.add_argument(
         "--force", action="store_true", help="trigger a retraining even within the cooldown (= retrain.force)"
     )
     add_set_option(parser, "any other monitoring setting by its address (repeatable), e.g. drift.share=0.3")
@@ -47,6 +54,7 @@ FLAG_ADDRESSES = {
     "until": "window.until",
     "model_name": "window.model_name",
     "model_version": "window.model_version",
+    "trigger": "drift.trigger",
 }
 """The command's own flags and the monitoring pipeline's settings they stand for."""
 FORCE = "retrain.force"

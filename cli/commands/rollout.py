@@ -36,6 +36,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="labelled or unlabelled table (CSV/Parquet, path or s3://) replayed through the endpoint during "
         "each interval, for a rollout without live traffic",
     )
+    start.add_argument(
+        "--quality-log",
+        default="",
+        help="request-log root the server writes (default <workspace>/request-logs): its rows and the labels "
+        "sent with mlops feedback feed the always-valid quality test (rollout.quality_*); 'off': no quality test",
+    )
     _config_flags(start)
     for name, text in (
         ("status", "where the latest rollout of the model is"),
@@ -158,6 +164,11 @@ def _start(args: argparse.Namespace, workspace: Workspace, controller: Any) -> i
         # The replayer keeps only the model's features (label and other columns may stay in the file).
         replay = Replayer(args.server_url, args.model_name, frame.to_dict("records"), _token(args))
     state = controller.start(config, args.challenger)
+    if args.quality_log != "off":  # quality judged on the request log and feedback labels as they arrive
+        from delivery.rollout.quality_feed import for_rollout
+
+        log_root = args.quality_log or str(workspace.root / "request-logs")
+        controller.quality = for_rollout(config, log_root, state, controller.registry.store)
     print(
         f"rollout of {state.model_name} version {state.challenger} against champion {state.champion} on "
         f"{state.target}: stages {', '.join(config.stages)}",

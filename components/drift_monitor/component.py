@@ -32,7 +32,13 @@ def check_drift(
     from pathlib import Path
 
     from components.drift_monitor.config import DriftSettings, WindowSettings
-    from components.drift_monitor.monitor import check_window, log_check, record_check, write_reports
+    from components.drift_monitor.monitor import (
+        check_window,
+        log_check,
+        notify_check,
+        record_check,
+        write_reports,
+    )
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 
@@ -45,6 +51,9 @@ def check_drift(
     reports = write_reports(check, drift_settings, Path(report_json.path), Path(report_html.path))
     mlflow_run_id = log_check(check, store, reports)
     record_check(check.result, mlflow_run_id, audit_workspace)
+    notify_check(
+        check.result
+    )  # webhook alerts (MLOPS_ALERT_WEBHOOK_URL); a failed alert never fails the check
     result = check.result
     print(f"{result.decision}: {'; '.join(result.reasons)}")
     Path(reasons).write_text("; ".join(result.reasons))

@@ -11,6 +11,7 @@ from mlops.vocabulary import NAME_PATTERN
 
 Method = Literal["wasserstein", "jensenshannon", "psi"]
 METHODS: tuple[str, ...] = ("wasserstein", "jensenshannon", "psi")
+Trigger = Literal["drift", "performance", "both"]
 
 
 class WindowSettings(BaseModel):
@@ -59,6 +60,24 @@ class DriftSettings(BaseModel):
     """Prediction drift when the scores' Wasserstein distance / reference std is at least this."""
     trigger_on_prediction_drift: bool = True
     """Retrain on prediction drift alone too (not only on dataset drift)."""
+    trigger: Trigger = "both"
+    """What asks for a retraining. ``drift``: dataset drift (``share``) or prediction drift
+    (``trigger_on_prediction_drift``); ``performance``: a performance drop, the window's band of
+    ``performance_metric`` (label-free estimate, or realised from feedback labels) wholly below the
+    champion's test band; ``both``: either of the two."""
+    performance_metric: Literal["roc_auc", "accuracy"] = "roc_auc"
+    """The figure whose drop triggers a retraining (``trigger`` performance or both)."""
+    confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    """Confidence of every performance band (estimated, realised, and the champion's test band)."""
+    bootstrap_samples: int = Field(default=200, ge=20, le=10000)
+    """Bootstrap draws behind the estimated and realised bands."""
+    min_labelled_rows: int = Field(default=100, ge=1)
+    """Fewest labelled rows of the window for the realised figures to be judged (fewer: reported only)."""
+    bias_tolerance: float = Field(default=0.05, gt=0, lt=1)
+    """Bias drift: a group's selection rate may move this far from the gate's (beyond its Wilson band), and the
+    equalised-odds gap may grow this much over the gate's, before it is a finding."""
+    bias_min_group_rows: int = Field(default=30, ge=1)
+    """Bias drift: fewest rows of a group (of each label class, for the equalised-odds gap) to be judged."""
     feature_methods: dict[str, str] = Field(default_factory=dict)
     """Per-feature test, overriding the defaults, e.g. {"income": "psi"}."""
     feature_thresholds: dict[str, float] = Field(default_factory=dict)

@@ -35,8 +35,13 @@ class Stored:
 
 
 def store_labels(labels_uri: str, log_root: str, model_name: str) -> Stored:
+    """Validate and store a feedback file: ``request_id``, ``label`` (0/1), optional ``request_row``, and any
+    other column as a protected attribute of the request (e.g. ``sex``), kept as text for bias drift. The
+    label may be absent (or empty in a row) when such a column is given: the group alone serves selection rates."""
     frame, _ = load_table(labels_uri)
-    missing = [c for c in ("request_id", "label") if c not in frame.columns]
+    groups = [c for c in frame.columns if c not in (*ID_COLUMNS, "label")]
+    required = ("request_id",) if groups else ("request_id", "label")
+    missing = [c for c in required if c not in frame.columns]
     if missing:
         raise FeedbackError(
             f"labels file {labels_uri} lacks column(s) {missing}; it needs request_id and label "
@@ -44,7 +49,10 @@ def store_labels(labels_uri: str, log_root: str, model_name: str) -> Stored:
         )
     if "request_row" not in frame.columns:
         frame["request_row"] = 0
-    bad = frame[~frame["label"].isin([0, 1])]
+    if "label" not in frame.columns:
+        frame["label"] = None
+    labelled = frame["label"].notna()
+    bad = frame[labelled & ~frame["label"].isin([0, 1])]
     if len(bad):
         raise FeedbackError(
             f"labels file {labels_uri} has {len(bad)} label(s) other than 0/1 "
@@ -53,8 +61,9 @@ def store_labels(labels_uri: str, log_root: str, model_name: str) -> Stored:
     frame = frame.assign(
         request_id=frame["request_id"].astype(str),
         request_row=frame["request_row"].astype("int32"),
-        label=frame["label"].astype("int8"),
-    )[[*ID_COLUMNS, "label"]]
+        label=frame["label"].astype("Int8"),
+        **{g: frame[g].astype("string") for g in groups},
+    )[[*ID_COLUMNS, "label", *groups]]
     logged = _logged_ids(log_root, model_name)
     matched = int(frame.merge(logged, on=list(ID_COLUMNS), how="inner").shape[0]) if len(logged) else 0
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")

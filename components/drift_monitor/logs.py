@@ -126,6 +126,12 @@ def summarise(
         if labels is not None and "request_id" in table.column_names:
             logged = table.select([*ID_COLUMNS, "prediction"]).to_pandas()
             joined = logged.merge(labels, on=list(ID_COLUMNS), how="inner")
-            if len(joined):
-                summary.labelled.append((joined["prediction"].to_numpy(float), joined["label"].to_numpy(int)))
+            labelled = joined[joined["label"].notna()]
+            if len(labelled):
+                summary.labelled.append(
+                    (labelled["prediction"].to_numpy(float), labelled["label"].to_numpy(int))
+                )
+            groups = [c for c in joined.columns if c not in (*ID_COLUMNS, "prediction", "label")]
+            if groups and joined[groups].notna().to_numpy().any():  # feedback named protected groups
+                summary.grouped.append(joined.drop(columns=list(ID_COLUMNS)))
     return summary

@@ -10,15 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.drift_monitor import DriftResult, judge, window_bounds
 from components.drift_monitor.logs import summarise
-from components.drift_monitor.request_window import WindowError, empty_summary
+from components.drift_monitor.request_window import Calibrator, WindowError, empty_summary
 from components.drift_monitor.sample import Reservoir
 from mlops.model.reference_profile import ReferenceProfile
 from mlops.tracking.store import TrackingStore
-from mlops.vocabulary import CHAMPION
+from mlops.vocabulary import CHAMPION, VALIDATION_REPORT_FILE, VALIDATION_RUN_TAG
+
+if TYPE_CHECKING:
+    from components.drift_monitor.bias_drift import GateReference
+    from mlops.governance.alerts import AlertSettings
 
 JSON_REPORT = "drift_report.json"
 HTML_REPORT = "drift_report.html"
@@ -52,7 +57,7 @@ def check_window(
     start, end = window_bounds(window, now)
     version = resolve_version(store, window.model_name, window.model_version)
     profile = store.reference_profile(window.model_name, version)
-    calibrate = profile.calibration.apply if profile.calibration else (lambda s: s)
+    calibrate = Calibrator(profile.calibration)
     summary = empty_summary(profile, start, end, version)
     sample = Reservoir(window.report_rows)
     columns = [*profile.feature_names, "prediction"]
@@ -67,7 +72,21 @@ def check_window(
             f"{window.model_name} v{version} under {log_root} (min_rows {window.min_rows}){others}; widen "
             "--since/--until, check the request log location, or lower min_rows. Nothing was triggered"
         )
-    return Check(judge(window.model_name, profile, summary, drift), profile, sample)
+    gate = gate_reference(store, window.model_name, version) if summary.grouped else None
+    return Check(judge(window.model_name, profile, summary, drift, gate), profile, sample)
+
+
+def gate_reference(store: TrackingStore, model_name: str, version: str) -> GateReference | None:
+    """The model-validation gate's figures for ``version`` (its report.json), or None when it was not judged."""
+    import json
+
+    from components.drift_monitor.bias_drift import reference_from_gate_report
+
+    run_id = store.client.get_model_version(model_name, version).tags.get(VALIDATION_RUN_TAG)
+    if not run_id:
+        return None
+    path = store.download(f"runs:/{run_id}/{VALIDATION_REPORT_FILE}")
+    return reference_from_gate_report(json.loads(path.read_text(encoding="utf-8")))
 
 
 def metrics_of(result: DriftResult) -> dict[str, float]:
@@ -81,6 +100,18 @@ def metrics_of(result: DriftResult) -> dict[str, float]:
         **{f"estimated_{k}": v for k, v in result.estimated.items()},
         **{f"reference_{k}": v for k, v in result.reference_metrics.items()},
         **{f"realised_{k}": v for k, v in result.realised.items()},
+        "performance_drop": float(result.performance_drop),
+        "bias_findings": float(sum(f.startswith("bias drift:") for f in result.findings)),
+        **{
+            f"{kind}_{metric}_{end}": band[end]
+            for kind, bands in (
+                ("estimated", result.estimated_bands),
+                ("realised", result.realised_bands),
+                ("reference", result.reference_bands),
+            )
+            for metric, band in bands.items()
+            for end in ("low", "high")
+        },
     }
     return {k: v for k, v in values.items() if v == v}  # NaN (a column absent from the window) is not logged
 
@@ -141,7 +172,44 @@ def record_check(result: DriftResult, run_id: str, workspace_root: str) -> None:
             "since": result.start,
             "until": result.end,
             "rows": result.rows,
+            "findings": result.findings,
         },
         links={"mlflow_run_id": run_id, "model_version": result.version},
         workspace_root=workspace_root or None,
     )
+
+
+def notify_check(result: DriftResult, settings: AlertSettings | None = None) -> list[str]:
+    """Alert people (webhook, :mod:`mlops.governance.alerts`) on a performance drop and on drift; the events sent.
+
+    A failed alert is logged by the alert module and never fails the check.
+    """
+    from mlops.governance import alerts
+
+    subject = f"{result.model_name}/{result.version}"
+    window = {"window": f"{result.start} .. {result.end}", "rows": result.rows, "decision": result.decision}
+    sent = []
+    if result.performance_drop:
+        drops = [r for r in result.reasons if " drop " in r]
+        bands = {
+            f"{kind} {metric}": f"{band['value']:.3f} [{band['low']:.3f}, {band['high']:.3f}]"
+            for kind, figures in (
+                ("estimated", result.estimated_bands),
+                ("realised", result.realised_bands),
+                ("champion's test", result.reference_bands),
+            )
+            for metric, band in figures.items()
+        }
+        if alerts.send("estimated_drop", subject, "; ".join(drops), {**window, **bands}, settings):
+            sent.append("estimated_drop")
+    breaches = [f for f in result.findings if f.startswith("bias drift:")]
+    if breaches and alerts.send("bias_drift", subject, "; ".join(breaches), window, settings):
+        sent.append("bias_drift")
+    if result.drifted_features or result.dataset_drift or result.prediction_drift:
+        summary = (
+            f"{len(result.drifted_features)} feature(s) drifted ({', '.join(result.drifted_features) or 'none'}); "
+            f"prediction distance {result.prediction_score:.3f}"
+        )
+        if alerts.send("drift", subject, summary, window, settings):
+            sent.append("drift")
+    return sent

@@ -9,15 +9,17 @@ per categorical column.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mlops.model.reference_profile import CategoricalProfile, NumericProfile, ReferenceProfile
+from mlops.model.reference_profile import Calibration, CategoricalProfile, NumericProfile, ReferenceProfile
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
 LOG_COLUMNS = ("prediction", "model_version", "timestamp")
@@ -85,21 +87,62 @@ class CategoricalCounts:
             self.counts[key] = self.counts.get(key, 0) + int(item["counts"])
 
 
+class Calibrator:
+    """The profile's calibration map as the window needs it: probabilities, and which map bin each score fell in.
+
+    Without a calibration map (reference rows without labels) the scores are taken as
+    probabilities and every score is in one bin.
+    """
+
+    def __init__(self, calibration: Calibration | None) -> None:
+        self.calibration = calibration
+        self.bins = len(calibration.rates) if calibration else 1
+
+    def __call__(self, scores: np.ndarray) -> np.ndarray:
+        return self.calibration.apply(scores) if self.calibration else scores
+
+    def bin_of(self, scores: np.ndarray) -> np.ndarray:
+        if self.calibration is None:
+            return np.zeros(len(scores), dtype=np.int64)
+        return np.searchsorted(np.asarray(self.calibration.edges), scores, side="right")
+
+
+def score_bin(scores: np.ndarray) -> np.ndarray:
+    """Equal-width bin of each score; a score at or above 0.5 never shares a bin with one below it.
+
+    Equal scores always share a bin, so ties are counted as ties (half) by the estimate.
+    """
+    index = np.clip((scores * SCORE_BINS).astype(np.int64), 0, SCORE_BINS - 1)
+    half = SCORE_BINS // 2
+    return np.where(scores >= 0.5, np.maximum(index, half), np.minimum(index, half - 1))
+
+
 @dataclass
 class ScoreSummary:
-    """The window's scores as CBPE needs them: expected positives/negatives per score bin."""
+    """The window's scores as CBPE needs them: expected positives/negatives per score bin.
+
+    ``joint`` counts the window's rows per (score bin, calibration-map bin): with the map's
+    rates it rebuilds ``positives``/``negatives``, and resampling it gives the estimate's band.
+    """
 
     positives: np.ndarray = field(default_factory=lambda: np.zeros(SCORE_BINS))
     negatives: np.ndarray = field(default_factory=lambda: np.zeros(SCORE_BINS))
     correct: float = 0.0
     rows: int = 0
+    joint: np.ndarray = field(default_factory=lambda: np.zeros((SCORE_BINS, 1)))
 
-    def add(self, scores: np.ndarray, calibrated: np.ndarray) -> None:
-        index = np.clip((scores * SCORE_BINS).astype(np.int64), 0, SCORE_BINS - 1)
+    def add(self, scores: np.ndarray, calibrated: np.ndarray, groups: np.ndarray | None = None) -> None:
+        index = score_bin(scores)
         self.positives += np.bincount(index, weights=calibrated, minlength=SCORE_BINS)
         self.negatives += np.bincount(index, weights=1 - calibrated, minlength=SCORE_BINS)
         self.correct += float(np.where(scores >= 0.5, calibrated, 1 - calibrated).sum())
         self.rows += len(scores)
+        groups = np.zeros(len(scores), dtype=np.int64) if groups is None else groups
+        width = max(self.joint.shape[1], int(groups.max(initial=0)) + 1)
+        if width > self.joint.shape[1]:
+            self.joint = np.pad(self.joint, ((0, 0), (0, width - self.joint.shape[1])))
+        flat = np.bincount(index * width + groups, minlength=SCORE_BINS * width)
+        self.joint += flat.reshape(SCORE_BINS, width)
 
 
 @dataclass
@@ -117,6 +160,9 @@ class WindowSummary:
     """Rows in the time range served by other versions (not compared)."""
     labelled: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     """(scores, labels) of rows whose label arrived through ``mlops feedback``."""
+    grouped: list[pd.DataFrame] = field(default_factory=list)
+    """``prediction``, ``label`` (may be missing) and protected-attribute columns of rows whose feedback
+    named their groups."""
 
 
 def empty_summary(profile: ReferenceProfile, start: datetime, end: datetime, version: str) -> WindowSummary:
@@ -142,21 +188,42 @@ def check_schema(table: pa.Table, profile: ReferenceProfile, source: str) -> Non
             f"(the model's features: {list(profile.feature_names)}). Check --model_name/--model_version, "
             "or that this log belongs to this model"
         )
-    for p in profile.numeric:
-        kind = table.schema.field(p.name).type
-        if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+    expected = [(p.name, "numeric", _is_number) for p in profile.numeric]
+    expected += [(p.name, "text (categories)", _is_text) for p in profile.categorical]
+    expected += [("prediction", "numeric (the model's score)", _is_number)]
+    expected += [("timestamp", "a timestamp", pa.types.is_timestamp), ("model_version", "text", _is_text)]
+    for name, wanted, fits in expected:
+        kind = table.schema.field(name).type
+        if not fits(kind):
             raise WindowError(
-                f"request log {source} column {p.name!r} is {kind}, but the model's feature is numeric; "
-                "the log does not belong to this model version"
+                f"request log {source} column {name!r} is {kind}, but the model's column is {wanted}; "
+                "the log was not written by mlops serve for this model version (or was rewritten with "
+                "other types): remove the file or rewrite the column with its logged type"
             )
 
 
-def add_table(summary: WindowSummary, table: pa.Table, calibrate: object) -> None:
+def _is_number(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    # a column with no value in a file is typed null: nothing to misread
+    return bool(pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_null(kind))
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind))
+
+
+def add_table(summary: WindowSummary, table: pa.Table, calibrate: Callable[[np.ndarray], np.ndarray]) -> None:
     for counter in summary.numeric:
         counter.add(table.column(counter.profile.name).to_numpy(zero_copy_only=False).astype(np.float64))
     for cat in summary.categorical:
         cat.add(table.column(cat.profile.name).cast("string"))
     scores = table.column("prediction").to_numpy(zero_copy_only=False).astype(np.float64)
     summary.score.add(scores)
-    summary.estimate.add(scores, calibrate(scores))  # type: ignore[operator]
+    groups = calibrate.bin_of(scores) if isinstance(calibrate, Calibrator) else None
+    summary.estimate.add(scores, calibrate(scores), groups)
     summary.rows += table.num_rows

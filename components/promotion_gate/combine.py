@@ -45,6 +45,10 @@ def record_overall(decision: Decision, model_name: str, version: str, store: Tra
             pipeline_run_id=store.pipeline_run_id,
             model_version=f"{model_name}/{version}",
         )
+        if not decision.promote:  # alert people (webhook, MLOPS_ALERT_WEBHOOK_URL); never fails the gate
+            from mlops.governance import alerts
+
+            alerts.send("gate_rejected", f"{model_name}/{version}", decision.reason)
         # Not move_alias: its promoted_at/replaced_by history is the champion's, which rollback follows.
         previous = store.point_alias(model_name, CHALLENGER, version)
         record_in_run(

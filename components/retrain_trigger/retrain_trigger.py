@@ -103,7 +103,7 @@ def maybe_trigger(
     run: object = run_command,
 ) -> Outcome:
     """Start a retraining of ``model_name`` (registered in ``store``) unless its cooldown runs."""
-    from mlops.governance import audit
+    from mlops.governance import alerts, audit
 
     now = now or datetime.now(UTC)
     client = store.client
@@ -137,4 +137,7 @@ def maybe_trigger(
         raise
     # The cooldown starts once a retraining really started: a failed start is retried by the next check.
     client.set_registered_model_tag(model_name, LAST_RETRAIN_TAG, now.isoformat())
+    alerts.send(
+        "retrain_triggered", model_name, f"retraining started: {reasons}", {"target": settings.target}
+    )
     return Outcome(TRIGGERED, f"retraining started: {reasons}", trigger)

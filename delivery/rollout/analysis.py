@@ -18,6 +18,12 @@ evidence it does not have. Checks:
   differ stays within ``max_disagreement`` — judged on its Wilson lower confidence bound at
   ``significance``, so 2 disagreements in 12 rows are not evidence against the challenger.
 
+- ``quality`` (when the rollout has a quality feed): the verdict of the always-valid
+  sequential test of :mod:`delivery.rollout.sequential`, whose evidence accumulates over
+  the whole rollout. Its rollback is *final*: the rollout ends at once (even in an interval
+  with too little traffic, the test's evidence being the rollout's, not the interval's);
+  its promotion is final when every operational check of the interval passes too.
+
 A check without a champion figure to compare with (the 100 % step sends the champion
 nothing) compares against the absolute limits only and says so in its reason.
 """
@@ -31,9 +37,11 @@ from typing import Literal
 
 from delivery.rollout.config import SHADOW, RolloutConfig
 from delivery.rollout.metrics_window import VersionWindow, ks_distance
+from delivery.rollout.sequential import QualityVerdict
 from mlops.gates import PROMOTE, REJECT, Decision, combine
 
 Outcome = Literal["pass", "fail", "wait"]
+Final = Literal["", "promote", "rollback"]
 
 
 @dataclass(frozen=True)
@@ -44,12 +52,18 @@ class IntervalVerdict:
     reason: str
     decisions: tuple[Decision, ...] = ()
     metrics: dict[str, float] = field(default_factory=dict)
+    final: Final = ""
+    """``promote`` or ``rollback`` when the quality test decided the rollout now; empty otherwise."""
 
 
 def analyse(
-    config: RolloutConfig, stage: str, champion: VersionWindow, challenger: VersionWindow
+    config: RolloutConfig,
+    stage: str,
+    champion: VersionWindow,
+    challenger: VersionWindow,
+    quality: QualityVerdict | None = None,
 ) -> IntervalVerdict:
-    """Judge one interval of stage ``stage`` (``shadow`` or a canary percentage)."""
+    """Judge one interval of stage ``stage`` (``shadow`` or a canary percentage), and the quality verdict."""
     figures = {
         "challenger_requests": float(challenger.scored),
         "champion_requests": float(champion.scored),
@@ -58,6 +72,11 @@ def analyse(
         "challenger_p99_ms": challenger.p99_s * 1000,
         "champion_p99_ms": champion.p99_s * 1000,
     }
+    if quality is not None:
+        figures.update(quality.figures)
+    if quality is not None and quality.outcome == "rollback":
+        check = quality_check(quality)
+        return IntervalVerdict("fail", check.reason, (check,), figures, final="rollback")
     if challenger.scored < config.min_requests:
         return IntervalVerdict(
             "wait",
@@ -73,10 +92,23 @@ def analyse(
     ]
     if stage == SHADOW:
         decisions.append(disagreement(config, challenger))
+    if quality is not None:
+        decisions.append(quality_check(quality))
     for decision in decisions:
         figures.update(decision.metrics)
     overall = combine(decisions)
-    return IntervalVerdict("pass" if overall.promote else "fail", overall.reason, tuple(decisions), figures)
+    final: Final = (
+        "promote" if overall.promote and quality is not None and quality.outcome == "promote" else ""
+    )
+    return IntervalVerdict(
+        "pass" if overall.promote else "fail", overall.reason, tuple(decisions), figures, final=final
+    )
+
+
+def quality_check(quality: QualityVerdict) -> Decision:
+    """The quality test as a check: only a rollback verdict rejects; not decided yet passes the interval."""
+    verdict = REJECT if quality.outcome == "rollback" else PROMOTE
+    return Decision("quality", verdict, quality.reason, dict(quality.figures))
 
 
 def error_rate(config: RolloutConfig, champion: VersionWindow, challenger: VersionWindow) -> Decision:

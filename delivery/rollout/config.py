@@ -57,6 +57,17 @@ class RolloutConfig(BaseModel):
     """Significance level of the score-shift and disagreement tests: a difference the interval's sample
     cannot tell from noise (a 5 % step sees few challenger rows) never fails a check."""
 
+    quality_alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    """Quality test (when the rollout has a quality feed): bound on a false rollback of a challenger as good as
+    the champion, and on a false promotion of one worse by the margin, over the whole rollout however often
+    it is analysed (an always-valid sequential test, :mod:`delivery.rollout.sequential`)."""
+    quality_auc_margin: float = Field(default=0.01, ge=0.0, lt=0.5)
+    """Quality test: a challenger whose realised ROC AUC is lower by less than this counts as not worse."""
+    quality_accuracy_margin: float = Field(default=0.01, ge=0.0, lt=0.5)
+    """Quality test: the same margin for the label-free estimate of accuracy."""
+    quality_min_pairs: int = Field(default=100, ge=1)
+    """Quality test: paired units a figure needs before it may decide (the test itself needs evidence too)."""
+
     @field_validator("canary_steps")
     @classmethod
     def _steps_rise_to_100(cls, steps: tuple[int, ...]) -> tuple[int, ...]:

@@ -26,10 +26,11 @@ from delivery.rollout.analysis import IntervalVerdict, analyse
 from delivery.rollout.config import SHADOW, RolloutConfig
 from delivery.rollout.metrics_window import CHALLENGER_ROLES, CHAMPION_ROLES, Snapshot
 from delivery.rollout.state import RolloutState, StateStore
-from mlops.governance import audit
+from mlops.governance import alerts, audit
 
 if TYPE_CHECKING:
     from delivery.rollout.registry_writes import RolloutRegistry
+    from delivery.rollout.sequential import QualityVerdict
     from delivery.targets.base import DeploymentStatus, TrafficTarget
 
 STEP, INTERVAL, PROMOTED, ROLLED_BACK = (
@@ -51,6 +52,7 @@ class RolloutController:
         workspace_root: Path | None,
         store: StateStore | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        quality: Callable[[RolloutState], QualityVerdict] | None = None,
     ):
         self.target = target
         self.registry = registry
@@ -58,6 +60,8 @@ class RolloutController:
         self.store = store
         self.sleep = sleep
         self._baseline: Snapshot | None = None
+        self.quality = quality
+        """The rollout's quality verdict so far (:class:`delivery.rollout.sequential.CanaryQuality`), if fed."""
 
     def start(self, config: RolloutConfig, challenger: str | None = None) -> RolloutState:
         """Begin a rollout of ``challenger`` (default: the ``challenger`` alias) against the champion."""
@@ -88,6 +92,10 @@ class RolloutController:
             state,
             {"outcome": verdict.outcome, "reason": verdict.reason, "figures": verdict.metrics},
         )
+        if verdict.final == "rollback":
+            return self.rollback(state, f"quality: {verdict.reason}")
+        if verdict.final == "promote":
+            return self.promote(state, f"quality shown at stage {state.stage_name}: {verdict.reason}")
         if verdict.outcome == "wait":
             state = state.advance(waiting=state.waiting + 1)
             if config.max_waiting_intervals and state.waiting >= config.max_waiting_intervals:
@@ -120,6 +128,7 @@ class RolloutController:
             state.stage_name,
             window.window(state.champion, CHAMPION_ROLES),
             window.window(state.challenger, CHALLENGER_ROLES),
+            self.quality(state) if self.quality is not None else None,
         )
 
     def promote(self, state: RolloutState, reason: str) -> RolloutState:
@@ -136,6 +145,9 @@ class RolloutController:
         self.registry.rolled_back(state.challenger, reason)
         state = state.advance(phase="rolled_back", reason=reason)
         self._record(ROLLED_BACK, state, {"reason": reason, **_traffic(status)})
+        alerts.send(
+            "rollback", f"{state.model_name}/{state.challenger}", reason, {"champion": state.champion}
+        )
         return self._save(state)
 
     def _enter(self, state: RolloutState) -> RolloutState:

@@ -43,6 +43,21 @@ def test_monitor_flags_become_the_monitoring_pipelines_settings() -> None:
     }
 
 
+@pytest.mark.parametrize("trigger", ["drift", "performance", "both"])
+def test_the_trigger_flag_is_the_drift_trigger_setting(trigger: str) -> None:
+    args = build_parser().parse_args(["monitor", "--trigger", trigger])
+    assert isinstance(args, argparse.Namespace)
+    assert parse_pipeline_arguments("monitoring", pipeline_argv(args)) == {"drift.trigger": trigger}
+
+
+def test_an_unknown_trigger_is_refused_naming_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["monitor", "--trigger", "accuracy"])
+    assert (
+        "invalid choice: 'accuracy' (choose from 'drift', 'performance', 'both')" in capsys.readouterr().err
+    )
+
+
 def test_feedback_stores_labels_and_counts_the_ones_matching_logged_requests(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
