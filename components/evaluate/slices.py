@@ -72,9 +72,13 @@ def _labels(frame: pd.DataFrame, spec: SliceSpec) -> pd.Series:
             edges = list(spec.bins[column])
             numeric = pd.to_numeric(values, errors="coerce")
             index = np.searchsorted(edges, numeric.to_numpy(dtype=float), side="right") - 1
-            index = np.where(numeric.to_numpy(dtype=float) == edges[-1], len(edges) - 2, index)  # top edge closed
+            index = np.where(
+                numeric.to_numpy(dtype=float) == edges[-1], len(edges) - 2, index
+            )  # top edge closed
             names = [
-                f"[{edges[i]:g}, {edges[i + 1]:g}{']' if i == len(edges) - 2 else ')'}" if 0 <= i < len(edges) - 1 else OUTSIDE
+                f"[{edges[i]:g}, {edges[i + 1]:g}{']' if i == len(edges) - 2 else ')'}"
+                if 0 <= i < len(edges) - 1
+                else OUTSIDE
                 for i in index
             ]
             text = pd.Series(names, index=frame.index).where(numeric.notna(), MISSING)
@@ -100,7 +104,9 @@ def _interval(y: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> dict[st
     for name, values in draws.items():
         finite = np.asarray(values)[np.isfinite(values)]
         out[name] = (
-            (float(np.quantile(finite, tail)), float(np.quantile(finite, 1 - tail))) if len(finite) else (float("nan"),) * 2
+            (float(np.quantile(finite, tail)), float(np.quantile(finite, 1 - tail)))
+            if len(finite)
+            else (float("nan"),) * 2
         )
     return out
 
@@ -144,7 +150,11 @@ def slice_report(
                     "size": int(rows.sum()),
                     "positives": int(ys.sum()),
                     "metrics": {
-                        k: {"value": _clean(values[k]), "lower": _clean(intervals[k][0]), "upper": _clean(intervals[k][1])}
+                        k: {
+                            "value": _clean(values[k]),
+                            "lower": _clean(intervals[k][0]),
+                            "upper": _clean(intervals[k][1]),
+                        }
                         for k in SLICE_METRICS
                     },
                     "note": "; ".join(notes),

@@ -43,7 +43,9 @@ def metrics_gate(
 
     from components.promotion_gate.slice_floors import decide_slices, verdict
 
-    slices = decide_slices(policy, json.loads(Path(evaluation.path).read_text(encoding="utf-8")).get("slices"))
+    slices = decide_slices(
+        policy, json.loads(Path(evaluation.path).read_text(encoding="utf-8")).get("slices")
+    )
     if slices is not None:
         with tempfile.TemporaryDirectory(prefix="slices-gate-") as tmp:
             record(slices, model_name, version, store, Path(tmp) / "slices.json")

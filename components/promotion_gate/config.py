@@ -31,7 +31,9 @@ class MetricsGatePolicy(BaseModel):
         known = {"roc_auc", "accuracy", "f1", "positive_rate"}
         unknown = sorted(set(floors) - known)
         if unknown:
-            raise ValueError(f"slice_floors names unknown metric(s) {unknown}; floors apply to {sorted(known)}")
+            raise ValueError(
+                f"slice_floors names unknown metric(s) {unknown}; floors apply to {sorted(known)}"
+            )
         bad = {k: v for k, v in floors.items() if not 0.0 <= v <= 1.0}
         if bad:
             raise ValueError(f"slice_floors must lie in [0, 1], got {bad}")

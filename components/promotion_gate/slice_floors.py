@@ -54,7 +54,9 @@ def decide_slices(policy: MetricsGatePolicy, slices: dict[str, Any] | None) -> D
                     f"the floor {floor:.4f}"
                 )
             elif value < floor:
-                notes.append(f"{name}: {metric} {value:.4f} below {floor:.4f} but its interval reaches it (noise?)")
+                notes.append(
+                    f"{name}: {metric} {value:.4f} below {floor:.4f} but its interval reaches it (noise?)"
+                )
     tail = []
     if undecided:
         tail.append(f"too small to decide (< {policy.slice_min_rows} rows): {', '.join(undecided)}")
@@ -63,7 +65,9 @@ def decide_slices(policy: MetricsGatePolicy, slices: dict[str, Any] | None) -> D
     suffix = (" [" + "; ".join(tail) + "]") if tail else ""
     if failures:
         return Decision(GATE, REJECT, "; ".join(failures) + suffix, metrics)
-    return Decision(GATE, PROMOTE, f"{decided} slice(s) meet the floors {policy.slice_floors}" + suffix, metrics)
+    return Decision(
+        GATE, PROMOTE, f"{decided} slice(s) meet the floors {policy.slice_floors}" + suffix, metrics
+    )
 
 
 def verdict(metrics: Decision, slices: Decision | None) -> Decision:

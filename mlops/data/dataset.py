@@ -135,7 +135,9 @@ class DatasetSchema(BaseModel):
         problems = [
             p
             for spec in self.slices
-            for p in spec.check_roles(self.numeric_features, self.categorical_features, self.protected_attributes)
+            for p in spec.check_roles(
+                self.numeric_features, self.categorical_features, self.protected_attributes
+            )
         ]
         if problems:
             raise ValueError("; ".join(problems))

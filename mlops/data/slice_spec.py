@@ -37,7 +37,9 @@ class SliceSpec(BaseModel):
             raise ValueError(f"slice columns {list(self.columns)} name a column twice")
         for column, edges in self.bins.items():
             if column not in self.columns:
-                raise ValueError(f"slice bins name {column!r}, which is not one of its columns {list(self.columns)}")
+                raise ValueError(
+                    f"slice bins name {column!r}, which is not one of its columns {list(self.columns)}"
+                )
             if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
                 raise ValueError(
                     f"slice bins of {column!r} must be at least two strictly increasing edges, got {list(edges)}"
@@ -58,7 +60,9 @@ class SliceSpec(BaseModel):
             if column in protected:
                 continue
             if column in numeric and column not in self.bins:
-                problems.append(f"slice column {column!r} is numeric: give its bin edges (bins: {{{column}: [...]}})")
+                problems.append(
+                    f"slice column {column!r} is numeric: give its bin edges (bins: {{{column}: [...]}})"
+                )
             elif column not in numeric and column not in categorical:
                 problems.append(
                     f"slice column {column!r} is not a declared feature or protected attribute; "

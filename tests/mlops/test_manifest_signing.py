@@ -53,7 +53,9 @@ def test_signed_folder_verifies_with_openssl_alone(folder: Path, keys: tuple[Pat
         cwd=folder, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert checked.returncode == 0 and "Verified OK" in checked.stdout
-    sums = subprocess.run(["sha256sum", "-c", MANIFEST_FILE], cwd=folder, capture_output=True, text=True, check=False)
+    sums = subprocess.run(
+        ["sha256sum", "-c", MANIFEST_FILE], cwd=folder, capture_output=True, text=True, check=False
+    )
     assert sums.returncode == 0, sums.stdout + sums.stderr
 
 
@@ -64,17 +66,23 @@ def test_an_edited_file_is_named(folder: Path, keys: tuple[Path, Path]) -> None:
     assert len(problems) == 1 and problems[0].startswith("sub/report.html was edited after signing")
 
 
-def test_an_edited_manifest_fails_its_signature_even_with_matching_sums(folder: Path, keys: tuple[Path, Path]) -> None:
+def test_an_edited_manifest_fails_its_signature_even_with_matching_sums(
+    folder: Path, keys: tuple[Path, Path]
+) -> None:
     sign_folder(folder, keys[0])
     (folder / "model_card.json").write_text('{"schema_version": "9"}\n')
     text = (folder / MANIFEST_FILE).read_text().splitlines()
     text = [
-        f"{sha256_of(folder / 'model_card.json')}  model_card.json" if line.endswith("model_card.json") else line
+        f"{sha256_of(folder / 'model_card.json')}  model_card.json"
+        if line.endswith("model_card.json")
+        else line
         for line in text
     ]
     (folder / MANIFEST_FILE).write_text("\n".join(text) + "\n")
     problems = verify_folder(folder)
-    assert problems == [f"{MANIFEST_FILE} does not match its signature: the manifest was edited after signing"]
+    assert problems == [
+        f"{MANIFEST_FILE} does not match its signature: the manifest was edited after signing"
+    ]
     checked = subprocess.run(
         [str(OPENSSL), "dgst", "-sha256", "-verify", "signing.pub", "-signature", SIGNATURE_FILE, MANIFEST_FILE],
         cwd=folder, capture_output=True, text=True, check=False,

@@ -10,9 +10,9 @@ from sklearn.metrics import accuracy_score, f1_score, log_loss, roc_auc_score
 
 from components.evaluate.slices import MISSING, OUTSIDE, point_metrics, slice_report
 from mlops.data.dataset import DatasetSchema
+from mlops.data.sample_data import SAMPLE_SCHEMA
 from mlops.data.slice_spec import SliceSpec
 from mlops.settings import section_values
-from mlops.data.sample_data import SAMPLE_SCHEMA
 
 
 def _frame() -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
@@ -92,10 +92,16 @@ def test_the_schema_checks_slice_declarations() -> None:
     bad = {
         "numeric without bins": ({"columns": ["age"]}, "'age' is numeric: give its bin edges"),
         "unknown column": ({"columns": ["zip"]}, "'zip' is not a declared feature or protected attribute"),
-        "categorical with bins": ({"columns": ["region"], "bins": {"region": [0, 1]}}, "'region' is categorical"),
+        "categorical with bins": (
+            {"columns": ["region"], "bins": {"region": [0, 1]}},
+            "'region' is categorical",
+        ),
         "edges not increasing": ({"columns": ["age"], "bins": {"age": [30, 30]}}, "strictly increasing"),
         "one edge": ({"columns": ["age"], "bins": {"age": [30]}}, "at least two"),
-        "bins of another column": ({"columns": ["region"], "bins": {"age": [1, 2]}}, "not one of its columns"),
+        "bins of another column": (
+            {"columns": ["region"], "bins": {"age": [1, 2]}},
+            "not one of its columns",
+        ),
     }
     for case, (spec, message) in bad.items():
         with pytest.raises(ValidationError, match=message):

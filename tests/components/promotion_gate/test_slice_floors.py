@@ -16,7 +16,12 @@ FLOOR = 0.6
 
 def _slice(name: str, size: int, value: float | None, upper: float | None, note: str = "") -> dict[str, Any]:
     lower = None if value is None else value - 0.05
-    return {"slice": name, "size": size, "metrics": {"roc_auc": {"value": value, "lower": lower, "upper": upper}}, "note": note}
+    return {
+        "slice": name,
+        "size": size,
+        "metrics": {"roc_auc": {"value": value, "lower": lower, "upper": upper}},
+        "note": note,
+    }
 
 
 def _policy(**values: Any) -> MetricsGatePolicy:
@@ -33,7 +38,9 @@ def test_upper_bound_at_the_floor_passes_just_below_rejects() -> None:
     assert "region=west: roc_auc 0.5500 below 0.6000 but its interval reaches it" in at.reason
     below = decide_slices(_policy(), {"slices": [_slice("region=west", 100, 0.55, FLOOR - 1e-9)]})
     assert below is not None and below.decision == REJECT
-    assert below.reason.startswith("slice region=west (100 rows): roc_auc 0.5500 [0.5000, 0.6000] is below the floor")
+    assert below.reason.startswith(
+        "slice region=west (100 rows): roc_auc 0.5500 [0.5000, 0.6000] is below the floor"
+    )
     above = decide_slices(_policy(), {"slices": [_slice("region=west", 100, 0.7, 0.8)]})
     assert above is not None and above.decision == PROMOTE and "1 slice(s) meet the floors" in above.reason
 
@@ -41,7 +48,9 @@ def test_upper_bound_at_the_floor_passes_just_below_rejects() -> None:
 def test_slices_under_the_minimum_size_are_named_not_decided() -> None:
     at_min = decide_slices(_policy(), {"slices": [_slice("tiny", 50, 0.1, 0.2)]})
     assert at_min is not None and at_min.decision == REJECT  # 50 rows = the minimum: decided
-    under = decide_slices(_policy(), {"slices": [_slice("tiny", 49, 0.1, 0.2), _slice("big", 500, 0.8, 0.85)]})
+    under = decide_slices(
+        _policy(), {"slices": [_slice("tiny", 49, 0.1, 0.2), _slice("big", 500, 0.8, 0.85)]}
+    )
     assert under is not None and under.decision == PROMOTE
     assert "too small to decide (< 50 rows): tiny (49 rows)" in under.reason
 
