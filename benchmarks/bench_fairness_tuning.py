@@ -74,7 +74,9 @@ def main() -> None:
         storage = f"sqlite:///{root}/optuna.db"
         space_file = root / "space.yaml"  # only these three vary; the default file's others stay at base
         space_file.write_text("parameters: {}\n")
-        plan = prepare_study(settings, base, storage, store, space_file=str(space_file), space_overrides=SPACE)
+        plan = prepare_study(
+            settings, base, storage, store, space_file=str(space_file), space_overrides=SPACE
+        )
         study = optuna.load_study(study_name="fair", storage=storage)
         for config in CONFIGS:
             study.enqueue_trial(config)

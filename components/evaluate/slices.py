@@ -14,14 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from components.evaluate.binary_metrics import THRESHOLD
+from components.evaluate.binary_metrics import THRESHOLD, expected_calibration_error
 from mlops.data.slice_spec import SliceSpec
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-SLICE_METRICS = ("roc_auc", "accuracy", "f1", "log_loss", "positive_rate")
+SLICE_METRICS = ("roc_auc", "pr_auc", "accuracy", "f1", "log_loss", "ece", "positive_rate")
+"""The overall evaluation's metrics (:class:`components.evaluate.binary_metrics.BinaryMetrics`), per slice."""
 RESAMPLES = 200
 CONFIDENCE = 0.95
 SEED = 0
@@ -45,6 +46,7 @@ def _auc(y: np.ndarray, p: np.ndarray) -> float:
 def point_metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
     """The slice metrics of labels ``y`` (0/1) and probabilities ``p`` (thresholded at THRESHOLD)."""
     import numpy as np
+    from sklearn.metrics import average_precision_score
 
     predicted = p >= THRESHOLD
     tp = float(np.sum(predicted & (y == 1)))
@@ -53,9 +55,11 @@ def point_metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
     clipped = np.clip(p, 1e-15, 1 - 1e-15)
     return {
         "roc_auc": _auc(y, p),
+        "pr_auc": float(average_precision_score(y, p)) if y.any() else float("nan"),
         "accuracy": float(np.mean(predicted == (y == 1))),
         "f1": 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0,
         "log_loss": float(-np.mean(y * np.log(clipped) + (1 - y) * np.log(1 - clipped))),
+        "ece": expected_calibration_error(y, p),
         "positive_rate": float(np.mean(y)),
     }
 

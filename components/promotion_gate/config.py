@@ -28,7 +28,7 @@ class MetricsGatePolicy(BaseModel):
     @field_validator("slice_floors")
     @classmethod
     def _known_metrics(cls, floors: dict[str, float]) -> dict[str, float]:
-        known = {"roc_auc", "accuracy", "f1", "positive_rate"}
+        known = {"roc_auc", "pr_auc", "accuracy", "f1", "positive_rate"}  # higher is better
         unknown = sorted(set(floors) - known)
         if unknown:
             raise ValueError(

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from pydantic import ValidationError
-from sklearn.metrics import accuracy_score, f1_score, log_loss, roc_auc_score
+from sklearn.metrics import accuracy_score, average_precision_score, f1_score, log_loss, roc_auc_score
 
+from components.evaluate.binary_metrics import expected_calibration_error
 from components.evaluate.slices import MISSING, OUTSIDE, point_metrics, slice_report
 from mlops.data.dataset import DatasetSchema
 from mlops.data.sample_data import SAMPLE_SCHEMA
@@ -55,6 +56,9 @@ def test_metrics_match_sklearn_and_carry_intervals() -> None:
     assert m["accuracy"]["value"] == pytest.approx(accuracy_score(y[rows], p[rows] >= 0.5))
     assert m["f1"]["value"] == pytest.approx(f1_score(y[rows], p[rows] >= 0.5))
     assert m["log_loss"]["value"] == pytest.approx(log_loss(y[rows], p[rows], labels=[0, 1]))
+    assert m["pr_auc"]["value"] == pytest.approx(average_precision_score(y[rows], p[rows]))
+    assert m["ece"]["value"] == pytest.approx(expected_calibration_error(y[rows], p[rows]))
+    assert set(m) == {"roc_auc", "pr_auc", "accuracy", "f1", "log_loss", "ece", "positive_rate"}
     for stat in m.values():
         assert stat["lower"] <= stat["value"] <= stat["upper"]
     assert m["roc_auc"]["upper"] - m["roc_auc"]["lower"] > 0.01  # a real interval, not a point
