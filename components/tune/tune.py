@@ -240,5 +240,7 @@ def _run_trial(
             )  # the run's own status; the scope then finds it closed
     print(f"tune worker {worker_index}: trial {trial.number} {state}" + (f" ({error})" if error else ""))
     figure = f"trial {trial.number} {state}" + (f", val AUC {value:.4f}" if value is not None else "")
+    if plan.settings.multi_objective and state == "complete":
+        figure += f", fairness gap {gap:.4f}"
     emit(Progress(unit="trial", total=plan.quota(worker_index), advance=1, text=figure))
     return state
