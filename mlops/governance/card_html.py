@@ -100,7 +100,7 @@ def render(card: dict[str, Any], facts: dict[str, Any]) -> str:
                     if validation
                     else "no record",
                 ],
-                ["profiled rows", data["profile"].get("rows")],
+                ["rows in the reference profile", data["profile"].get("rows")],
             ],
         )
     )

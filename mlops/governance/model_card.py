@@ -321,7 +321,8 @@ def facts_document(facts: ModelFacts, fields: CardFields, schema_source: str) ->
     """What the toolkit's schema has no place for: gates, lineage, history, explanations, empty fields."""
     return {
         "format": FACTS_FORMAT,
-        "card_schema": f"{MCT_SCHEMA} {MCT_SCHEMA_VERSION} ({CARD_JSON})",
+        "card_schema": f"{MCT_SCHEMA} {MCT_SCHEMA_VERSION}",
+        "card_file": CARD_JSON,
         "model": {
             "name": facts.name,
             "alias": facts.alias,
