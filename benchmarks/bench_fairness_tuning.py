@@ -27,9 +27,9 @@ CONFIGS = [  # as Optuna stores them (hidden_units encoded "64,32", as component
     {"learning_rate": 0.03, "hidden_units": "256,128", "dropout": 0.4},
 ]
 SPACE = {
-    "learning_rate": {"type": "categorical", "choices": sorted({c["learning_rate"] for c in CONFIGS})},
+    "learning_rate": {"type": "categorical", "choices": [0.0003, 0.001, 0.003, 0.01, 0.03]},
     "hidden_units": {"type": "categorical", "choices": [[64, 32], [128, 64], [256, 128]]},
-    "dropout": {"type": "categorical", "choices": sorted({c["dropout"] for c in CONFIGS})},
+    "dropout": {"type": "categorical", "choices": [0.0, 0.1, 0.2, 0.4]},
 }
 
 
@@ -39,6 +39,8 @@ def main() -> None:
     from components.model_validation.config import FairnessPolicy
     from components.model_validation.fairness import evaluate_fairness
     from components.tune.best import select_best
+    from components.tune.pareto import NoFairTrial
+    from components.tune.space import apply
     from components.tune.study import TuneSettings
     from components.tune.tune import prepare_study, run_worker
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
@@ -82,7 +84,15 @@ def main() -> None:
             study.enqueue_trial(config)
         run_worker(plan, 0, frame, SAMPLE_SCHEMA, store)
         trials = [t for t in study.get_trials() if t.values]
-        chosen = select_best(plan, store)
+        try:
+            chosen = select_best(plan, store)
+        except NoFairTrial as exc:  # the rule refuses: show the trials and say so
+            for t in trials:
+                print(
+                    f"trial {t.number} {t.params}: val AUC {t.values[0]:.4f}, val fairness gap {t.values[1]:.4f}"
+                )
+            print(f"\nmulti-objective rule: {exc}")
+            return
         single = max(trials, key=lambda t: (t.values[0], -t.number))
         front = {t.number for t in study.best_trials}
         print(
@@ -113,11 +123,9 @@ def main() -> None:
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for name, number in (("single-objective", single.number), ("multi-objective rule", chosen.number)):
             params = plan.space.decode(study.trials[number].params)
-            config = base.model_copy(update={
-                "learning_rate": params["learning_rate"],
-                "model": base.model.model_copy(update={"hidden_units": tuple(params["hidden_units"]), "dropout": params["dropout"]}),
-            })  # fmt: skip
-            result = train(frame, SAMPLE_SCHEMA, config, root / f"model-{number}")
+            result = train(
+                frame, SAMPLE_SCHEMA, apply(base, params), root / f"model-{number}"
+            )  # as training gets it
             test = result.test_frame
             scores = torch_probabilities(result.model, result.model.spec.encode(test))
             verdicts = []
