@@ -73,6 +73,8 @@ def test_objectives_are_validated() -> None:
     for bad in (("fairness_gap",), ("val_auc", "val_auc"), ("fairness_gap", "val_auc")):
         with pytest.raises(ValidationError, match="list val_auc first"):
             TuneSettings(objectives=bad)
+    with pytest.raises(ValidationError, match=r"objectives \['latency'\] unknown"):
+        TuneSettings(objectives=("val_auc", "latency"))
 
 
 @pytest.fixture
