@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cli.commands import audit as audit_cmd
+from cli.commands import card as card_cmd
 from cli.commands import cluster as cluster_cmd
 from cli.commands import compile as compile_cmd
 from cli.commands import data as data_cmd
+from cli.commands import evidence as evidence_cmd
 from cli.commands import feedback as feedback_cmd
 from cli.commands import image as image_cmd
 from cli.commands import keys as keys_cmd
@@ -49,6 +51,8 @@ COMMANDS = (
     feedback_cmd,
     score_cmd,
     rollout_cmd,
+    card_cmd,
+    evidence_cmd,
 )
 
 

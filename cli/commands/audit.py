@@ -25,17 +25,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def verify_command(args: argparse.Namespace, workspace: Workspace) -> int:
-    from mlops.governance.audit import verify
+    from mlops.governance.audit import read_events, verify
+    from mlops.governance.manifest_signing import signed_outputs_problems
 
     result = verify(workspace.root)
+    # Signed documents the trail records (model cards): a file edited after signing is named too.
+    problems = [*result.problems, *signed_outputs_problems(read_events(workspace.root))]
     print(f"audit trail       {result.location}")
     print(f"records           {result.records}")
     print(f"protection        {result.protection}")
-    if result.intact:
-        print("verdict           intact: every record's hash and the chain check out")
+    if not problems:
+        print("verdict           intact: every record's hash and the chain check out, and every signed card")
         return 0
-    print(f"verdict           TAMPERED: {len(result.problems)} problem(s)")
-    for problem in result.problems:
+    print(f"verdict           TAMPERED: {len(problems)} problem(s)")
+    for problem in problems:
         print(f"  - {problem}")
     return 1
 

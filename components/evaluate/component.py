@@ -32,15 +32,17 @@ def evaluate_model(
     from mlops.data.dataset import schema_from_metadata
     from mlops.tracking.store import TrackingStore
 
+    schema = schema_from_metadata(test_data.metadata, "evaluate-model's test_data")
     with tempfile.TemporaryDirectory(prefix="evaluate-") as tmp:
         out = Path(tmp)
         outcome = run_evaluation(
             model_dir=Path(model.path),
             test_data_path=Path(test_data.path),
-            label_column=schema_from_metadata(test_data.metadata, "evaluate-model's test_data").label,
+            label_column=schema.label,
             model_name=model_name,
             store=TrackingStore.for_task(tracking, pipeline_run_id),
             metrics_out=out,
+            slices=schema.slices,
         )
         report = json.loads((out / METRICS_FILE).read_text())
         # Writing the file (not only metadata) is what lets KFP cache this task.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from mlops.data.features import FeatureSpec
+    from mlops.data.slice_spec import SliceSpec
 
 METRICS_FILE = "metrics.json"
 CONFUSION_FILE = "confusion_matrix.png"
@@ -82,13 +84,17 @@ def _encode(spec: FeatureSpec, frame: pd.DataFrame, who: str) -> np.ndarray:
 
 def evaluate(model_dir: Path, test_frame: pd.DataFrame, label_column: str) -> EvaluationResult:
     """Score the saved torch model in ``model_dir`` on ``test_frame``."""
+    labels = labels_of(test_frame, label_column)
+    return score_probabilities(labels, probabilities(model_dir, test_frame))
+
+
+def probabilities(model_dir: Path, test_frame: pd.DataFrame) -> np.ndarray:
+    """The saved torch model's probability of the positive class for each row of ``test_frame``."""
     from training.model import load_model
     from training.onnx_export import torch_probabilities
 
-    labels = labels_of(test_frame, label_column)
     model = load_model(Path(model_dir))
-    probability = torch_probabilities(model, _encode(model.spec, test_frame, f"model {model_dir}"))
-    return score_probabilities(labels, probability)
+    return torch_probabilities(model, _encode(model.spec, test_frame, f"model {model_dir}"))
 
 
 def _champion_version(store: TrackingStore, model_name: str) -> str | None:
@@ -169,11 +175,13 @@ def run_evaluation(
     model_name: str,
     store: TrackingStore,
     metrics_out: Path,
+    slices: Sequence[SliceSpec] = (),
 ) -> EvaluationOutcome:
     """Evaluate, compare with the champion, write ``metrics.json`` and two PNGs into ``metrics_out``.
 
     Everything written is also logged to the task's MLflow run (metrics ``test_*`` and
-    ``champion_test_*``, artifacts under ``evaluation/``).
+    ``champion_test_*``, artifacts under ``evaluation/``). With ``slices`` declared, the report's
+    ``slices`` part holds every metric per slice (:mod:`components.evaluate.slices`).
     """
     import mlflow
 
@@ -193,7 +201,15 @@ def run_evaluation(
             curves.append((label, champion.evaluation.roc_fpr, champion.evaluation.roc_tpr))
         plot_confusion_matrix(result.confusion_matrix, THRESHOLD, metrics_out / CONFUSION_FILE)
         plot_roc_curves(curves, metrics_out / ROC_FILE)
-        (metrics_out / METRICS_FILE).write_text(json.dumps(_report(result, champion, digest), indent=2))
+        report = _report(result, champion, digest)
+        if slices:
+            from components.evaluate.slices import slice_report
+
+            report["slices"] = slice_report(
+                frame, labels_of(frame, label_column), probabilities(model_dir, frame), slices
+            )
+            mlflow.log_metric("slices_smallest_size", report["slices"]["smallest"][0]["size"])
+        (metrics_out / METRICS_FILE).write_text(json.dumps(report, indent=2))
 
         mlflow.log_params({"model_name": model_name, "threshold": THRESHOLD, "test_data_sha256": digest})
         mlflow.log_metrics(result.metrics.as_dict("test_"))

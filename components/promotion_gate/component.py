@@ -1,7 +1,7 @@
 """KFP wrappers for :mod:`components.promotion_gate.promotion_gate`."""
 
 from kfp import dsl
-from kfp.dsl import Artifact, Output, OutputPath
+from kfp.dsl import Artifact, Input, Metrics, Output, OutputPath
 
 from mlops.images import PLATFORM_IMAGE
 
@@ -13,6 +13,7 @@ def metrics_gate(
     test_auc: float,
     champion_auc: float,
     has_champion: bool,
+    evaluation: Input[Metrics],
     gate: dict,
     tracking: dict,
     pipeline_run_id: str,
@@ -20,6 +21,7 @@ def metrics_gate(
     reason: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
     """Decides promote/reject from test AUC vs floor and champion (the ``gate`` section); records it on the version.
+    With ``gate.slice_floors`` set, the slice-floor gate decides on ``evaluation``'s per-slice part too.
 
     The decision is the single return value, not a NamedTuple field: kfp.local 2.17 cannot
     resolve a ``dsl.If`` on a named output (see :mod:`components.promotion_gate.combine`).
@@ -31,9 +33,24 @@ def metrics_gate(
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 
-    decision = decide(from_section(MetricsGatePolicy, gate), test_auc, champion_auc, has_champion)
+    policy = from_section(MetricsGatePolicy, gate)
+    decision = decide(policy, test_auc, champion_auc, has_champion)
     store = TrackingStore.for_task(tracking, pipeline_run_id)
     record(decision, model_name, version, store, Path(report.path))
+    # --- slice floors (issue 29): recorded as gate "slices"; a rejection rejects this task's verdict ---
+    import json
+    import tempfile
+
+    from components.promotion_gate.slice_floors import decide_slices, verdict
+
+    slices = decide_slices(
+        policy, json.loads(Path(evaluation.path).read_text(encoding="utf-8")).get("slices")
+    )
+    if slices is not None:
+        with tempfile.TemporaryDirectory(prefix="slices-gate-") as tmp:
+            record(slices, model_name, version, store, Path(tmp) / "slices.json")
+        print(f"gate {slices.gate}: {slices.decision} ({slices.reason})")
+    decision = verdict(decision, slices)
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
     return decision.decision

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from mlops.settings import SETTINGS_CONFIG
 
@@ -19,3 +19,22 @@ class MetricsGatePolicy(BaseModel):
     """Minimum test ROC AUC."""
     max_auc_regression: float = Field(default=0.01, ge=0.0, le=1.0)
     """How much lower than the champion's AUC (same data) is tolerated."""
+    # --- slice floors (issue 29) ---
+    slice_floors: dict[str, float] = Field(default_factory=dict)
+    """Per-slice floors by metric, e.g. {"roc_auc": 0.6}: a declared slice (schema file slices:) whose whole interval lies below a floor rejects the version. Empty: slices are reported, not gated."""
+    slice_min_rows: int = Field(default=50, ge=1)
+    """Slices with fewer test rows are named in the reason as too small to decide, never silently passed or failed."""
+
+    @field_validator("slice_floors")
+    @classmethod
+    def _known_metrics(cls, floors: dict[str, float]) -> dict[str, float]:
+        known = {"roc_auc", "pr_auc", "accuracy", "f1", "positive_rate"}  # higher is better
+        unknown = sorted(set(floors) - known)
+        if unknown:
+            raise ValueError(
+                f"slice_floors names unknown metric(s) {unknown}; floors apply to {sorted(known)}"
+            )
+        bad = {k: v for k, v in floors.items() if not 0.0 <= v <= 1.0}
+        if bad:
+            raise ValueError(f"slice_floors must lie in [0, 1], got {bad}")
+        return floors

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from components.tune.pareto import FrontPoint, choose, front
 from components.tune.space import apply
 from components.tune.study import TuningPlan, open_storage
 from mlops.tracking.store import TrackingStore
@@ -56,11 +57,19 @@ def select_best(plan: TuningPlan, tracking: TrackingStore) -> BestTrial:
             f"failed/pruned child runs of MLflow run {plan.parent_run_id}, then widen the search space, "
             "relax the pruner or raise max_trials"
         )
-    best_trial = study.best_trial
+    pareto: list[FrontPoint] = []
+    if plan.settings.multi_objective:
+        pareto = front(study)
+        chosen = choose(pareto, plan.settings.max_fairness_gap)
+        best_trial = next(t for t in trials if t.number == chosen.number)
+        value = chosen.val_auc
+    else:
+        best_trial = study.best_trial
+        value = float(best_trial.value or 0.0)
     params = plan.space.decode({k: v for k, v in best_trial.params.items() if k in plan.space.parameters})
     best = BestTrial(
         number=best_trial.number,
-        value=float(best_trial.value or 0.0),
+        value=value,
         params=params,
         config=apply(plan.base, params),
         mlflow_run_id=str(best_trial.user_attrs.get("mlflow_run_id", "")),
@@ -78,7 +87,13 @@ def select_best(plan: TuningPlan, tracking: TrackingStore) -> BestTrial:
         )
         mlflow.set_tags({"optuna.best_trial": str(best.number), "optuna.best_run_id": best.mlflow_run_id})
         with tempfile.TemporaryDirectory(prefix="mlops-tune-plots-") as scratch:
-            write_plots(study, Path(scratch))
+            if pareto:
+                write_front(study, pareto, best.number, plan.settings.max_fairness_gap, Path(scratch))
+                mlflow.log_metrics(
+                    {"best_fairness_gap": chosen.fairness_gap, "pareto_trials": float(len(pareto))}
+                )
+            else:
+                write_plots(study, Path(scratch))
             mlflow.log_artifacts(scratch, "tuning")
     return best
 
@@ -119,3 +134,39 @@ def write_plots(study: optuna.Study, folder: Path) -> list[Path]:
             plt.close(figure)
             paths.append(path)
     return paths
+
+
+def write_front(
+    study: optuna.Study, pareto: list[FrontPoint], chosen: int, limit: float, folder: Path
+) -> list[Path]:
+    """``pareto_front.json`` (every front trial, the rule and the choice) and ``pareto_front.png``."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as optuna_plots
+
+    document = {
+        "objectives": ["val_auc (maximise)", "fairness_gap (minimise)"],
+        "rule": f"highest val_auc with fairness_gap <= {limit} (tune.max_fairness_gap); ties: lower gap, lower trial",
+        "chosen_trial": chosen,
+        "front": [p.row for p in pareto],
+    }
+    json_path = folder / "pareto_front.json"
+    json_path.write_text(json.dumps(document, indent=2, default=str))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the matplotlib backend is flagged experimental
+        axes = optuna_plots.plot_pareto_front(study, target_names=["val_auc", "fairness_gap"])
+    axes.axhline(limit, color="#b00020", linestyle="--", linewidth=1, label=f"max_fairness_gap {limit}")
+    picked = next(p for p in pareto if p.number == chosen)
+    axes.scatter(
+        [picked.val_auc], [picked.fairness_gap], s=160, facecolors="none", edgecolors="black", label="chosen"
+    )
+    axes.legend(loc="best", fontsize="small")
+    png_path = folder / "pareto_front.png"
+    figure: Any = axes.figure
+    figure.savefig(png_path, dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    return [json_path, png_path]

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
 from mlops.vocabulary import NAME_PATTERN
+
+OBJECTIVES = ("val_auc", "fairness_gap")
+"""What a study can optimise: validation AUC (maximised) and the fairness gap (minimised)."""
 
 
 class TuneSettings(BaseModel):
@@ -40,3 +43,24 @@ class TuneSettings(BaseModel):
     """YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml."""
     search_space: dict[str, Any] = Field(default_factory=dict)
     """Parameter ranges replacing or extending the file's, e.g. {"dropout": {"type": "float", "low": 0, "high": 0.3}}."""
+    # --- fairness-aware tuning (issue 29) ---
+    objectives: tuple[str, ...] = Field(default=("val_auc",), min_length=1)
+    """What the study optimises: val_auc alone (maximised), or with fairness_gap (minimised: the largest demographic-parity or equalized-odds difference over the protected attributes, on the validation split) as a multi-objective study (Pareto front)."""
+    max_fairness_gap: float = Field(default=0.1, ge=0.0, le=1.0)
+    """The declared selection rule's limit: from the Pareto front, the trial handed to training is the highest val_auc whose fairness_gap is at most this (the fairness gate's default limits are 0.1)."""
+
+    @field_validator("objectives")
+    @classmethod
+    def _auc_first(cls, objectives: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(objectives) - set(OBJECTIVES))
+        if unknown:
+            raise ValueError(f"objectives {unknown} unknown; choose from {list(OBJECTIVES)}")
+        if objectives[0] != "val_auc" or len(set(objectives)) != len(objectives):
+            raise ValueError(
+                f"objectives {list(objectives)}: list val_auc first, each objective once, e.g. [val_auc, fairness_gap]"
+            )
+        return objectives
+
+    @property
+    def multi_objective(self) -> bool:
+        return len(self.objectives) > 1

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from components.tune.space import SearchSpace, load_space
 from components.tune.study import (
@@ -81,13 +81,21 @@ def prepare_study(
     space: SearchSpace = load_space(space_file, space_overrides)
     space.check_against(base)
     storage = open_storage(storage_url)
+    directions: list[Literal["minimize", "maximize"]] = ["maximize"]
+    if settings.multi_objective:
+        directions.append("minimize")  # fairness_gap
     study = optuna.create_study(
-        study_name=settings.study_name, storage=storage, direction="maximize", load_if_exists=True
+        study_name=settings.study_name, storage=storage, directions=directions, load_if_exists=True
     )
-    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
+    wanted = [
+        optuna.study.StudyDirection.MAXIMIZE,
+        *([optuna.study.StudyDirection.MINIMIZE] if settings.multi_objective else []),
+    ]
+    if study.directions != wanted:
         raise StudyStorageError(
-            f"study {settings.study_name!r} in {redact(storage_url)} minimises its objective; this component "
-            "maximises validation AUC: pick another study_name"
+            f"study {settings.study_name!r} in {redact(storage_url)} optimises "
+            f"{[d.name.lower() for d in study.directions]}, but tune.objectives {list(settings.objectives)} asks for "
+            f"{directions}: pick another study_name"
         )
     trials_before = len(study.get_trials(deepcopy=False))
     with tracking.task_run(TASK_NAME) as run:
@@ -126,6 +134,8 @@ class PruningLogger:
 
     inner: MetricsLogger
     trial: optuna.Trial
+    prune: bool = True
+    """False in a multi-objective study: Optuna cannot prune on one of several objectives."""
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         self.inner.log_params(params)
@@ -134,7 +144,7 @@ class PruningLogger:
         import optuna
 
         self.inner.log_metrics(metrics, step)
-        if "val_auc" in metrics:
+        if "val_auc" in metrics and self.prune:
             self.trial.report(float(metrics["val_auc"]), step)
             if self.trial.should_prune():
                 raise optuna.TrialPruned(f"validation AUC {metrics['val_auc']:.4f} at epoch {step}")
@@ -155,6 +165,11 @@ def run_worker(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     schema.check(frame, "tuning data")
+    if plan.settings.multi_objective and not schema.protected_attributes:
+        raise ValueError(
+            "tune.objectives includes fairness_gap but the schema declares no protected_attributes; declare them "
+            "(schema file) or set tune.objectives to [val_auc]"
+        )
     study = open_study(plan, worker_index)
     states = {"complete": 0, "pruned": 0, "failed": 0}
     for _ in range(plan.quota(worker_index)):
@@ -188,7 +203,7 @@ def _run_trial(
         "optuna.trial_number": str(trial.number),
         "optuna.worker": str(worker_index),
     }
-    state, value, error = "failed", None, ""
+    state, value, error, gap = "failed", None, "", 0.0
     with tracking.task_run(
         TRIAL_TASK_NAME, run_name=f"trial-{trial.number}", parent_run_id=plan.parent_run_id, tags=tags
     ) as run:
@@ -197,10 +212,16 @@ def _run_trial(
             params = plan.space.suggest(trial)
             mlflow.log_params({f"trial.{k}": v for k, v in params.items()})
             config = apply(plan.base, params)
-            logger = PruningLogger(MlflowLogger(run.info.run_id, tracking), trial)
+            multi = plan.settings.multi_objective
+            logger = PruningLogger(MlflowLogger(run.info.run_id, tracking), trial, prune=not multi)
             with tempfile.TemporaryDirectory(prefix="mlops-trial-") as scratch:
                 result = train(frame, schema, config, Path(scratch) / "model", logger=logger)
             state, value = "complete", result.best_val_auc
+            if multi:
+                from components.tune.fairness_objective import trial_gap
+
+                gap = trial_gap(result, frame, schema, config)
+                mlflow.log_metric("trial_fairness_gap", gap)
         except optuna.TrialPruned as pruned:
             state, error = "pruned", str(pruned)
         except Exception as exc:  # a crashing trial is recorded and the study goes on
@@ -208,7 +229,7 @@ def _run_trial(
             log.warning("trial %d failed: %s", trial.number, error)
         finally:
             if state == "complete":
-                study.tell(trial, value)
+                study.tell(trial, [float(value or 0.0), gap] if plan.settings.multi_objective else value)
                 mlflow.log_metric("trial_value", float(value or 0.0))
             else:
                 failed = optuna.trial.TrialState.FAIL
@@ -219,5 +240,7 @@ def _run_trial(
             )  # the run's own status; the scope then finds it closed
     print(f"tune worker {worker_index}: trial {trial.number} {state}" + (f" ({error})" if error else ""))
     figure = f"trial {trial.number} {state}" + (f", val AUC {value:.4f}" if value is not None else "")
+    if plan.settings.multi_objective and state == "complete":
+        figure += f", fairness gap {gap:.4f}"
     emit(Progress(unit="trial", total=plan.quota(worker_index), advance=1, text=figure))
     return state

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from mlops.data.slice_spec import SliceSpec
 from mlops.settings import SETTINGS_CONFIG
 
 if TYPE_CHECKING:
@@ -108,6 +109,9 @@ class DatasetSchema(BaseModel):
     """Columns dropped before validation and training: identifiers, free text, leaks."""
     missing_values: tuple[str, ...] = Field(default=())
     """Cell values read as missing in every column, e.g. '?' (blank cells always are)."""
+    # --- slices (issue 29, model card) ---
+    slices: tuple[SliceSpec, ...] = Field(default=())
+    """Segments evaluation reports every metric for: columns crossed, numeric ones binned (mlops.data.slice_spec)."""
 
     # --- fairness: bins of numeric protected attributes (issue 30) ---
     protected_bins: dict[str, tuple[float, ...]] = Field(default_factory=dict)
@@ -150,6 +154,15 @@ class DatasetSchema(BaseModel):
                 if col in seen:
                     raise ValueError(f"column {col!r} is declared as both {seen[col]} and {role}")
                 seen[col] = role
+        problems = [
+            p
+            for spec in self.slices
+            for p in spec.check_roles(
+                self.numeric_features, self.categorical_features, self.protected_attributes
+            )
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @property

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from mlops.data.behaviour import DirectionalTest, InvarianceTest
+from mlops.data.card_fields import CardFields
 from mlops.data.dataset import DatasetError, DatasetSchema, read_bytes
 from mlops.settings import SETTINGS_CONFIG
 
@@ -30,6 +31,9 @@ class SchemaFile(DatasetSchema):
     """Features whose perturbation must not move the score (e.g. a column that must not matter)."""
     directional: tuple[DirectionalTest, ...] = Field(default=())
     """Numeric features whose change must move the score one way."""
+    # --- model card (issue 29) ---
+    card: CardFields = Field(default_factory=CardFields)
+    """What only a person can say on the model card: intended use, users, limitations, owners (mlops card)."""
 
     @property
     def dataset_schema(self) -> DatasetSchema:

@@ -116,6 +116,7 @@ def training_pipeline(parameters: Parameters) -> Any:
         test_auc=evaluation.outputs["test_auc"],
         champion_auc=evaluation.outputs["champion_auc"],
         has_champion=evaluation.outputs["has_champion"],
+        evaluation=evaluation.outputs["metrics"],
         gate=parameters.section("gate"),
         **on_version,
     )

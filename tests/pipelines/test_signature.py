@@ -177,9 +177,11 @@ def _another_value(form: PipelineForm, setting: FormSetting) -> Any:
             [64],
             [{"feature": "age"}],
             [{"feature": "age", "delta": 1.0, "expectation": "non_decreasing"}],
+            [{"columns": ["region"]}],  # schema.slices
+            ["val_auc", "fairness_gap"],  # tune.objectives
         ]
     elif isinstance(default, dict):
-        candidates += [{"k": "psi"}, {"k": 2.0}, {"epochs": "5"}]
+        candidates += [{"k": "psi"}, {"k": 2.0}, {"epochs": "5"}, {"roc_auc": 0.6}]  # last: gate.slice_floors
     for candidate in candidates:
         if candidate == default:
             continue

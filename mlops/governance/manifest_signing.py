@@ -1,0 +1,176 @@
+"""Signed manifests: a folder's files, their SHA-256 and one detached ECDSA signature anyone can check offline.
+
+The model card and the evidence pack are documents, not models: they are signed with the
+platform's P-256 signing key (the one that signs registered versions,
+:mod:`mlops.governance.signing`) over a ``SHA256SUMS`` manifest in ``sha256sum`` format,
+with a DER ECDSA-SHA256 signature beside it (``SHA256SUMS.sig``) and the public key
+(``signing.pub``). Verifying needs nothing of this platform, only coreutils and OpenSSL::
+
+    sha256sum -c SHA256SUMS
+    openssl dgst -sha256 -verify signing.pub -signature SHA256SUMS.sig SHA256SUMS
+    openssl pkey -pubin -in signing.pub -outform DER | sha256sum   # first 16 hex = key id
+
+The key id must be the one the platform publishes (``mlops keys``; the audit record names
+it): the bundled ``signing.pub`` proves only that the files match *some* key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST_FILE = "SHA256SUMS"
+SIGNATURE_FILE = "SHA256SUMS.sig"
+PUBLIC_KEY_FILE = "signing.pub"
+CONTROL_FILES = (MANIFEST_FILE, SIGNATURE_FILE, PUBLIC_KEY_FILE)
+"""Files the manifest does not list (it cannot list itself or its signature)."""
+
+
+class ManifestError(ValueError):
+    """A folder cannot be signed (no files, unreadable key); the message names the fix."""
+
+
+@dataclass(frozen=True)
+class SignedManifest:
+    manifest_sha256: str
+    """SHA-256 of ``SHA256SUMS``: what the audit trail records."""
+    files: dict[str, str]
+    """Relative path -> SHA-256 of every signed file."""
+    key_id: str
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _listed(folder: Path) -> list[str]:
+    return sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and p.relative_to(folder).as_posix() not in CONTROL_FILES
+    )
+
+
+def manifest_text(files: dict[str, str]) -> str:
+    """``sha256sum`` format (two spaces, binary-safe names only), sorted by path."""
+    return "".join(f"{digest}  {name}\n" for name, digest in sorted(files.items()))
+
+
+def parse_manifest(text: str) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64 or not name:
+            raise ManifestError(f"{MANIFEST_FILE} line {number} is not '<sha256>  <path>': {line[:80]!r}")
+        files[name.removeprefix("*")] = digest
+    return files
+
+
+def sign_folder(folder: Path, private_key: Path) -> SignedManifest:
+    """Write ``SHA256SUMS`` (every file under ``folder``), its signature and the public key into ``folder``."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    from mlops.governance.signing import key_id, public_key_of
+
+    names = _listed(folder)
+    if not names:
+        raise ManifestError(f"{folder} holds no files to sign")
+    files = {name: sha256_of(folder / name) for name in names}
+    text = manifest_text(files).encode()
+    key = load_pem_private_key(Path(private_key).read_bytes(), password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ManifestError(
+            f"{private_key} is not an EC (P-256) private key; make one with `mlops keys init`"
+        )
+    (folder / MANIFEST_FILE).write_bytes(text)
+    (folder / SIGNATURE_FILE).write_bytes(key.sign(text, ec.ECDSA(hashes.SHA256())))
+    (folder / PUBLIC_KEY_FILE).write_bytes(public_key_of(Path(private_key)))
+    return SignedManifest(hashlib.sha256(text).hexdigest(), files, key_id(folder / PUBLIC_KEY_FILE))
+
+
+def verify_folder(folder: Path, trusted_key_id: str = "") -> list[str]:
+    """Every problem with ``folder``'s signed manifest (empty: intact).
+
+    Checks the signature over ``SHA256SUMS`` with the bundled ``signing.pub`` (and that key's
+    id against ``trusted_key_id`` when given), every listed file's SHA-256, and that no file
+    was added beside them. Needs only this folder: it works offline.
+    """
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    from mlops.governance.signing import key_id
+
+    folder = Path(folder)
+    missing = [name for name in CONTROL_FILES if not (folder / name).is_file()]
+    if missing:
+        return [f"{folder} has no {', '.join(missing)}: it was never signed or the signature was removed"]
+    problems: list[str] = []
+    text = (folder / MANIFEST_FILE).read_bytes()
+    public = load_pem_public_key((folder / PUBLIC_KEY_FILE).read_bytes())
+    if not isinstance(public, ec.EllipticCurvePublicKey):
+        return [f"{folder / PUBLIC_KEY_FILE} is not an EC public key"]
+    try:
+        public.verify((folder / SIGNATURE_FILE).read_bytes(), text, ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        problems.append(
+            f"{MANIFEST_FILE} does not match its signature: the manifest was edited after signing"
+        )
+    signer = key_id(folder / PUBLIC_KEY_FILE)
+    if trusted_key_id and signer != trusted_key_id:
+        problems.append(f"signed with key {signer}, not the trusted key {trusted_key_id}")
+    try:
+        files = parse_manifest(text.decode())
+    except (ManifestError, UnicodeDecodeError) as exc:
+        return [*problems, str(exc)]
+    problems += changed_files(folder, files)
+    extra = sorted(set(_listed(folder)) - set(files))
+    problems += [f"{name} is not in the signed manifest (added after signing)" for name in extra]
+    return problems
+
+
+def changed_files(folder: Path, files: dict[str, str]) -> list[str]:
+    """Each listed file that is missing or whose SHA-256 differs from the recorded one."""
+    problems = []
+    for name, digest in sorted(files.items()):
+        path = Path(folder) / name
+        if not path.is_file():
+            problems.append(f"{name} is missing (deleted after signing)")
+        elif sha256_of(path) != digest:
+            problems.append(
+                f"{name} was edited after signing: sha256 {sha256_of(path)[:12]} != signed {digest[:12]}"
+            )
+    return problems
+
+
+def signed_outputs_problems(events: Iterable[object]) -> list[str]:
+    """For :func:`mlops.governance.audit.verify`'s caller: every signed document the trail records
+    (``card.signed``, ``evidence.exported`` with a ``folder`` detail) that was edited since.
+
+    A folder that no longer exists is not a problem (it may have been moved; the copy logged to
+    MLflow is the durable one); a file that changed under it is.
+    """
+    problems = []
+    for event in events:
+        details = getattr(event, "details", {}) or {}
+        folder = details.get("folder")
+        files = details.get("files")
+        if not folder or not isinstance(files, dict) or not Path(folder).is_dir():
+            continue
+        who = f"record {getattr(event, 'seq', '?')} ({getattr(event, 'action', '')} {getattr(event, 'subject', '')})"
+        problems += [f"{who}: {problem}" for problem in changed_files(Path(folder), files)]
+        manifest = Path(folder) / MANIFEST_FILE
+        if manifest.is_file() and sha256_of(manifest) != details.get("manifest_sha256"):
+            problems.append(
+                f"{who}: {MANIFEST_FILE} in {folder} is not the manifest that was signed and recorded"
+            )
+    return problems

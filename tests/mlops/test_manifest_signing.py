@@ -1,0 +1,125 @@
+"""Signed manifests of documents (model cards, evidence packs): verified offline with openssl, edits named."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mlops.governance.audit import AuditEvent
+from mlops.governance.manifest_signing import (
+    MANIFEST_FILE,
+    SIGNATURE_FILE,
+    parse_manifest,
+    sha256_of,
+    sign_folder,
+    signed_outputs_problems,
+    verify_folder,
+)
+from mlops.governance.signing import generate_key_pair, key_id
+
+OPENSSL = shutil.which("openssl")
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> tuple[Path, Path]:
+    return generate_key_pair(tmp_path / "keys")
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    directory = tmp_path / "card"
+    (directory / "sub").mkdir(parents=True)
+    (directory / "model_card.json").write_text('{"schema_version": "0.0.2"}\n')
+    (directory / "sub" / "report.html").write_text("<html>report</html>")
+    return directory
+
+
+def test_signed_folder_verifies_with_openssl_alone(folder: Path, keys: tuple[Path, Path]) -> None:
+    private, public = keys
+    signed = sign_folder(folder, private)
+    assert verify_folder(folder, key_id(public)) == []
+    assert signed.files == {
+        "model_card.json": sha256_of(folder / "model_card.json"),
+        "sub/report.html": sha256_of(folder / "sub" / "report.html"),
+    }
+    assert signed.manifest_sha256 == sha256_of(folder / MANIFEST_FILE)
+    assert parse_manifest((folder / MANIFEST_FILE).read_text()) == signed.files
+    assert OPENSSL, "openssl is needed to check offline verification: apt-get install -y openssl"
+    checked = subprocess.run(
+        [OPENSSL, "dgst", "-sha256", "-verify", "signing.pub", "-signature", SIGNATURE_FILE, MANIFEST_FILE],
+        cwd=folder, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0 and "Verified OK" in checked.stdout
+    sums = subprocess.run(
+        ["sha256sum", "-c", MANIFEST_FILE], cwd=folder, capture_output=True, text=True, check=False
+    )
+    assert sums.returncode == 0, sums.stdout + sums.stderr
+
+
+def test_an_edited_file_is_named(folder: Path, keys: tuple[Path, Path]) -> None:
+    sign_folder(folder, keys[0])
+    (folder / "sub" / "report.html").write_text("<html>report!</html>")
+    problems = verify_folder(folder)
+    assert len(problems) == 1 and problems[0].startswith("sub/report.html was edited after signing")
+
+
+def test_an_edited_manifest_fails_its_signature_even_with_matching_sums(
+    folder: Path, keys: tuple[Path, Path]
+) -> None:
+    sign_folder(folder, keys[0])
+    (folder / "model_card.json").write_text('{"schema_version": "9"}\n')
+    text = (folder / MANIFEST_FILE).read_text().splitlines()
+    text = [
+        f"{sha256_of(folder / 'model_card.json')}  model_card.json"
+        if line.endswith("model_card.json")
+        else line
+        for line in text
+    ]
+    (folder / MANIFEST_FILE).write_text("\n".join(text) + "\n")
+    problems = verify_folder(folder)
+    assert problems == [
+        f"{MANIFEST_FILE} does not match its signature: the manifest was edited after signing"
+    ]
+    checked = subprocess.run(
+        [str(OPENSSL), "dgst", "-sha256", "-verify", "signing.pub", "-signature", SIGNATURE_FILE, MANIFEST_FILE],
+        cwd=folder, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert checked.returncode != 0
+
+
+def test_added_and_deleted_files_and_another_key_are_named(
+    folder: Path, keys: tuple[Path, Path], tmp_path: Path
+) -> None:
+    sign_folder(folder, keys[0])
+    (folder / "extra.txt").write_text("slipped in")
+    (folder / "model_card.json").unlink()
+    problems = verify_folder(folder, trusted_key_id="0" * 16)
+    assert any("model_card.json is missing" in p for p in problems)
+    assert any("extra.txt is not in the signed manifest" in p for p in problems)
+    assert any(p.startswith(f"signed with key {key_id(keys[1])}, not the trusted key") for p in problems)
+    unsigned = tmp_path / "unsigned"
+    unsigned.mkdir()
+    assert "was never signed" in verify_folder(unsigned)[0]
+
+
+def test_audit_records_of_signed_folders_catch_an_edit(folder: Path, keys: tuple[Path, Path]) -> None:
+    signed = sign_folder(folder, keys[0])
+    event = AuditEvent(
+        "card.signed",
+        "m/1",
+        {"folder": str(folder), "files": signed.files, "manifest_sha256": signed.manifest_sha256},
+        seq=7,
+    )
+    assert signed_outputs_problems([event]) == []
+    (folder / "model_card.json").write_text("{}\n")
+    (problem,) = signed_outputs_problems([event])
+    assert problem.startswith("record 7 (card.signed m/1): model_card.json was edited after signing")
+    # Re-signing after the edit does not help: the trail recorded the manifest that was signed first.
+    sign_folder(folder, keys[0])
+    problems = signed_outputs_problems([event])
+    assert any(f"{MANIFEST_FILE} in {folder} is not the manifest that was signed" in p for p in problems)
+    shutil.rmtree(folder)  # a moved or deleted folder is not an edit
+    assert signed_outputs_problems([event]) == []
