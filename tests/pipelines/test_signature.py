@@ -181,7 +181,8 @@ def _another_value(form: PipelineForm, setting: FormSetting) -> Any:
             ["val_auc", "fairness_gap"],  # tune.objectives
         ]
     elif isinstance(default, dict):
-        candidates += [{"k": "psi"}, {"k": 2.0}, {"epochs": "5"}, {"roc_auc": 0.6}]  # last: gate.slice_floors
+        candidates += [{"k": "psi"}, {"k": 2.0}, {"epochs": "5"}, {"roc_auc": 0.6}]  # gate.slice_floors
+        candidates.append({"sex": [0.5]})  # schema.protected_bins
     for candidate in candidates:
         if candidate == default:
             continue
