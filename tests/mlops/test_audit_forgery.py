@@ -123,4 +123,6 @@ def test_a_full_rewrite_with_its_head_is_not_detectable_locally_and_says_so(tmp_
     )
     result = audit.verify(tmp_path)
     assert result.intact
-    assert result.protection.startswith("local file") and "nothing stops a rewrite of both" in result.protection
+    assert (
+        result.protection.startswith("local file") and "nothing stops a rewrite of both" in result.protection
+    )
