@@ -126,3 +126,60 @@ def test_a_full_rewrite_with_its_head_is_not_detectable_locally_and_says_so(tmp_
     assert (
         result.protection.startswith("local file") and "nothing stops a rewrite of both" in result.protection
     )
+
+
+def test_forgery_corrupted_lines_are_named_and_a_bare_record_is_still_read(tmp_path, monkeypatch):
+    path = _trail(tmp_path, monkeypatch, count=2)
+    records = _records(path)
+    bare = {"seq": 3, "prev_hash": records[1]["hash"]}
+    bare["hash"] = audit.content_hash(bare)  # only the three chain fields: still a record
+    path.write_text(
+        path.read_text() + "{not json\n" + json.dumps({"seq": 9}) + "\n" + json.dumps(bare) + "\n"
+    )
+    path.with_name(path.name + audit.HEAD_SUFFIX).write_text(json.dumps({"seq": 3, "hash": bare["hash"]}))
+    result = audit.verify(tmp_path)
+    assert result.problems == [
+        "line 3 is not an audit record (edited or corrupted)",
+        "line 4 is not an audit record (edited or corrupted)",
+    ]
+    assert result.records == 3 and result.location == str(path)
+
+
+def test_forgery_messages_name_the_record_its_time_and_the_exact_gap(tmp_path, monkeypatch):
+    path = _trail(tmp_path, monkeypatch, count=5)
+    records = _records(path)
+    _write(path, [records[0], records[3], records[4]])
+    (problem,) = audit.verify(tmp_path).problems
+    assert problem == (
+        f"record(s) 2-3 before record 4 (line 2: alias.moved m/4 at {records[3]['at']}) are missing (deleted)"
+    )
+    _write(path, [records[0], records[1], records[3], records[2], records[4]])
+    problems = audit.verify(tmp_path).problems
+    assert (
+        f"record 3 (line 4: alias.moved m/3 at {records[2]['at']}) is out of order: it comes after record 4 (reordered)"
+        in problems
+    )
+    edited = {**records[4], "subject": "m/x"}
+    _write(path, [*records[:4], edited])
+    (problem,) = audit.verify(tmp_path).problems
+    assert problem == (
+        f"record 5 (line 5: alias.moved m/x at {records[4]['at']}) was edited: its content no longer matches "
+        f"its hash {records[4]['hash'][:12]}"
+    )
+
+
+def test_verify_and_record_follow_a_sqlite_tracking_store(tmp_path, monkeypatch):
+    monkeypatch.delenv(audit.AUDIT_URI_ENV, raising=False)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    audit.record("x", "y", tracking_uri=uri)
+    result = audit.verify(tracking_uri=uri)
+    assert result.intact and result.records == 1 and result.location == str(tmp_path / audit.AUDIT_FILE)
+
+
+def test_a_deleted_head_is_rebuilt_from_the_last_record_and_the_chain_continues(tmp_path, monkeypatch):
+    path = _trail(tmp_path, monkeypatch, count=3)
+    last = _records(path)[-1]
+    path.with_name(path.name + audit.HEAD_SUFFIX).unlink()
+    event = audit.record("gate.decided", "m/4", workspace_root=tmp_path)
+    assert (event.seq, event.prev_hash) == (4, last["hash"])
+    assert audit.verify(tmp_path).intact
