@@ -9,8 +9,10 @@ hash) is rewritten with every append, so :func:`verify` names a record that was 
 reordered or deleted, the last one included.
 
 Where it lives: ``MLOPS_AUDIT_URI`` (a local ``.jsonl`` path, or an ``s3://bucket/prefix``
-under which each record is its own object ``<seq>.json`` — on a bucket created with S3
-Object Lock and a default retention, no record can be overwritten or deleted), else
+under which each record is its own object ``<seq>.json``, created only if absent (``If-None-Match: *``:
+two writers racing for one number never overwrite each other; the loser chains to the winner's
+record) — on a bucket created with S3 Object Lock and a default retention, no record can be
+overwritten or deleted), else
 ``audit.jsonl`` in the workspace the caller names, else the workspace of a
 ``sqlite:///…/mlflow.db`` tracking store. Secrets never enter a record
 (:func:`mlops.governance.secrets.redact`).
