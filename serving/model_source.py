@@ -109,12 +109,11 @@ class ModelRegistry:
 
         public_key = self._public_key(tags, version)
         target = self.cache_dir / self.model_name / version
-        bundle = target.with_name(f"{version}.sig")
         cached = target / ONNX_FILE
         if (
             cached.is_file()
             and file_sha256(cached) == expected
-            and self._verified(target, bundle, public_key)
+            and self._verified(target, tags, version, public_key)
         ):
             return ModelArtifact(self.model_name, version, cached, expected, tags)
 
@@ -148,8 +147,6 @@ class ModelRegistry:
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
             downloaded.replace(target)
-            if public_key is not None:
-                signature.replace(bundle)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return ModelArtifact(self.model_name, version, cached, expected, tags)
@@ -158,16 +155,19 @@ class ModelRegistry:
         """The key to verify ``version`` with; None for an unsigned version when signatures are optional."""
         return public_key_for(tags, f"{self.model_name} version {version}", self.tracking_uri)
 
-    def _verified(self, directory: Path, bundle: Path, public_key: Path | None) -> bool:
-        """A cached copy is reused only if it still verifies; otherwise it is fetched again."""
+    def _verified(self, directory: Path, tags: dict[str, str], version: str, public_key: Path | None) -> bool:
+        """A cached copy is reused only if it verifies against the signature the registry names *now*
+        (a bundle replaced or a key rotated since it was cached sends it through the full fetch)."""
         if public_key is None:
             return True
-        if not bundle.is_file():
-            return False
-        try:
-            verify_directory(directory, bundle, public_key, f"cached {directory}")
-        except SignatureError:
-            return False
+        with tempfile.TemporaryDirectory(
+            prefix=f".{self.model_name}-{version}-sig-", dir=self.cache_dir
+        ) as tmp:
+            current = self._download(tags[SIGNATURE_URI_TAG], Path(tmp), version)
+            try:
+                verify_directory(directory, current, public_key, f"cached {directory}")
+            except SignatureError:
+                return False
         return True
 
     def _download(self, location: str, staging: Path, version: str) -> Path:

@@ -2,7 +2,8 @@
 
 ``start`` runs a rollout in the foreground (analysis every ``--bake-interval-s``) until it
 promotes or rolls back; ``status`` shows where the latest one is; ``promote`` and
-``rollback`` end it by hand; ``history`` answers which version served, with what traffic,
+``rollback`` end it by hand; ``resume`` picks up a running rollout whose controller died (``start``
+refuses while one is running, so traffic is never left split with nobody watching); ``history`` answers which version served, with what traffic,
 when. The rollout settings are :class:`delivery.rollout.config.RolloutConfig`'s fields, one
 flag each. Every step is recorded in the audit trail (``mlops.governance.audit``).
 """
@@ -43,6 +44,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "sent with mlops feedback feed the always-valid quality test (rollout.quality_*); 'off': no quality test",
     )
     _config_flags(start)
+    resume = actions.add_parser(
+        "resume", help="resume the model's running rollout from its saved state (after its controller died)"
+    )
+    _target_flags(resume)
+    resume.add_argument("--replay", default="", help="as for start: a table replayed during each interval")
     for name, text in (
         ("status", "where the latest rollout of the model is"),
         ("promote", "promote the rollout's challenger now (alias moves, 100 % traffic)"),
@@ -120,8 +126,11 @@ def _act(args: argparse.Namespace, workspace: Workspace) -> int:
         return 0
     controller = _controller(args, workspace, store)
     if args.rollout_action == "start":
+        _refuse_a_second_rollout(store, args.model_name)
         return _start(args, workspace, controller)
     state = store.load(args.model_name)
+    if args.rollout_action == "resume":
+        return _drive(controller, controller.resume(state), _replayer(args))
     if state.done:
         raise ValueError(
             f"the rollout of version {state.challenger} already ended ({state.phase}: {state.reason})"
@@ -151,18 +160,34 @@ def _token(args: argparse.Namespace) -> str:
         raise ValueError(f"--auth-token-file {args.auth_token_file}: {exc.strerror}") from exc
 
 
+def _refuse_a_second_rollout(store: Any, model_name: str) -> None:
+    """A saved rollout still running means its controller died mid-way: traffic may be split with
+    nobody watching it; it is resumed or rolled back, never silently replaced."""
+    if not store.path(model_name).is_file():
+        return
+    state = store.load(model_name)
+    if not state.done:
+        raise ValueError(
+            f"a rollout of {model_name} version {state.challenger} is still running at stage {state.stage_name} "
+            f"(saved {state.updated_at}) with no controller: run `mlops rollout resume --model-name {model_name}` "
+            f"or `mlops rollout rollback --model-name {model_name}` first"
+        )
+
+
+def _replayer(args: argparse.Namespace) -> Any:
+    if not args.replay:
+        return None
+    from delivery.rollout.replay import Replayer
+    from mlops.data.dataset import load_table
+
+    frame, _ = load_table(args.replay)
+    # The replayer keeps only the model's features (label and other columns may stay in the file).
+    return Replayer(args.server_url, args.model_name, frame.to_dict("records"), _token(args))
+
+
 def _start(args: argparse.Namespace, workspace: Workspace, controller: Any) -> int:
-    import time
-
     config = rollout_config(args)
-    replay = None
-    if args.replay:
-        from delivery.rollout.replay import Replayer
-        from mlops.data.dataset import load_table
-
-        frame, _ = load_table(args.replay)
-        # The replayer keeps only the model's features (label and other columns may stay in the file).
-        replay = Replayer(args.server_url, args.model_name, frame.to_dict("records"), _token(args))
+    replay = _replayer(args)
     state = controller.start(config, args.challenger)
     if args.quality_log != "off":  # quality judged on the request log and feedback labels as they arrive
         from delivery.rollout.quality_feed import for_rollout
@@ -174,9 +199,16 @@ def _start(args: argparse.Namespace, workspace: Workspace, controller: Any) -> i
         f"{state.target}: stages {', '.join(config.stages)}",
         flush=True,
     )
+    return _drive(controller, state, replay)
+
+
+def _drive(controller: Any, state: Any, replay: Any) -> int:
+    """Bake, analyse and act until the rollout ends; the state is saved after every interval."""
+    import time
+
     stage = state.stage_name
     while not state.done:
-        (replay or time.sleep)(config.bake_interval_s)
+        (replay or time.sleep)(state.config.bake_interval_s)
         state = controller.tick(state)
         print(f"  [{stage}] interval {state.intervals}: {state.reason}", flush=True)
         stage = state.stage_name

@@ -75,6 +75,17 @@ class RolloutController:
         )
         return self._enter(state)
 
+    def resume(self, state: RolloutState) -> RolloutState:
+        """Pick up a rollout whose controller stopped (killed, node lost) from its persisted ``state``:
+        re-apply its stage on the target (recorded as a step) and start a fresh analysis window; the
+        intervals it already passed, failed or waited keep counting."""
+        if state.done:
+            raise ValueError(
+                f"the rollout of {state.model_name} version {state.challenger} already ended "
+                f"({state.phase}: {state.reason}); nothing to resume"
+            )
+        return self._enter(state.advance(reason=f"resumed at stage {state.stage_name} from the saved state"))
+
     def run(self, state: RolloutState, traffic: Callable[[float], None] | None = None) -> RolloutState:
         """Bake and analyse until the rollout ends; ``traffic(seconds)`` replays requests meanwhile."""
         while not state.done:

@@ -9,8 +9,10 @@ hash) is rewritten with every append, so :func:`verify` names a record that was 
 reordered or deleted, the last one included.
 
 Where it lives: ``MLOPS_AUDIT_URI`` (a local ``.jsonl`` path, or an ``s3://bucket/prefix``
-under which each record is its own object ``<seq>.json`` — on a bucket created with S3
-Object Lock and a default retention, no record can be overwritten or deleted), else
+under which each record is its own object ``<seq>.json``, created only if absent (``If-None-Match: *``:
+two writers racing for one number never overwrite each other; the loser chains to the winner's
+record) — on a bucket created with S3 Object Lock and a default retention, no record can be
+overwritten or deleted), else
 ``audit.jsonl`` in the workspace the caller names, else the workspace of a
 ``sqlite:///…/mlflow.db`` tracking store. Secrets never enter a record
 (:func:`mlops.governance.secrets.redact`).
@@ -42,6 +44,14 @@ GENESIS = "0" * 64
 
 class AuditError(ValueError):
     """The trail cannot be written or read; the message says where and how to fix it."""
+
+
+APPEND_ATTEMPTS = 50
+"""Writers racing for one sequence number on S3: each lost race re-reads the tip and tries the next."""
+
+
+class _Taken(Exception):
+    """The record's sequence number was stored by another writer between reading the tip and writing."""
 
 
 @dataclass(frozen=True)
@@ -107,21 +117,29 @@ def record(
 
     location = audit_location(workspace_root, tracking_uri)
     trail = _trail(location)
-    with trail.locked():
-        last = trail.tip()
-        entry = {
-            **asdict(AuditEvent(action=action, subject=subject)),
-            "details": redact(json.loads(json.dumps(dict(details or {}), default=str))),
-            "links": redact({key: str(value) for key, value in (links or {}).items()}),
-            "actor": actor or default_actor(),
-            "at": datetime.now(UTC).isoformat(),
-            "seq": (last[0] if last else 0) + 1,
-            "prev_hash": last[1] if last else GENESIS,
-        }
-        entry["hash"] = content_hash(entry)
-        event = AuditEvent(**entry)
-        trail.append(event)
-    return event
+    for _ in range(APPEND_ATTEMPTS):
+        with trail.locked():
+            last = trail.tip()
+            entry = {
+                **asdict(AuditEvent(action=action, subject=subject)),
+                "details": redact(json.loads(json.dumps(dict(details or {}), default=str))),
+                "links": redact({key: str(value) for key, value in (links or {}).items()}),
+                "actor": actor or default_actor(),
+                "at": datetime.now(UTC).isoformat(),
+                "seq": (last[0] if last else 0) + 1,
+                "prev_hash": last[1] if last else GENESIS,
+            }
+            entry["hash"] = content_hash(entry)
+            event = AuditEvent(**entry)
+            try:
+                trail.append(event)
+            except _Taken:
+                continue  # another writer stored this sequence number first: chain to its record instead
+        return event
+    raise AuditError(
+        f"could not append to {location}: {APPEND_ATTEMPTS} attempts in a row lost the race to other writers; "
+        "record again"
+    )
 
 
 def record_in_run(
@@ -174,12 +192,14 @@ def verify(workspace_root: str | Path | None = None, tracking_uri: str = "") -> 
     trail = _trail(location)
     problems: list[str] = []
     previous: dict[str, Any] | None = None
+    hashes: dict[int, str] = {}
     count = 0
     for where, entry in trail.entries():
         if not isinstance(entry, dict) or not {"seq", "hash", "prev_hash"} <= set(entry):
             problems.append(f"{where} is not an audit record (edited or corrupted)")
             continue
         count += 1
+        hashes.setdefault(entry["seq"], entry["hash"])
         name = f"record {entry['seq']} ({where}: {entry.get('action')} {entry.get('subject')} at {entry.get('at')})"
         if content_hash(entry) != entry["hash"]:
             problems.append(f"{name} was edited: its content no longer matches its hash {entry['hash'][:12]}")
@@ -193,7 +213,9 @@ def verify(workspace_root: str | Path | None = None, tracking_uri: str = "") -> 
             problems.append(f"{name} does not chain to the record before it (that record was replaced)")
         previous = entry
     head = trail.head()
-    if head is not None and (previous is None or head != (previous["seq"], previous["hash"])):
+    # The head may lag behind the last record (an S3 writer stopped, or overtaken, between storing its
+    # record and moving the head); it must never be ahead of it, and the record it names must carry its hash.
+    if head is not None and (previous is None or head[0] > previous["seq"] or hashes.get(head[0]) != head[1]):
         last = previous["seq"] if previous else 0
         problems.append(
             f"the trail ends at record {last} but its head records record {head[0]} (hash {head[1][:12]}): "
@@ -289,23 +311,42 @@ class _S3Trail:
                 yield f"object {name}", _parse(storage.read_bytes(uri).decode())
 
     def tip(self) -> tuple[int, str] | None:
-        """The head; without one (first record, or a deleted head) the last record object."""
+        """The last record: the head, unless records were stored after it (a writer that lost the
+        race to rewrite the head, or one stopped between the record and the head)."""
         head = self.head()
         if head is not None:
+            later = self._entry(head[0] + 1)
+            while later is not None:
+                head, later = (int(later["seq"]), str(later["hash"])), self._entry(int(later["seq"]) + 1)
             return head
         entries = [entry for _, entry in self.entries() if isinstance(entry, dict) and "hash" in entry]
         return (int(entries[-1]["seq"]), str(entries[-1]["hash"])) if entries else None
 
     def append(self, event: AuditEvent) -> None:
+        """Store the record only if its sequence number is free (S3 ``If-None-Match: *``): two writers
+        never both store record N; the loser raises :class:`_Taken` and chains to the winner's record."""
         from mlops import storage
 
         target = self._key(event.seq)
-        if storage.exists(target):
-            raise AuditError(f"{target} exists: another writer recorded record {event.seq}; record again")
-        storage.write_bytes(target, json.dumps(asdict(event), sort_keys=True, default=str).encode())
-        storage.write_bytes(
-            f"{self.root}/HEAD.json", json.dumps({"seq": event.seq, "hash": event.hash}).encode()
-        )
+        try:
+            storage.create_bytes(target, json.dumps(asdict(event), sort_keys=True, default=str).encode())
+        except storage.AlreadyExists as exc:
+            raise _Taken(target) from exc
+        # The head only moves forward: a slower writer never puts back an older one.
+        current = self.head()
+        if current is None or current[0] < event.seq:
+            storage.write_bytes(
+                f"{self.root}/HEAD.json", json.dumps({"seq": event.seq, "hash": event.hash}).encode()
+            )
+
+    def _entry(self, seq: int) -> dict[str, Any] | None:
+        from mlops import storage
+
+        uri = self._key(seq)
+        if not storage.exists(uri):
+            return None
+        entry = _parse(storage.read_bytes(uri).decode())
+        return entry if isinstance(entry, dict) and "hash" in entry else None
 
     def head(self) -> tuple[int, str] | None:
         from mlops import storage

@@ -13,16 +13,26 @@ from typing import Any
 
 import pytest
 
-nbformat = pytest.importorskip(
-    "nbformat", reason="pip install nbformat==5.11.1 nbclient==0.11.0 ipykernel==7.4.0"
-)
+INSTALL = "pip install nbformat==5.11.1 nbclient==0.11.0 ipykernel==7.4.0 (or pip install -e .[dev])"
+"""The notebooks hold the only closed-loop run: a missing tool fails them with this, it never skips them."""
+
+
+def _tool(module: str) -> Any:
+    """Import ``module`` or fail the test naming it and the install command (never a silent skip)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        pytest.fail(f"{module} is missing ({exc}); the notebook tests need it: {INSTALL}", pytrace=False)
+
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 EXPECTED = ["01_compose_pipeline.ipynb", "02_compare_runs.ipynb", "03_drift.ipynb"]
 
 
 def read(name: str) -> Any:
-    return nbformat.read(NOTEBOOKS / name, as_version=4)
+    return _tool("nbformat").read(NOTEBOOKS / name, as_version=4)
 
 
 def outputs(notebook: Any) -> tuple[str, list[str]]:
@@ -41,7 +51,7 @@ def test_the_notebooks_are_there_and_committed_without_outputs() -> None:
     assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == EXPECTED
     for name in EXPECTED:
         notebook = read(name)
-        nbformat.validate(notebook)
+        _tool("nbformat").validate(notebook)
         for index, cell in enumerate(notebook.cells):
             if cell.cell_type == "code":
                 assert cell.outputs == [], f"{name} cell {index} has outputs: clear them before committing"
@@ -49,8 +59,8 @@ def test_the_notebooks_are_there_and_committed_without_outputs() -> None:
 
 
 def execute(name: str, cwd: Path) -> tuple[Any, float]:
-    from nbclient import NotebookClient
-
+    NotebookClient = _tool("nbclient").NotebookClient
+    _tool("ipykernel")  # the python3 kernel the notebooks run in
     notebook = read(name)
     started = time.monotonic()
     NotebookClient(
@@ -72,6 +82,23 @@ def test_compose_pipeline_notebook_trains_and_reports_metrics(tmp_path: Path) ->
     print(f"01_compose_pipeline ran in {seconds:.0f}s")
 
 
+def champion_line_follows_the_decisions(text: str) -> bool:
+    """The notebook names the champion the gates chose: the last promoted version, or none when none was.
+
+    (Its earlier check, "exactly one of the two lines is printed", held whichever way the gates decided.)
+    """
+    import ast
+
+    found = re.search(r"^decisions: (\{.*\})$", text, re.MULTILINE)
+    assert found, "the notebook prints the gates' decisions per version"
+    decisions = ast.literal_eval(found.group(1))
+    assert set(decisions.values()) <= {"promote", "reject"}, decisions
+    promoted = [version for version, decision in decisions.items() if decision == "promote"]
+    if promoted:
+        return f"champion: version {max(promoted)} (" in text and "no version passed every gate" not in text
+    return "no version passed every gate" in text and "champion: version" not in text
+
+
 @pytest.mark.slow
 def test_compare_runs_notebook_tabulates_and_plots_both_versions(tmp_path: Path) -> None:
     notebook, seconds = execute("02_compare_runs.ipynb", tmp_path)
@@ -81,7 +108,7 @@ def test_compare_runs_notebook_tabulates_and_plots_both_versions(tmp_path: Path)
     assert (
         "test_roc_auc" in text and len(re.findall(r"\b(?:promote|reject)\b", text)) >= 2
     )  # the versions table
-    assert ("champion: version" in text) != ("no version passed every gate" in text)
+    assert champion_line_follows_the_decisions(text)
     assert "image/png" in mimes
     print(f"02_compare_runs ran in {seconds:.0f}s")
 
@@ -97,3 +124,25 @@ def test_drift_notebook_serves_monitors_and_retrains_on_the_drifted_window(tmp_p
     assert "image/png" in mimes  # the trend plot
     assert re.search(r"version 2: aliases \[.*'challenger'.*\], trigger drift-monitor run \w+", text)
     print(f"03_drift ran in {seconds:.0f}s")
+
+
+@pytest.mark.parametrize(
+    ("printed", "follows"),
+    [
+        ("decisions: {1: 'promote', 2: 'reject'}\\nchampion: version 1 (ok)", True),
+        ("decisions: {1: 'promote', 2: 'promote'}\\nchampion: version 2 (ok)", True),
+        ("decisions: {1: 'promote', 2: 'promote'}\\nchampion: version 1 (ok)", False),
+        ("decisions: {1: 'reject', 2: 'reject'}\\nno version passed every gate; the reasons", True),
+        ("decisions: {1: 'promote', 2: 'reject'}\\nno version passed every gate; the reasons", False),
+        ("decisions: {1: 'reject', 2: 'reject'}\\nchampion: version 1 (ok)", False),
+    ],
+)
+def test_the_champion_check_fails_when_the_line_contradicts_the_gates(printed: str, follows: bool) -> None:
+    assert champion_line_follows_the_decisions(printed.replace("\\n", "\n")) is follows
+
+
+def test_a_missing_notebook_tool_fails_with_the_install_command() -> None:
+    with pytest.raises(
+        pytest.fail.Exception, match=r"no_such_notebook_tool is missing .*pip install nbformat"
+    ):
+        _tool("no_such_notebook_tool")
