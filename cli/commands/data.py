@@ -11,8 +11,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mlops.vocabulary import NAME_PATTERN
+
 if TYPE_CHECKING:
     from components.data_validation.data_profile import Profile
+    from mlops.data.schema_file import SchemaFile
     from mlops.workspace import Workspace
 
 SCHEMA_SUFFIX = ".schema.yaml"
@@ -54,6 +57,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     init.add_argument("--out", type=Path, default=Path("."), help="directory for the two files (default: .)")
     init.add_argument("--name", default="", help="file and suite name (default: the data file's stem)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
+    init.add_argument(
+        "--model-name",
+        default="",
+        help="registered model this data trains, written into the schema file as model_name "
+        "(default: the file name, e.g. adult.csv -> adult)",
+    )
     init.set_defaults(handler=init_command)
 
 
@@ -63,6 +72,18 @@ def _name(data: str, given: str) -> str:
     if not name:
         raise ValueError(f"cannot derive a name from {data!r}; pass --name NAME")
     return name
+
+
+def _with_model_name(schema: SchemaFile, model_name: str) -> SchemaFile:
+    """The schema file naming its model; a name the registry refuses is refused here, with the fix."""
+    from mlops.data.schema_file import SchemaFile
+
+    if not re.fullmatch(NAME_PATTERN, model_name):
+        raise ValueError(
+            f"--model-name {model_name!r} is not a registered-model name; use letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit (e.g. adult-income)"
+        )
+    return SchemaFile.model_validate({**schema.model_dump(), "model_name": model_name})
 
 
 def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
@@ -97,11 +118,13 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
         f"{found.rows} rows.\nReview and edit it, then version it with the data. Add behavioural tests under "
         "invariance/directional,\ne.g. invariance: [{feature: COLUMN}] for a column that must not matter."
     )
-    schema_path.write_text(found.schema.to_yaml(header), encoding="utf-8")
+    declared = _with_model_name(found.schema, args.model_name or name)
+    schema_path.write_text(declared.to_yaml(header), encoding="utf-8")
     suite_path.write_text(
         found.suite.model_dump_json(indent=2, exclude_defaults=True) + "\n", encoding="utf-8"
     )
     _print_summary(found, schema_path, suite_path, args.data)
+    print(f"model: runs with this schema file register {declared.model_name!r} (model_name in the file)")
     return 0
 
 

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 from mlops.data.behaviour import DirectionalTest, InvarianceTest
 from mlops.data.dataset import DatasetError, DatasetSchema, read_bytes
 from mlops.settings import SETTINGS_CONFIG
+from mlops.vocabulary import NAME_PATTERN
 
 
 class SchemaFile(DatasetSchema):
@@ -30,6 +31,10 @@ class SchemaFile(DatasetSchema):
     """Features whose perturbation must not move the score (e.g. a column that must not matter)."""
     directional: tuple[DirectionalTest, ...] = Field(default=())
     """Numeric features whose change must move the score one way."""
+
+    # --- the model this data trains (issue 30: one dataset, one registered model) ---
+    model_name: str = Field(default="", pattern=r"^$|" + NAME_PATTERN)
+    """Registered model this data trains (`mlops data init` writes the file's stem); empty: registration.model_name."""
 
     @property
     def dataset_schema(self) -> DatasetSchema:
