@@ -13,13 +13,17 @@ def metrics_gate(
     test_auc: float,
     champion_auc: float,
     has_champion: bool,
+    comparison_auc: float,
+    top_feature: str,
+    top_feature_auc: float,
     gate: dict,
     tracking: dict,
     pipeline_run_id: str,
     report: Output[Artifact],
     reason: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
-    """Decides promote/reject from test AUC vs floor and champion (the ``gate`` section); records it on the version.
+    """Decides promote/reject from test AUC vs floor, vs the champion on rows it did not learn from
+    (comparison_auc) and vs a leak (a test AUC one feature alone explains); records it on the version.
 
     The decision is the single return value, not a NamedTuple field: kfp.local 2.17 cannot
     resolve a ``dsl.If`` on a named output (see :mod:`components.promotion_gate.combine`).
@@ -31,7 +35,15 @@ def metrics_gate(
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 
-    decision = decide(from_section(MetricsGatePolicy, gate), test_auc, champion_auc, has_champion)
+    decision = decide(
+        from_section(MetricsGatePolicy, gate),
+        test_auc,
+        champion_auc,
+        has_champion,
+        comparison_auc=comparison_auc if has_champion else None,
+        top_feature=top_feature,
+        top_feature_auc=top_feature_auc,
+    )
     store = TrackingStore.for_task(tracking, pipeline_run_id)
     record(decision, model_name, version, store, Path(report.path))
     Path(reason).write_text(decision.reason, encoding="utf-8")
