@@ -43,21 +43,27 @@ def _numeric_score(values: pd.Series) -> np.ndarray:
     return numbers.fillna(0.0 if pd.isna(median) else median).to_numpy()
 
 
-def _categorical_score(values: pd.Series, labels: np.ndarray) -> np.ndarray:
-    """Each row's category positive rate, learnt on the other half of the rows (smoothed to the prior)."""
+def _categorical_auc(values: pd.Series, labels: np.ndarray) -> float:
+    """AUC of each row's category positive rate learnt on the other half of the rows (smoothed to that
+    half's prior), per half, averaged: a rate never scores the rows it was learnt from, and the two
+    halves' priors never separate the classes by themselves. The halves are a fixed shuffle, so a file
+    sorted by the label or by the category splits evenly."""
     import numpy as np
     import pandas as pd
 
     text = values.astype("string").fillna("<missing>").to_numpy()
-    fold = np.arange(len(text)) % 2
-    score = np.empty(len(text), dtype=np.float64)
+    fold = np.random.default_rng(0).permutation(len(text)) % 2
+    aucs = []
     for k in (0, 1):
         learn, apply = fold != k, fold == k
-        prior = float(labels[learn].mean()) if learn.any() else 0.5
+        if len(set(labels[apply].tolist())) < 2 or not learn.any():
+            continue
+        prior = float(labels[learn].mean())
         rates = pd.DataFrame({"c": text[learn], "y": labels[learn]}).groupby("c")["y"].agg(["sum", "count"])
         smoothed = (rates["sum"] + prior) / (rates["count"] + 1.0)
-        score[apply] = pd.Series(text[apply]).map(smoothed).fillna(prior).to_numpy()
-    return score
+        score = pd.Series(text[apply]).map(smoothed).fillna(prior).to_numpy(dtype=np.float64)
+        aucs.append(_folded_auc(labels[apply], score))
+    return float(np.mean(aucs)) if aucs else 0.5
 
 
 def single_feature_aucs(
@@ -65,9 +71,5 @@ def single_feature_aucs(
 ) -> list[FeatureAuc]:
     """Every feature's AUC alone, best first (features absent from ``frame`` are skipped)."""
     found = [FeatureAuc(c, _folded_auc(labels, _numeric_score(frame[c]))) for c in numeric if c in frame]
-    found += [
-        FeatureAuc(c, _folded_auc(labels, _categorical_score(frame[c], labels)))
-        for c in categorical
-        if c in frame
-    ]
+    found += [FeatureAuc(c, _categorical_auc(frame[c], labels)) for c in categorical if c in frame]
     return sorted(found, key=lambda f: (-f.auc, f.feature))

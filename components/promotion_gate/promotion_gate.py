@@ -47,7 +47,11 @@ def decide(
         failures.append(
             f"test_auc {versus_auc:.4f} is worse than the champion's {champion_auc:.4f} "
             f"by more than the allowed {policy.max_auc_regression:.4f}"
-            + (" (both on the test rows the champion did not learn from)" if comparison_auc is not None else "")
+            + (
+                " (both on the test rows the champion did not learn from)"
+                if comparison_auc is not None
+                else ""
+            )
         )
     leak = too_good(policy, test_auc, top_feature, top_feature_auc)
     if leak:
