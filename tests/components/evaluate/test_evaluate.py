@@ -35,9 +35,9 @@ from mlops.vocabulary import SPLIT_TAG
 from tests.support.model_factory import fit_tabular_net
 from training.config import TrainConfig
 from training.data import split_frame, split_rule
-from training.row_split import SplitRule
 from training.model import TabularNet, load_model, save_model
 from training.onnx_export import export_onnx, torch_probabilities
+from training.row_split import SplitRule
 
 LABEL = SAMPLE_SCHEMA.label
 MODEL_NAME = "credit-default"
