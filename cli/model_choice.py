@@ -11,6 +11,7 @@ one by chance. ``mlops run training --schema FILE`` registers under the file's
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 SCHEMA_URI = "validation.schema_uri"
@@ -25,9 +26,14 @@ class ModelChoiceError(ValueError):
 
 
 def registered_models(tracking_uri: str) -> list[str]:
-    """Every registered model's name in the store at ``tracking_uri``, sorted."""
+    """Every registered model's name in the store at ``tracking_uri``, sorted; none for a SQLite store
+    that does not exist yet (never created by asking)."""
     from mlops.tracking.store import TrackingStore
+    from mlops.workspace import workspace_of
 
+    folder = workspace_of(tracking_uri)
+    if folder is not None and not Path(tracking_uri.removeprefix("sqlite:///")).expanduser().is_file():
+        return []
     return TrackingStore.from_uri(tracking_uri).registered_model_names()
 
 
@@ -45,13 +51,22 @@ def choose(known: list[str], flag: str, where: str) -> str:
     )
 
 
-def workspace_model(given: str | None, tracking_uri: str, flag: str = "--model-name") -> str:
-    """``given`` when the user named a model, else the store's only registered model (or a clear error)."""
+def workspace_model(
+    given: str | None, tracking_uri: str, flag: str = "--model-name", fallback: str = ""
+) -> str:
+    """``given`` when the user named a model, else the store's only registered model (or a clear error).
+
+    ``fallback``: the name to go on with when the registry holds no model at all, for a command whose
+    own check then says what is missing (``mlops serve``: no store, no version).
+    """
     if given:
         return given
     from mlops.tracking.store import redact_uri
 
-    return choose(registered_models(tracking_uri), flag, f"the model registry {redact_uri(tracking_uri)}")
+    known = registered_models(tracking_uri)
+    if not known and fallback:
+        return fallback
+    return choose(known, flag, f"the model registry {redact_uri(tracking_uri)}")
 
 
 def schema_model_name(schema_uri: str) -> str:

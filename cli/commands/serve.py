@@ -80,7 +80,8 @@ def server_config(args: argparse.Namespace, workspace: Workspace, tracking_uri: 
     if values["model_name"] is None:
         from cli.model_choice import workspace_model
 
-        values["model_name"] = workspace_model(None, values["tracking_uri"], "--model-name")
+        default = ServerConfig.model_fields["model_name"].default
+        values["model_name"] = workspace_model(None, values["tracking_uri"], "--model-name", fallback=default)
     if values["model_cache_dir"] is None:
         values["model_cache_dir"] = str(workspace.root / "serving-cache")
     if args.no_request_log:

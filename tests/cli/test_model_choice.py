@@ -139,3 +139,17 @@ def test_without_a_schema_file_training_keeps_its_default_and_monitoring_asks(tm
     assert model_settings({"window.model_name"}, {"window.model_name": "bank"}, workspace.tracking_uri) == {}
     single = _workspace(tmp_path / "one", "adult")
     assert model_settings({"score.model"}, {}, single.tracking_uri) == {"score.model": "adult@champion"}
+
+
+def test_serving_a_model_without_a_champion_suggests_the_challenger_flag(tmp_path: Path) -> None:
+    from serving.model_source import ModelRegistry, RegistryError
+
+    workspace = _workspace(tmp_path, "adult")
+    registry = ModelRegistry(workspace.tracking_uri, "adult", tmp_path / "cache")
+    with pytest.raises(RegistryError) as raised:
+        registry.version_for("champion")
+    message = str(raised.value)
+    assert "mlops serve --model-name adult --alias challenger" in message
+    assert "client." not in message and "MlflowClient" not in message
+    with pytest.raises(RegistryError, match="mlops serve --model-name adult --alias champion"):
+        registry.version_for("nightly")
