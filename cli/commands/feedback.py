@@ -35,14 +35,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=feedback_command)
 
 
+def logged_model(root: str, tracking_uri: str) -> str:
+    """The registry's only model; with an empty registry, the only model the request log holds."""
+    from pathlib import Path
+
+    from cli.model_choice import choose, registered_models
+
+    known = registered_models(tracking_uri)
+    if not known and "://" not in root and Path(root).is_dir():
+        known = sorted(p.name for p in Path(root).iterdir() if p.is_dir())
+    return choose(known, "--model-name", f"the model registry and the request log {root}")
+
+
 def feedback_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.commands.run import REQUEST_LOG_DIR
-    from cli.model_choice import workspace_model
     from components.drift_monitor.feedback import store_labels
     from mlops.tracking.context import resolve_tracking
 
     root = args.request_log_uri or str(workspace.root / REQUEST_LOG_DIR)
-    model_name = workspace_model(args.model_name, resolve_tracking(workspace).tracking_uri)
+    model_name = args.model_name or logged_model(root, resolve_tracking(workspace).tracking_uri)
     stored = store_labels(args.labels, root, model_name)
     print(f"stored {stored.labels} label(s) at {stored.uri}; {stored.matched} match logged request rows")
     if stored.matched == 0:

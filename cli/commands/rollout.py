@@ -106,6 +106,8 @@ def _act(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.model_choice import workspace_model
     from mlops.tracking.context import resolve_tracking
 
+    if args.rollout_action == "start":
+        rollout_config(args)  # a bad setting is refused before anything is looked up
     if args.model_name is None:
         tracking_uri = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "").tracking_uri
         args.model_name = workspace_model(None, tracking_uri)
