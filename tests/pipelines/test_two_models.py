@@ -62,7 +62,7 @@ def test_two_datasets_in_one_workspace_are_two_models(
     assert store.registered_model_names() == ["bank", "census"]
     for name in ("bank", "census"):
         (version,) = store.client.search_model_versions(f"name = '{name}'")
-        assert version.version == "1"  # one model each, no stray version of the other
+        assert str(version.version) == "1"  # one model each, no stray version of the other
 
     capsys.readouterr()
     assert main(["--workspace", str(workspace), "history"]) == 2
@@ -81,4 +81,4 @@ def test_two_datasets_in_one_workspace_are_two_models(
     assert "train-model" in out and "cannot score this data" in out and "'balance'" in out
     assert "--model-name NEW" in out
     versions = store.client.search_model_versions("name = 'bank'")
-    assert [v.version for v in versions] == ["1"]
+    assert [str(v.version) for v in versions] == ["1"]
