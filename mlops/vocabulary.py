@@ -57,6 +57,8 @@ ROLLOUT_STAGE_TAG = f"{TAG_PREFIX}rollout.stage"
 """Version tag: where its rollout is (``shadow``, a canary percentage, ``promoted``, ``rolled_back``)."""
 ROLLED_BACK_AT_TAG = f"{TAG_PREFIX}rolled_back_at"
 """Version tag: when a rollout took this version out of traffic (the reason is the canary gate's)."""
+SPLIT_TAG = f"{TAG_PREFIX}split"
+"""Version and train-run tag: the row split rule the model was trained with (which rows it saw)."""
 MAX_TAG_CHARS = 4000
 """Longest tag value written; longer reasons are clipped (the reports keep the full text)."""
 
@@ -89,6 +91,8 @@ class Lineage:
     """MLflow run id of the training task."""
     trigger: str = ""
     """Why the run was started: empty for a manual run, else the monitoring decision that triggered it."""
+    split: str = ""
+    """How the training rows were chosen (a JSON split rule): evaluate-model excludes a champion's training rows with it."""
 
     def tags(self) -> dict[str, str]:
         return {f"{TAG_PREFIX}{k}": v for k, v in asdict(self).items()}

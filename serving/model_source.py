@@ -85,9 +85,8 @@ class ModelRegistry:
                     "start the server or fix --tracking-uri / MLFLOW_TRACKING_URI"
                 ) from exc
             raise RegistryError(
-                f"models:/{self.model_name}@{alias} does not resolve in {self.tracking_uri}: {exc.message}. "
-                f"Register the model and point the alias at a version (e.g. `mlops run training`, whose "
-                f"promotion moves {CHAMPION!r}, or `mlops rollout start --model-name {self.model_name}`)"
+                f"models:/{self.model_name}@{alias} does not resolve in {redact_uri(self.tracking_uri)}: "
+                f"{_first_line(exc.message)}. {_alias_fix(self.model_name, alias)}"
             ) from exc
 
     def fetch(self, version: str) -> ModelArtifact:
@@ -192,6 +191,19 @@ class ModelRegistry:
 def _unreachable(exc: Exception) -> bool:
     text = str(exc)
     return any(s in text for s in ("Max retries exceeded", "Connection refused", "Failed to establish"))
+
+
+def _alias_fix(model_name: str, alias: str) -> str:
+    """What to run when ``alias`` points nowhere: the command line, never library code."""
+    if alias == CHAMPION:
+        return (
+            f"No version of {model_name!r} has passed the gates yet (mlops run training promotes one). To serve "
+            f"the latest trained version anyway: mlops serve --model-name {model_name} --alias challenger"
+        )
+    return (
+        f"Point {alias!r} at a version first (mlops run training moves 'challenger' and 'champion'), or serve "
+        f"the champion: mlops serve --model-name {model_name} --alias {CHAMPION}"
+    )
 
 
 def _first_line(text: str) -> str:

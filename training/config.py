@@ -61,7 +61,7 @@ class TrainConfig(BaseModel):
     grad_clip_norm: float = Field(default=1.0, ge=0)
     """Clip the global gradient L2 norm to this value; 0 disables clipping."""
     seed: int = Field(default=0, ge=0)
-    """Seed of the split, weight initialisation, shuffling and dropout."""
+    """Seed of weight initialisation, shuffling and dropout. The split is not drawn: each row's stable hash decides it (schema.split_key)."""
     nproc: int = Field(default=1, ge=1, le=256)
     """Data-parallel processes (DDP: gloo on CPU, nccl on CUDA); 1 = in-process."""
     precision: Precision = Field(default="auto")

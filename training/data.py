@@ -1,8 +1,8 @@
 """The train/validation/test split and the encoded arrays the training processes receive.
 
-The split is stratified on the label and drawn from the config's seed, so a
-retried task, a resumed run and a second pipeline run with the same data all
-see the same rows. The :class:`FeatureSpec` is fitted on the training rows
+The split is by each row's stable hash (:mod:`training.row_split`), so a
+retried task, a resumed run, a run with another seed and a run on grown data
+all keep a row in the same split. The :class:`FeatureSpec` is fitted on the training rows
 only: statistics of validation or test rows leaking into the model's
 preprocessing would make both metrics optimistic.
 """
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from mlops.data.dataset import DatasetError, DatasetSchema
 from mlops.data.features import FeatureSpec
 from training.config import TrainConfig
+from training.row_split import TEST, TRAIN, VAL, SplitRule, rule_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,29 +83,39 @@ class EncodedData:
 
 
 def split_frame(frame: pd.DataFrame, schema: DatasetSchema, config: TrainConfig) -> Splits:
-    """Stratified split into train/val/test, identical for identical (frame, seed, fractions)."""
-    import numpy as np
-    from sklearn.model_selection import train_test_split
-
+    """Train/val/test by each row's stable hash (:mod:`training.row_split`): the same row lands in the
+    same split in every run, whatever the seed, and however many rows were added since."""
+    rule = split_rule(schema, config)
     labels = frame[schema.label].astype(int)
     counts = labels.value_counts()
-    # Each split needs both classes; stratification needs at least one row per class per split.
     smallest = min(config.val_fraction, config.test_fraction)
     needed = int(3 / smallest) + 1
     if len(frame) < needed or counts.min() < 3:
         raise DatasetError(
-            f"dataset has {len(frame)} rows (class counts {counts.to_dict()}); a stratified "
+            f"dataset has {len(frame)} rows (class counts {counts.to_dict()}); a "
             f"{config.val_fraction:.0%}/{config.test_fraction:.0%} validation/test split needs at least "
             f"{needed} rows and 3 of each class. Provide more data or raise val_fraction/test_fraction."
         )
-    # Split positions, not index labels: a user's frame may carry a duplicated index.
-    y = labels.to_numpy()
-    rest, test = train_test_split(
-        np.arange(len(frame)), test_size=config.test_fraction, stratify=y, random_state=config.seed
-    )
-    val_share = config.val_fraction / (1.0 - config.test_fraction)
-    train, val = train_test_split(rest, test_size=val_share, stratify=y[rest], random_state=config.seed + 1)
-    return Splits(train=frame.iloc[train], val=frame.iloc[val], test=frame.iloc[test])
+    where = rule.assign(frame)
+    # Positions, not index labels: a user's frame may carry a duplicated index.
+    parts = {name: frame.iloc[(where == name).nonzero()[0]] for name in (TRAIN, VAL, TEST)}
+    for name, part in parts.items():
+        classes = set(part[schema.label].astype(int).unique().tolist())
+        if classes != {0, 1}:
+            raise DatasetError(
+                f"the {name} split holds {len(part)} rows of class(es) {sorted(classes)} only; each split needs "
+                f"both classes. Provide more rows, raise val_fraction/test_fraction, or check split_key "
+                f"{schema.split_key!r} (rows sharing a key stay together)"
+                if schema.split_key
+                else f"the {name} split holds {len(part)} rows of class(es) {sorted(classes)} only; each split "
+                "needs both classes. Provide more rows or raise val_fraction/test_fraction."
+            )
+    return Splits(train=parts[TRAIN], val=parts[VAL], test=parts[TEST])
+
+
+def split_rule(schema: DatasetSchema, config: TrainConfig) -> SplitRule:
+    """The rule this run splits by, as recorded on the registered version."""
+    return rule_for(schema.split_columns, config.val_fraction, config.test_fraction)
 
 
 def encode_splits(splits: Splits, schema: DatasetSchema) -> EncodedData:

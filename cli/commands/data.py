@@ -11,9 +11,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mlops.vocabulary import NAME_PATTERN
+
 if TYPE_CHECKING:
     from components.data_validation.config import ProfileSettings
     from components.data_validation.data_profile import Profile
+    from mlops.data.schema_file import SchemaFile
     from mlops.workspace import Workspace
 
 SCHEMA_SUFFIX = ".schema.yaml"
@@ -61,6 +64,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     init.add_argument("--out", type=Path, default=Path("."), help="directory for the two files (default: .)")
     init.add_argument("--name", default="", help="file and suite name (default: the data file's stem)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
+    init.add_argument(
+        "--model-name",
+        default="",
+        help="registered model this data trains, written into the schema file as model_name "
+        "(default: the file name, e.g. adult.csv -> adult)",
+    )
     init.set_defaults(handler=init_command)
 
 
@@ -107,6 +116,18 @@ def _name(data: str, given: str) -> str:
     return name
 
 
+def _with_model_name(schema: SchemaFile, model_name: str) -> SchemaFile:
+    """The schema file naming its model; a name the registry refuses is refused here, with the fix."""
+    from mlops.data.schema_file import SchemaFile
+
+    if not re.fullmatch(NAME_PATTERN, model_name):
+        raise ValueError(
+            f"--model-name {model_name!r} is not a registered-model name; use letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit (e.g. adult-income)"
+        )
+    return SchemaFile.model_validate({**schema.model_dump(), "model_name": model_name})
+
+
 def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from components.data_validation.column_findings import repeated_names
     from components.data_validation.data_profile import profile
@@ -148,11 +169,13 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
     )
     header += "".join(f"\nwarning: {w}" for w in found.warnings)
     header += "".join(f"\nnote: {n}" for n in found.notes)
-    schema_path.write_text(found.schema.to_yaml(header), encoding="utf-8")
+    declared = _with_model_name(found.schema, args.model_name or name)
+    schema_path.write_text(declared.to_yaml(header), encoding="utf-8")
     suite_path.write_text(
         found.suite.model_dump_json(indent=2, exclude_defaults=True) + "\n", encoding="utf-8"
     )
     _print_summary(found, schema_path, suite_path, args.data)
+    print(f"model: runs with this schema file register {declared.model_name!r} (model_name in the file)")
     return 0
 
 

@@ -20,7 +20,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--labels", required=True, help="CSV or Parquet file with request_id and label columns"
     )
-    parser.add_argument("--model-name", dest="model_name", default="credit-default", help="registered model")
+    parser.add_argument(
+        "--model-name",
+        dest="model_name",
+        default=None,
+        help="registered model (default: the workspace's, when its registry holds exactly one)",
+    )
     parser.add_argument(
         "--request-log-uri",
         dest="request_log_uri",
@@ -30,12 +35,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=feedback_command)
 
 
+def logged_model(root: str, tracking_uri: str) -> str:
+    """The registry's only model; with an empty registry, the only model the request log holds."""
+    from pathlib import Path
+
+    from cli.model_choice import choose, registered_models
+
+    known = registered_models(tracking_uri)
+    if not known and "://" not in root and Path(root).is_dir():
+        known = sorted(p.name for p in Path(root).iterdir() if p.is_dir())
+    return choose(known, "--model-name", f"the model registry and the request log {root}")
+
+
 def feedback_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.commands.run import REQUEST_LOG_DIR
     from components.drift_monitor.feedback import store_labels
+    from mlops.tracking.context import resolve_tracking
 
     root = args.request_log_uri or str(workspace.root / REQUEST_LOG_DIR)
-    stored = store_labels(args.labels, root, args.model_name)
+    model_name = args.model_name or logged_model(root, resolve_tracking(workspace).tracking_uri)
+    stored = store_labels(args.labels, root, model_name)
     print(f"stored {stored.labels} label(s) at {stored.uri}; {stored.matched} match logged request rows")
     if stored.matched == 0:
         print("warning: no label matches a logged request id yet; check --model-name and the ids")

@@ -18,27 +18,40 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     lineage = subparsers.add_parser(
         "lineage", help="where the model an alias serves came from (data, suite, commit, run, gates)"
     )
-    lineage.add_argument("model", help="<model-name>@<alias>, e.g. credit-default@champion")
+    lineage.add_argument(
+        "model",
+        nargs="?",
+        default="@champion",
+        help="<model-name>@<alias>, e.g. credit-default@champion; '@ALIAS' or nothing: the workspace's model "
+        "(when it holds one) at that alias (default champion)",
+    )
     lineage.add_argument(
         "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
     )
     lineage.set_defaults(handler=lineage_command)
     history = subparsers.add_parser("history", help="which version held each alias, when, and why it moved")
-    history.add_argument("model", help="registered model name, e.g. credit-default")
+    history.add_argument(
+        "model",
+        nargs="?",
+        default="",
+        help="registered model name (default: the workspace's, when it holds one)",
+    )
     history.set_defaults(handler=history_command)
 
 
 def lineage_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlflow.exceptions import MlflowException
 
+    from cli.model_choice import workspace_model
     from mlops.governance.audit import read_events
     from mlops.governance.provenance import lineage_lines
     from mlops.tracking.context import resolve_tracking
 
     name, _, alias = str(args.model).partition("@")
-    if not name or not alias:
+    if not alias:
         raise ValueError(f"{args.model!r}: write <model-name>@<alias>, e.g. credit-default@champion")
     store = resolve_tracking(workspace, tracking_uri=args.tracking_uri).store
+    name = workspace_model(name, store.tracking_uri, "<model-name>@<alias>")
     uri = store.tracking_uri
     try:
         version = store.client.get_model_version_by_alias(name, alias)
@@ -50,8 +63,11 @@ def lineage_command(args: argparse.Namespace, workspace: Workspace) -> int:
 
 
 def history_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from cli.model_choice import workspace_model
     from mlops.governance.audit import read_events
     from mlops.governance.provenance import history_lines
+    from mlops.tracking.context import resolve_tracking
 
-    print("\n".join(history_lines(args.model, read_events(workspace.root))))
+    name = workspace_model(args.model, resolve_tracking(workspace).tracking_uri, "mlops history")
+    print("\n".join(history_lines(name, read_events(workspace.root))))
     return 0

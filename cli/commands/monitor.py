@@ -29,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model-name",
         dest="model_name",
-        help="registered model (= window.model_name; default credit-default)",
+        help="registered model (= window.model_name; default: the workspace's, when its registry holds exactly one)",
     )
     parser.add_argument(
         "--model-version",

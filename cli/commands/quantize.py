@@ -23,7 +23,7 @@ HELP = "quantise a registered model to INT8 behind an AUC-parity gate"
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("quantize", help=HELP, description=__doc__.split("\n\n", 1)[1])
     parser.add_argument(
-        "--model-name", default="credit-default", help="registered model (default %(default)s)"
+        "--model-name", default=None, help="registered model (default: the workspace's, when it holds one)"
     )
     parser.add_argument(
         "--source", default="champion", help="version number or alias to quantise (default %(default)s)"
@@ -51,6 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from cli.model_choice import workspace_model
     from components.quantize.int8 import quantize_registered
     from components.quantize.quantizer import QuantizationRejected, QuantizeConfig
     from mlops.data.dataset import load_table
@@ -63,6 +64,7 @@ def quantize_command(args: argparse.Namespace, workspace: Workspace) -> int:
             f"workspace {workspace.root} has no MLflow store ({workspace.tracking_db}); "
             "run `mlops run training` first or pass --workspace / --tracking-uri"
         )
+    args.model_name = workspace_model(args.model_name, tracking_uri)
     config = QuantizeConfig(
         max_auc_drop=args.max_auc_drop, weight_type=args.weight_type, per_channel=args.per_channel
     )

@@ -64,7 +64,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _target_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model-name", default="credit-default", help="registered model (default %(default)s)"
+        "--model-name", default=None, help="registered model (default: the workspace's, when it holds one)"
     )
     parser.add_argument(
         "--tracking-uri", default=None, help="MLflow store (default: as mlops serve finds it)"
@@ -115,6 +115,14 @@ def rollout_command(args: argparse.Namespace, workspace: Workspace) -> int:
 
 
 def _act(args: argparse.Namespace, workspace: Workspace) -> int:
+    from cli.model_choice import workspace_model
+    from mlops.tracking.context import resolve_tracking
+
+    if args.rollout_action == "start":
+        rollout_config(args)  # a bad setting is refused before anything is looked up
+    if args.model_name is None:
+        tracking_uri = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "").tracking_uri
+        args.model_name = workspace_model(None, tracking_uri)
     if args.rollout_action == "history":
         return _history(args, workspace)
     from delivery.rollout.state import StateStore

@@ -122,6 +122,7 @@ def local_arguments(
     stage's config is validated before anything runs.
     """
     from cli.commands.options import resolve_files
+    from cli.model_choice import model_settings
     from cli.parameters import checked_arguments
     from mlops.tracking.context import resolve_tracking
     from pipelines.catalog import forms
@@ -142,6 +143,7 @@ def local_arguments(
         local[WORKSPACE] = str(workspace.root)
     if REQUEST_LOG in known and not given.get(REQUEST_LOG):
         local[REQUEST_LOG] = str(workspace.root / REQUEST_LOG_DIR)
+    local.update(model_settings(known, {**given, **local}, tracking.tracking_uri))
     return checked_arguments(form, {**given, **local}), tracking
 
 

@@ -32,7 +32,10 @@ PIPELINE = "batch_scoring"
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("score", help=HELP, description=(__doc__ or "").split("\n\n", 1)[1])
     parser.add_argument(
-        "--model", required=True, help="registered model and alias, NAME@ALIAS (= score.model)"
+        "--model",
+        default=None,
+        help="registered model and alias, NAME@ALIAS (= score.model; default: the workspace's model@champion, "
+        "when its registry holds exactly one)",
     )
     parser.add_argument(
         "--data",
@@ -72,6 +75,10 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from components.batch_score.batch_scorer import finish_job, plan_job, score_shard
     from mlops.tracking.context import resolve_tracking
 
+    if args.model is None:
+        from cli.model_choice import workspace_model
+
+        args.model = workspace_model(None, resolve_tracking(workspace).tracking_uri, "--model") + "@champion"
     settings = settings_of(args)
     # The command's own setting, made at its entry point (as `mlops serve` does): the rows/s bar is the
     # only progress shown, not MLflow's per-file download bars.

@@ -25,6 +25,7 @@ WORKSPACE_DEFAULTS = {
     "tracking_uri": "$MLFLOW_TRACKING_URI, else the workspace's MLflow store",
     "request_log_uri": "<workspace>/request-logs",
     "model_cache_dir": "<workspace>/serving-cache",
+    "model_name": "the workspace's model, when its registry holds exactly one",
 }
 
 
@@ -76,6 +77,11 @@ def server_config(args: argparse.Namespace, workspace: Workspace, tracking_uri: 
     values = {field: getattr(args, field) for field in ServerConfig.model_fields}
     if values["tracking_uri"] is None:
         values["tracking_uri"] = tracking_uri or resolve_tracking(workspace).tracking_uri
+    if values["model_name"] is None:
+        from cli.model_choice import workspace_model
+
+        default = ServerConfig.model_fields["model_name"].default
+        values["model_name"] = workspace_model(None, values["tracking_uri"], "--model-name", fallback=default)
     if values["model_cache_dir"] is None:
         values["model_cache_dir"] = str(workspace.root / "serving-cache")
     if args.no_request_log:

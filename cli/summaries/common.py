@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.console.display import duration
-from cli.console.figures import MAX_REASONS, short, split_reasons
+from cli.console.figures import MAX_REASONS, REASON_WIDTH, short, split_reasons
 from cli.local_run import LocalRun, PipelineFailed
 from mlops.workspace import Workspace
 
@@ -63,8 +63,16 @@ def row(label: str, value: object) -> str:
 
 
 def reason_lines(reasons: list[str], more_in: str = "the report") -> list[str]:
-    """At most :data:`MAX_REASONS` short lines, then how many more the full text holds."""
-    lines = [f"    - {short(reason)}" for reason in reasons[:MAX_REASONS]]
+    """At most :data:`MAX_REASONS` reasons, each whole (wrapped, never cut before its figures and
+    intervals), then how many more the full text holds."""
+    import textwrap
+
+    lines = []
+    for reason in reasons[:MAX_REASONS]:
+        wrapped = textwrap.wrap(
+            " ".join(reason.split()), REASON_WIDTH, break_on_hyphens=False, break_long_words=False
+        )
+        lines += [f"    {'-' if i == 0 else ' '} {line}" for i, line in enumerate(wrapped)]
     if len(reasons) > MAX_REASONS:
         lines.append(f"    … and {len(reasons) - MAX_REASONS} more in {more_in}")
     return lines

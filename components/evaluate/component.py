@@ -19,9 +19,22 @@ def evaluate_model(
     confusion_matrix: Output[Artifact],
     roc_curve: Output[Artifact],
 ) -> NamedTuple(  # type: ignore[valid-type]
-    "EvaluationOutputs", [("test_auc", float), ("champion_auc", float), ("has_champion", bool)]
+    "EvaluationOutputs",
+    [
+        ("test_auc", float),
+        ("champion_auc", float),
+        ("has_champion", bool),
+        ("comparison_auc", float),
+        ("comparison_rows", int),
+        ("top_feature", str),
+        ("top_feature_auc", float),
+    ],
 ):
-    """Scores the model and the registry's champion on the test split; champion_auc is 0.0 without one."""
+    """Scores the model and the registry's champion on the test rows the champion did not learn from.
+
+    champion_auc and comparison_auc (the challenger on those same rows, comparison_rows of them) are 0.0
+    without a champion; top_feature is the feature that alone separates the classes best (top_feature_auc).
+    """
     import json
     import shutil
     import tempfile
@@ -43,6 +56,8 @@ def evaluate_model(
             store=TrackingStore.for_task(tracking, pipeline_run_id),
             metrics_out=out,
             slices=schema.slices,
+            numeric=schema.numeric_features,
+            categorical=schema.categorical_features,
         )
         report = json.loads((out / METRICS_FILE).read_text())
         # Writing the file (not only metadata) is what lets KFP cache this task.
@@ -57,9 +72,32 @@ def evaluate_model(
         metrics.log_metric(f"test_{key}", value)
     if report["champion"] is not None:
         metrics.log_metric("champion_test_roc_auc", report["champion"]["test"]["roc_auc"])
+    if report["champion"] is not None:
+        metrics.log_metric("comparison_rows", outcome.comparison_rows)
     print(
         f"test ROC AUC {outcome.test_auc:.4f}; "
-        + (f"champion {outcome.champion_auc:.4f}" if outcome.has_champion else "no champion")
+        + (
+            f"champion {outcome.champion_auc:.4f} vs challenger {outcome.comparison_auc:.4f} on "
+            f"{outcome.comparison_rows} rows it did not learn from"
+            if outcome.has_champion
+            else "no champion"
+        )
+        + (
+            f"; best single feature {outcome.top_feature!r} AUC {outcome.top_feature_auc:.4f}"
+            if outcome.top_feature
+            else ""
+        )
     )
-    EvaluationOutputs = namedtuple("EvaluationOutputs", ["test_auc", "champion_auc", "has_champion"])
-    return EvaluationOutputs(outcome.test_auc, outcome.champion_auc, outcome.has_champion)
+    EvaluationOutputs = namedtuple(
+        "EvaluationOutputs",
+        [
+            "test_auc",
+            "champion_auc",
+            "has_champion",
+            "comparison_auc",
+            "comparison_rows",
+            "top_feature",
+            "top_feature_auc",
+        ],
+    )
+    return EvaluationOutputs(*outcome)

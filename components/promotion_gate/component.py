@@ -14,13 +14,17 @@ def metrics_gate(
     champion_auc: float,
     has_champion: bool,
     evaluation: Input[Metrics],
+    comparison_auc: float,
+    top_feature: str,
+    top_feature_auc: float,
     gate: dict,
     tracking: dict,
     pipeline_run_id: str,
     report: Output[Artifact],
     reason: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
-    """Decides promote/reject from test AUC vs floor and champion (the ``gate`` section); records it on the version.
+    """Decides promote/reject from test AUC vs floor, vs the champion on rows it did not learn from
+    (comparison_auc) and vs a leak (a test AUC one feature alone explains); records it on the version.
     With ``gate.slice_floors`` set, the slice-floor gate decides on ``evaluation``'s per-slice part too.
 
     The decision is the single return value, not a NamedTuple field: kfp.local 2.17 cannot
@@ -34,7 +38,15 @@ def metrics_gate(
     from mlops.tracking.store import TrackingStore
 
     policy = from_section(MetricsGatePolicy, gate)
-    decision = decide(policy, test_auc, champion_auc, has_champion)
+    decision = decide(
+        policy,
+        test_auc,
+        champion_auc,
+        has_champion,
+        comparison_auc=comparison_auc if has_champion else None,
+        top_feature=top_feature,
+        top_feature_auc=top_feature_auc,
+    )
     store = TrackingStore.for_task(tracking, pipeline_run_id)
     record(decision, model_name, version, store, Path(report.path))
     # --- slice floors (issue 29): recorded as gate "slices"; a rejection rejects this task's verdict ---

@@ -50,6 +50,7 @@ def register_model(
             package_version=package_version(),
             train_run_id=train_run_id,
             trigger=settings.trigger,
+            split=str(test_data.metadata.get("split", "")),
         ),
         store=store,
         label=test_data.metadata.get("schema", {}).get("label"),

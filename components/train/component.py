@@ -13,6 +13,7 @@ def train_model(
     dataset: Input[Dataset],
     train_config: dict,
     train_task: dict,
+    model_name: str,
     tracking: dict,
     pipeline_run_id: str,
     model: Output[Model],
@@ -24,11 +25,12 @@ def train_model(
     ``train_config`` is the ``train`` section (:class:`~training.config.TrainConfig`: the pipeline's
     or the best tuning trial's) and ``train_task`` that section (the task's own pod resources are
     per-run settings the pipeline applies to this task); the schema comes from the validated dataset's metadata and travels on
-    with ``test_data``.
+    with ``test_data``. Before anything trains, ``model_name``'s champion must be able to score this data.
     """
     from collections import namedtuple
     from pathlib import Path
 
+    from components.train.champion_check import check_champion_contract
     from components.train.config import TrainTaskSettings
     from components.train.train import launcher_for, resolve_checkpoint_dir, run_training
     from mlops.data.dataset import SCHEMA_METADATA_KEY, schema_from_metadata
@@ -40,11 +42,13 @@ def train_model(
     task = from_section(TrainTaskSettings, train_task)
     config = from_section(TrainConfig, train_config)
     model_dir = Path(model.path)
+    store = TrackingStore.for_task(tracking, pipeline_run_id)
+    check_champion_contract(store, model_name, schema)
     outcome = run_training(
         dataset_path=dataset.path,
         schema=schema,
         config=config,
-        store=TrackingStore.for_task(tracking, pipeline_run_id),
+        store=store,
         model_dir=model_dir,
         test_data_path=Path(test_data.path),
         checkpoint_dir=resolve_checkpoint_dir(task.checkpoint_dir, model_dir),
@@ -56,6 +60,7 @@ def train_model(
     for key in (SCHEMA_METADATA_KEY, "behavioural"):  # the declaration travels on with the test split
         if key in dataset.metadata:
             test_data.metadata[key] = dataset.metadata[key]
+    test_data.metadata["split"] = outcome.split_rule  # registered with the version (mlops.split)
     metrics.log_metric("val_auc", outcome.val_auc)
     metrics.log_metric("val_loss", outcome.val_loss)
     metrics.log_metric("epochs_run", outcome.epochs_run)

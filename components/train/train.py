@@ -45,6 +45,8 @@ class TrainingOutcome:
     """Epochs restored from the checkpoint directory (0: trained from scratch)."""
     samples_per_second: float
     """Training throughput of this task's epochs (validation and checkpointing included)."""
+    split_rule: str = ""
+    """The split rule (JSON, :class:`training.row_split.SplitRule`): registered with the version."""
 
 
 def resolve_checkpoint_dir(checkpoint_dir: str, model_dir: Path) -> Path:
@@ -85,12 +87,15 @@ def run_training(
     """
     import mlflow
 
+    from mlops.vocabulary import SPLIT_TAG
+    from training.data import split_rule
     from training.tracking import MlflowLogger, ProgressLogger
     from training.trainer import train
 
     frame, digest = load_table(dataset_path)
+    rule = split_rule(schema, config).to_json()
     with store.task_run(TASK_NAME) as run:
-        mlflow.set_tags({DATASET_DIGEST_TAG: digest, DATASET_URI_TAG: dataset_path})
+        mlflow.set_tags({DATASET_DIGEST_TAG: digest, DATASET_URI_TAG: dataset_path, SPLIT_TAG: rule})
         # The logger carries the store (its settings, not a client): ranks and pods log through it.
         logger = ProgressLogger(MlflowLogger(run_id=run.info.run_id, store=store), config.epochs)
         result = train(
@@ -110,4 +115,5 @@ def run_training(
             stopped_early=result.stopped_early,
             resumed_from_epoch=result.resumed_from_epoch,
             samples_per_second=result.samples_per_second,
+            split_rule=rule,
         )

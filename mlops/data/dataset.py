@@ -134,6 +134,15 @@ class DatasetSchema(BaseModel):
 
     # --- end fairness block ---
 
+    # --- the stable split (issue 30: a row's split never changes between runs) ---
+    split_key: str = ""
+    """Column whose value decides a row's train/validation/test split (a stable row ID); empty: the row's declared content."""
+
+    @property
+    def split_columns(self) -> tuple[str, ...]:
+        """What a row's split is hashed from: ``split_key``, else the label, features and protected attributes."""
+        return (self.split_key,) if self.split_key else tuple(sorted(self.columns))
+
     @model_validator(mode="after")
     def _columns_distinct(self) -> DatasetSchema:
         if not self.numeric_features and not self.categorical_features:
@@ -212,7 +221,12 @@ class DatasetSchema(BaseModel):
         absent = [c for c in self.columns if c not in frame.columns]
         if absent:
             self.check(frame, source)  # names the absent columns and what is present
-        declared = set(self.columns)
+        if self.split_key and self.split_key not in frame.columns:
+            raise DatasetError(
+                f"{source} lacks the split_key column {self.split_key!r}; name a column of the data, or "
+                "leave split_key empty to split by each row's content"
+            )
+        declared = {*self.columns, *self.split_columns}
         table = self.read_missing(frame.loc[:, [c for c in frame.columns if c in declared]])
         labels = table[self.label]
         if labels.isna().any():

@@ -18,6 +18,7 @@ from mlops.data.behaviour import DirectionalTest, InvarianceTest
 from mlops.data.card_fields import CardFields
 from mlops.data.dataset import DatasetError, DatasetSchema, read_bytes
 from mlops.settings import SETTINGS_CONFIG
+from mlops.vocabulary import NAME_PATTERN
 
 
 class SchemaFile(DatasetSchema):
@@ -34,6 +35,10 @@ class SchemaFile(DatasetSchema):
     # --- model card (issue 29) ---
     card: CardFields = Field(default_factory=CardFields)
     """What only a person can say on the model card: intended use, users, limitations, owners (mlops card)."""
+
+    # --- the model this data trains (issue 30: one dataset, one registered model) ---
+    model_name: str = Field(default="", pattern=r"^$|" + NAME_PATTERN)
+    """Registered model this data trains (`mlops data init` writes the file's stem); empty: registration.model_name."""
 
     @property
     def dataset_schema(self) -> DatasetSchema:

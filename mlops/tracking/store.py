@@ -322,6 +322,21 @@ class TrackingStore:
         with self.fluent(experiment=False):
             return mlflow.search_runs(**query)
 
+    def registered_model_names(self) -> list[str]:
+        """Every registered model's name in this store's registry, sorted (one per dataset in a workspace)."""
+        from mlflow.store.model_registry import SEARCH_REGISTERED_MODEL_MAX_RESULTS_DEFAULT
+
+        names: list[str] = []
+        token = None
+        while True:
+            page = self.client.search_registered_models(
+                max_results=SEARCH_REGISTERED_MODEL_MAX_RESULTS_DEFAULT, page_token=token
+            )
+            names += [model.name for model in page]
+            token = page.token
+            if not token:
+                return sorted(names)
+
     # --- tags, gates, aliases -----------------------------------------------------------------
 
     def tag_version(self, model_name: str, version: str, tags: Mapping[str, str]) -> None:

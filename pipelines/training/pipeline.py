@@ -88,6 +88,7 @@ def training_pipeline(parameters: Parameters) -> Any:
         dataset=validation.outputs["dataset"],
         train_config=dsl.OneOf(tuned.outputs["train_config"], fixed.outputs["train_config"]),
         train_task=parameters.section("train_task"),
+        model_name=model_name,
         **tracking,
     )
     # The task's own pod: the ranks run in it with launcher=local; it only submits and waits otherwise.
@@ -117,6 +118,9 @@ def training_pipeline(parameters: Parameters) -> Any:
         champion_auc=evaluation.outputs["champion_auc"],
         has_champion=evaluation.outputs["has_champion"],
         evaluation=evaluation.outputs["metrics"],
+        comparison_auc=evaluation.outputs["comparison_auc"],
+        top_feature=evaluation.outputs["top_feature"],
+        top_feature_auc=evaluation.outputs["top_feature_auc"],
         gate=parameters.section("gate"),
         **on_version,
     )

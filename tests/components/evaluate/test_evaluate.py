@@ -31,9 +31,13 @@ from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
 from mlops.settings import section_values
 from mlops.tracking.store import TrackingStore
+from mlops.vocabulary import SPLIT_TAG
 from tests.support.model_factory import fit_tabular_net
+from training.config import TrainConfig
+from training.data import split_frame, split_rule
 from training.model import TabularNet, load_model, save_model
 from training.onnx_export import export_onnx, torch_probabilities
+from training.row_split import SplitRule
 
 LABEL = SAMPLE_SCHEMA.label
 MODEL_NAME = "credit-default"
@@ -189,6 +193,63 @@ def test_a_champion_signed_with_another_key_is_not_scored(
         champion_metrics(context, "champion-foreign", test_frame, LABEL)
 
 
+def _tag_split(store: TrackingStore, name: str, version: str, rule: SplitRule) -> None:
+    store.tag_version(name, version, {SPLIT_TAG: rule.to_json()})  # as the register step records it
+
+
+def test_a_retrained_model_with_another_seed_is_compared_on_rows_the_champion_never_saw(
+    store: TrackingStore, champion_onnx: Path
+) -> None:
+    """The issue's case: retraining on the same data with another seed used to put champion training
+    rows in the new test split. With the hash split the new test split is exactly the champion's."""
+    context = _context(store, "champion-unseen")
+    data = generate(SampleDataConfig(rows=3000, seed=23))
+    champion_config = TrainConfig(seed=0, batch_size=64)
+    version = _register_champion(context, champion_onnx, "champion-unseen")
+    _tag_split(context, "champion-unseen", version, split_rule(SAMPLE_SCHEMA, champion_config))
+    champion_train = set(split_frame(data, SAMPLE_SCHEMA, champion_config).train.index)
+
+    new_test = split_frame(data, SAMPLE_SCHEMA, TrainConfig(seed=5, batch_size=64)).test
+    assert not champion_train & set(new_test.index)
+    champion = champion_metrics(context, "champion-unseen", new_test, LABEL)
+    assert champion is not None and champion.rows == len(new_test)
+    assert f"{len(new_test)} of {len(new_test)} test rows are compared" in champion.note
+
+    # A challenger holding out more rows: the champion is scored only on its own test rows among them.
+    wider = split_frame(data, SAMPLE_SCHEMA, TrainConfig(seed=5, batch_size=64, test_fraction=0.3)).test
+    champion_test = set(split_frame(data, SAMPLE_SCHEMA, champion_config).test.index)
+    seen = len(set(wider.index) - champion_test)
+    assert seen > 100  # the wider split really holds champion training/validation rows
+    scored = champion_metrics(context, "champion-unseen", wider, LABEL)
+    assert scored is not None and scored.rows == len(wider) - seen
+    assert f"{seen} were in champion champion-unseen version {version}'s training or validation split" in (
+        scored.note
+    )
+    kept = wider.loc[sorted(set(wider.index) & champion_test)]
+    direct = score_probabilities(kept[LABEL].to_numpy(), OnnxScorer.load(champion_onnx).predict_proba(kept))
+    assert scored.metrics == direct.metrics
+
+
+def test_a_champion_without_a_split_rule_is_compared_on_every_row_and_says_why(
+    store: TrackingStore, champion_onnx: Path, test_frame: pd.DataFrame
+) -> None:
+    context = _context(store, "champion-no-rule")
+    _register_champion(context, champion_onnx, "champion-no-rule")
+    champion = champion_metrics(context, "champion-no-rule", test_frame, LABEL)
+    assert champion is not None and champion.rows == len(test_frame) and champion.unseen is None
+    assert "records no split rule" in champion.note and f"all {len(test_frame)} test rows" in champion.note
+
+
+def test_a_champion_that_learnt_from_every_test_row_is_refused_with_the_fix(
+    store: TrackingStore, champion_onnx: Path, test_frame: pd.DataFrame
+) -> None:
+    context = _context(store, "champion-all-seen")
+    version = _register_champion(context, champion_onnx, "champion-all-seen")
+    _tag_split(context, "champion-all-seen", version, SplitRule(SAMPLE_SCHEMA.split_columns, 0.0, 0.0))
+    with pytest.raises(EvaluationError, match="split rule differs from this run's.*new model name"):
+        champion_metrics(context, "champion-all-seen", test_frame, LABEL)
+
+
 def test_no_champion_means_none(store: TrackingStore, champion_onnx: Path, test_frame: pd.DataFrame) -> None:
     context = _context(store, "no-champion")
     assert champion_metrics(context, "never-registered", test_frame, LABEL) is None
@@ -212,7 +273,8 @@ def test_run_evaluation_logs_metrics_plots_and_the_champion_comparison(
     first = run_evaluation(model_dir, test_parquet, LABEL, MODEL_NAME, tracking, tmp_path / "first")
 
     expected_auc = evaluate(model_dir, test_frame, LABEL).metrics.roc_auc
-    assert first == (pytest.approx(expected_auc), 0.0, False)
+    assert first[:3] == (pytest.approx(expected_auc), 0.0, False)
+    assert (first.comparison_auc, first.comparison_rows) == (0.0, 0)
     for name in (CONFUSION_FILE, ROC_FILE):
         data = (tmp_path / "first" / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 5000

@@ -117,3 +117,73 @@ def test_policy_rejects_thresholds_outside_zero_one(field: str, value: float) ->
 def test_policy_accepts_the_closed_interval_ends() -> None:
     assert MetricsGatePolicy(auc_floor=0.0, max_auc_regression=1.0).auc_floor == 0.0
     assert MetricsGatePolicy(auc_floor=1.0, max_auc_regression=0.0).max_auc_regression == 0.0
+
+
+# --- "too good to be true": a test AUC near 1 that one feature alone explains -----------------------
+TOO_GOOD = 0.9921875  # 127/128: exact in binary, like the margin below
+MARGIN = 0.015625  # 1/64
+
+
+def leak_policy() -> MetricsGatePolicy:
+    return MetricsGatePolicy(auc_floor=0.5, too_good_auc=TOO_GOOD, leak_margin=MARGIN)
+
+
+def test_a_test_auc_at_the_threshold_explained_by_one_feature_is_rejected_naming_it() -> None:
+    feature_auc = TOO_GOOD - MARGIN  # exactly at the margin: explained
+    decision = decide(
+        leak_policy(), TOO_GOOD, 0.0, False, top_feature="decile_score", top_feature_auc=feature_auc
+    )
+    assert decision.decision == REJECT
+    assert "too good to be true" in decision.reason
+    assert "feature 'decile_score' alone scores AUC 0.9766" in decision.reason
+    assert "ignored_columns" in decision.reason
+    assert decision.metrics["top_feature_auc"] == feature_auc
+
+
+def test_a_test_auc_just_below_the_threshold_is_not_a_leak_finding() -> None:
+    decision = decide(
+        leak_policy(), below(TOO_GOOD), 0.0, False, top_feature="x", top_feature_auc=below(TOO_GOOD)
+    )
+    assert decision.promote
+
+
+def test_a_test_auc_just_above_the_threshold_is_a_finding() -> None:
+    assert not decide(
+        leak_policy(), above(TOO_GOOD), 0.0, False, top_feature="x", top_feature_auc=TOO_GOOD
+    ).promote
+
+
+def test_a_feature_just_outside_the_margin_does_not_explain_the_model() -> None:
+    edge = TOO_GOOD - MARGIN
+    assert decide(leak_policy(), TOO_GOOD, 0.0, False, top_feature="x", top_feature_auc=below(edge)).promote
+    assert not decide(
+        leak_policy(), TOO_GOOD, 0.0, False, top_feature="x", top_feature_auc=above(edge)
+    ).promote
+
+
+def test_a_perfect_model_no_single_feature_explains_is_promoted() -> None:
+    decision = decide(leak_policy(), 1.0, 0.0, False, top_feature="x", top_feature_auc=0.75)
+    assert decision.promote
+
+
+def test_the_leak_finding_comes_after_the_other_failures() -> None:
+    policy = MetricsGatePolicy(
+        auc_floor=0.5, max_auc_regression=0.0, too_good_auc=TOO_GOOD, leak_margin=MARGIN
+    )
+    decision = decide(
+        policy, 0.9990234375, 1.0, True, comparison_auc=0.998046875, top_feature="x", top_feature_auc=0.998
+    )
+    worse, leak = decision.reason.split("; ")
+    assert worse.startswith("test_auc 0.9980 is worse than the champion's 1.0000")
+    assert "too good to be true" in leak
+
+
+def test_the_champion_is_compared_with_the_challenger_on_the_same_rows() -> None:
+    # Full test AUC clears the champion; on the champion's unseen rows the challenger is worse: rejected.
+    policy = MetricsGatePolicy(auc_floor=0.5, max_auc_regression=MAX_REGRESSION)
+    rejected = decide(policy, CHAMPION_AUC, CHAMPION_AUC, True, comparison_auc=below(REGRESSION_EDGE))
+    assert not rejected.promote
+    assert "did not learn from" in rejected.reason
+    promoted = decide(policy, 0.5, CHAMPION_AUC, True, comparison_auc=REGRESSION_EDGE)
+    assert promoted.promote
+    assert promoted.reason.endswith("champion 0.8750 vs 0.7500 on the rows it did not learn from")

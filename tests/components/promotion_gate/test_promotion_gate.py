@@ -60,6 +60,20 @@ def test_record_tags_the_version_and_writes_a_report(tracking: TrackingStore, tm
     assert json.loads(report.read_text())["reason"] == decision.reason
 
 
+def test_the_report_is_valid_json_with_null_and_a_reason_for_an_undefined_figure(
+    tracking: TrackingStore, tmp_path: Path
+) -> None:
+    version = _register_version(tracking, "m")
+    decision = decide(MetricsGatePolicy(auc_floor=0.5), 0.8, 0.0, has_champion=False)
+    report = tmp_path / "gate" / "report.json"
+    record(decision, "m", version, tracking, report)
+    text = report.read_text()
+    assert "NaN" not in text
+    written = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the gate JSON"))
+    assert written["metrics"] == {"test_auc": 0.8, "champion_auc": None}
+    assert written["null_because"] == {"champion_auc": "no current champion to compare with"}
+
+
 def test_promote_moves_the_champion_alias(tracking: TrackingStore) -> None:
     first = _register_version(tracking, "m")
     second = _register_version(tracking, "m")

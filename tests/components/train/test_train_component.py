@@ -13,6 +13,7 @@ from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking.store import TrackingStore
 from training.config import ModelConfig, TrainConfig
 from training.model import load_model
+from training.row_split import SplitRule
 
 CONFIG = TrainConfig(
     epochs=3,
@@ -66,7 +67,11 @@ def test_run_training_logs_params_metrics_and_model(
     model = load_model(tmp_path / "out" / "model")
     test = pd.read_parquet(tmp_path / "out" / "test.parquet")
     assert list(test.columns) == list(generate(SampleDataConfig(rows=5)).columns)
-    assert len(test) == pytest.approx(0.15 * 3000, abs=2)
+    assert len(test) == pytest.approx(0.15 * 3000, rel=0.15)  # a hash split: binomial around 450
+    rule = SplitRule.from_json(outcome.split_rule)  # what the register step records on the version
+    assert (rule.key_columns, rule.test_fraction) == (tuple(sorted(SAMPLE_SCHEMA.columns)), 0.15)
+    assert run.data.tags["mlops.split"] == outcome.split_rule
+    assert (rule.assign(test) == "test").all()  # the rule reproduces this run's test rows
     assert model.spec.names == SAMPLE_SCHEMA.features
     assert (tmp_path / "out" / "checkpoints" / "last.pt").is_file()
 
@@ -119,6 +124,7 @@ def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
                 "precision": "fp32",
             },
             train_task={"checkpoint_dir": ""},
+            model_name="train-only-model",
             tracking={
                 "tracking_uri": tracking_uri,
                 "experiment": "component-test",
@@ -142,7 +148,7 @@ def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
     assert result.run_dir is not None
     task_dir = result.run_dir / "train-model"
     assert load_model(task_dir / "model").config.hidden_units == (16,)
-    assert len(pd.read_parquet(task_dir / "test_data")) == pytest.approx(450, abs=2)
+    assert len(pd.read_parquet(task_dir / "test_data")) == pytest.approx(450, rel=0.15)
     assert (task_dir / "checkpoints" / "last.pt").is_file()
     client = TrackingStore.from_uri(workspace.tracking_uri).client
     experiment = client.get_experiment_by_name("component-test")
