@@ -291,7 +291,8 @@ def parse_table(data: bytes, uri: str) -> pd.DataFrame:
     try:
         if is_parquet:
             return pd.read_parquet(io.BytesIO(data))
-        return pd.read_csv(io.BytesIO(data), sep=csv_delimiter(data))
+        sep = csv_delimiter(data)
+        return pd.read_csv(io.BytesIO(data), sep=sep, quotechar=csv_quotechar(data, sep))
     except Exception as exc:  # pandas/pyarrow raise many parser errors
         kind = "Parquet" if is_parquet else "CSV"
         raise DatasetError(f"cannot parse dataset {uri} as {kind}: {exc}") from exc
@@ -303,6 +304,15 @@ def csv_delimiter(data: bytes) -> str:
     counts = {sep: header.count(sep) for sep in (",", "\t", ";", "|")}
     best = max(counts, key=lambda sep: counts[sep])
     return best if counts[best] > counts[","] else ","
+
+
+def csv_quotechar(data: bytes, sep: str) -> str:
+    """``'`` when every header name is wrapped in single quotes (as R's and statsmodels' files write
+    them: ``'age'\t'vote'``), else the usual ``"``; without this the columns are named ``'age'``."""
+    header = data[:65536].split(b"\n", 1)[0].decode("utf-8", errors="replace").rstrip("\r")
+    names = [name.strip() for name in header.split(sep)]
+    quoted = all(len(n) >= 2 and n[0] == n[-1] == "'" for n in names)
+    return "'" if names and quoted else '"'
 
 
 def load_table(uri: str) -> tuple[pd.DataFrame, str]:

@@ -332,3 +332,14 @@ def test_csv_delimiter_is_taken_from_the_header_line(sep: str) -> None:
     frame = parse_table(data, "t.csv")
     assert list(frame.columns) == ["'a'", "b", "c"]
     assert frame.shape == (1, 3)
+
+
+def test_single_quoted_header_names_are_unquoted_as_statsmodels_files_write_them() -> None:
+    """statsmodels' anes96.csv: tab-separated, every header name in single quotes; numbers unquoted."""
+    data = b"'popul'\t'age'\t'vote'\n0\t36\t1\n190\t20\t0\n"
+    frame = parse_table(data, "anes96.csv")
+    assert list(frame.columns) == ["popul", "age", "vote"]
+    assert frame["age"].tolist() == [36, 20]
+    # One quoted name among plain ones is a name that contains quotes, not a quoting style.
+    mixed = parse_table(b"'a'\tb\n1\t2\n", "t.csv")
+    assert list(mixed.columns) == ["'a'", "b"]
