@@ -11,8 +11,9 @@ Each full UTC day of a window that ended at least :data:`SETTLE` before the chec
 beside the request log, ``<log root>/<model>/_summaries/v<version>/<YYYY-MM-DD>.json``, with
 the fingerprint of the profile it was binned against and the log files it read. A stored day
 is used when its fingerprint matches the profile and no log file that may hold the day's
-rows (written from the day's start to :data:`SETTLE` after its end) is missing from it;
-otherwise the day is read from the raw rows again and its summary rewritten.
+rows (named as written from the day's start to :data:`SETTLE` after its end: the server
+writes a file within its flush interval of its rows) is missing from it and no file it counted
+was removed; otherwise the day is read from the raw rows again and its summary rewritten.
 
 Feedback labels (joined by request id) and protected groups are not summarised: they arrive
 after the day. When the model has feedback labels, the days served from summaries are read
@@ -203,6 +204,8 @@ def load_day(
     read = set(stored.get("files", []))
     if any(f not in read for f in files_for_day(log_files, day)):
         return None  # a log file of that day arrived after it was summarised
+    if read - {uri.rsplit("/", 1)[-1] for uri in log_files}:
+        return None  # a file it counted was removed
     return dict(stored)
 
 
@@ -328,3 +331,38 @@ def summarise_window(
         add_stored(summary, json.loads(to_json(part, mark, [])), "memory")
         summary.files += part.files
     return summary
+
+
+def sample_stored_days(
+    root: str,
+    model_name: str,
+    summary: WindowSummary,
+    profile: ReferenceProfile,
+    rows: int,
+    on_table: Callable[[Any], None],
+) -> int:
+    """Rows of the stored days for the HTML report's sample (newest files first, until ``rows`` are read).
+
+    The summaries hold counts, not rows; the report's picture needs rows, so the newest log files of
+    the stored days are read until ``rows`` of them have been offered. Returns the rows offered.
+    """
+    from components.drift_monitor.logs import file_stamp, in_range, log_files, of_version, read_range
+
+    days = [datetime.fromisoformat(d).replace(tzinfo=UTC) for d in summary.summarised_days]
+    if not days or rows <= 0:
+        return 0
+    first, last = min(days), max(days) + DAY
+    files = log_files(root, model_name, first)
+    files.sort(key=lambda uri: file_stamp(uri) or datetime.max.replace(tzinfo=UTC), reverse=True)
+    offered = 0
+    for uri in files:
+        table = read_range(uri, profile, first, last)
+        for day in days:
+            mine = of_version(in_range(table, day, day + DAY), summary.version, {})
+            if mine.num_rows:
+                check_schema(mine, profile, uri)
+                on_table(mine)
+                offered += mine.num_rows
+        if offered >= rows:
+            break
+    return offered

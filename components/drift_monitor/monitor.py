@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.day_summaries import summarise_window
+from components.drift_monitor.day_summaries import sample_stored_days, summarise_window
 from components.drift_monitor.drift_monitor import DriftResult, judge, window_bounds
 from components.drift_monitor.request_window import Calibrator, WindowError, empty_summary
 from components.drift_monitor.sample import Reservoir
@@ -71,6 +71,16 @@ def check_window(
         now or datetime.now(UTC),
         on_table=lambda t: sample.add(t, columns),
     )
+    sampled = 0 if sample.frame is None else len(sample.frame)
+    if sampled < window.report_rows:  # the stored days give counts, the HTML report's picture needs rows
+        sample_stored_days(
+            log_root,
+            window.model_name,
+            summary,
+            profile,
+            window.report_rows - sampled,
+            lambda t: sample.add(t, columns),
+        )
     if summary.rows < window.min_rows:
         others = f"; rows of other versions: {summary.other_versions}" if summary.other_versions else ""
         raise WindowError(
