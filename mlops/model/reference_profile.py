@@ -250,7 +250,8 @@ def calibration_map(scores: np.ndarray, labels: np.ndarray, folds: int = 5) -> C
     row gets the probability of the isotonic map fitted on the other ``folds - 1`` folds, and the
     label-free estimates (ROC AUC and accuracy) from those probabilities and from the raw scores
     are compared with the reference's realised figures; the map is kept when its error is the
-    smaller. (NannyML compares a 10-bin calibration error, which an over-confident model can pass
+    smaller by more than ``0.5 / sqrt(rows)`` (the comparison's own noise: a calibrated model
+    must not get a map by chance). (NannyML compares a 10-bin calibration error, which an over-confident model can pass
     while its raw scores overstate the AUC.) A needless map costs accuracy where drift moves
     scores past the reference's range: its top and bottom blocks are flat, the raw scores are not.
     """
@@ -274,7 +275,11 @@ def calibration_map(scores: np.ndarray, labels: np.ndarray, folds: int = 5) -> C
         expected_accuracy = float(np.where(scores >= 0.5, p, 1 - p).mean())
         return abs(expected_auc(scores, p) - auc) + abs(expected_accuracy - accuracy)
 
-    return fitted if error(out_of_fold) < error(scores) else fitted.model_copy(update={"method": "identity"})
+    # the map must win by more than the noise of the comparison (~ the figures' sampling error on n rows)
+    margin = 0.5 / np.sqrt(len(scores))
+    if error(out_of_fold) < error(scores) - margin:
+        return fitted
+    return fitted.model_copy(update={"method": "identity"})
 
 
 def build_profile(
