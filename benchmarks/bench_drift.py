@@ -13,7 +13,16 @@ Timed, in a fresh child process each (so peak RSS is the check's own):
 Accuracy: our normalised Wasserstein per numeric feature vs scipy's on the raw 1M values, and
 our Jensen-Shannon vs Evidently's own function on the raw values.
 
+A month from daily summaries (issue 25, ``--month-rows``, 0 skips it): ``--month-days`` days of
+``--month-rows`` rows in all (each day the same ``month-rows / month-days`` generated rows at
+drift 0.5, logged in files of 100k rows), checked over the whole month three ways, each in a
+fresh child: from the raw rows (``logs.summarise``); a first ``mlops monitor``-style check that
+reads the raw rows and stores each day's summary (``day_summaries.summarise_window``); and the
+same check again, every day now from its stored summary. The last two must give the raw check's
+decision and scores (compared; a mismatch fails the benchmark).
+
     python benchmarks/bench_drift.py --rows 1000000
+    python benchmarks/bench_drift.py --rows 100000 --evidently-rows 100000 --month-rows 30000000
 """
 
 from __future__ import annotations
@@ -86,14 +95,13 @@ def check_ours(directory: str) -> dict[str, Any]:
     from components.drift_monitor.config import DriftSettings
     from components.drift_monitor.drift_monitor import judge
     from components.drift_monitor.logs import summarise
-    from components.drift_monitor.request_window import empty_summary
+    from components.drift_monitor.request_window import Calibrator, empty_summary
     from mlops.model.reference_profile import ReferenceProfile
 
     started, cpu = time.perf_counter(), cpu_s()
     profile = ReferenceProfile.from_json((Path(directory) / "profile.json").read_text())
     summary = empty_summary(profile, T0, T0 + timedelta(days=1), "1")
-    calibrate = profile.calibration.apply if profile.calibration else (lambda s: s)
-    summarise(str(Path(directory) / "logs"), "m", summary, profile, calibrate)
+    summarise(str(Path(directory) / "logs"), "m", summary, profile, Calibrator(profile.calibration))
     result = judge("m", profile, summary, DriftSettings())
     seconds = time.perf_counter() - started
     return {
@@ -105,6 +113,98 @@ def check_ours(directory: str) -> dict[str, Any]:
         "drifted": result.drifted_features,
         "peak_rss_mb": peak_rss_mb(),
     }
+
+
+def setup_month(directory: Path, rows: int, days: int) -> None:
+    from mlops.data.features import FeatureSpec
+    from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+    from serving.request_log import Block, RequestLogger
+
+    reference = generate(SampleDataConfig(rows=20_000, seed=1))
+    spec = FeatureSpec.fit(reference, SAMPLE_SCHEMA)
+    day_rows = max(rows // days, 1)
+    frame = generate(SampleDataConfig(rows=day_rows, seed=3, drift=0.5))
+    encoded, scores = spec.encode(frame), fake_scores(frame)
+    logger = RequestLogger(str(directory / "month"), "m", 1.0, 60, 10**9)
+    for day in range(days):
+        at_us = int((T0 + timedelta(days=day, hours=1)).timestamp() * 1e6)
+        for start in range(0, day_rows, FILE_ROWS):
+            block = Block("1", spec, min(FILE_ROWS, day_rows - start))
+            block.add(encoded[start : start + FILE_ROWS], scores[start : start + FILE_ROWS], at_us, "r")
+            logger.write([block])
+
+
+def check_month(directory: str, days: int, mode: str) -> dict[str, Any]:
+    """One check of the whole month: ``raw`` rows only, or through the daily summaries (``summaries``)."""
+    import pyarrow.parquet  # noqa: F401
+    import scipy.spatial  # noqa: F401
+
+    from components.drift_monitor.config import DriftSettings
+    from components.drift_monitor.day_summaries import summarise_window
+    from components.drift_monitor.drift_monitor import judge
+    from components.drift_monitor.logs import summarise
+    from components.drift_monitor.request_window import Calibrator, empty_summary
+    from mlops.model.reference_profile import ReferenceProfile
+
+    started, cpu = time.perf_counter(), cpu_s()
+    profile = ReferenceProfile.from_json((Path(directory) / "profile.json").read_text())
+    end = T0 + timedelta(days=days)
+    summary = empty_summary(profile, T0, end, "1")
+    root = str(Path(directory) / "month")
+    if mode == "raw":
+        summarise(root, "m", summary, profile, Calibrator(profile.calibration))
+    else:
+        summarise_window(
+            root, "m", summary, profile, Calibrator(profile.calibration), end + timedelta(days=1)
+        )
+    result = judge("m", profile, summary, DriftSettings())
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu_s": cpu_s() - cpu,
+        "rows": summary.rows,
+        "rows_from_summaries": summary.summarised_rows,
+        "days_from_summaries": len(summary.summarised_days),
+        "scores": {f.name: f.score for f in result.features},
+        "prediction_score": result.prediction_score,
+        "estimated": result.estimated,
+        "decision": result.decision,
+        "drifted": result.drifted_features,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def month(directory: Path, rows: int, days: int) -> dict[str, Any]:
+    t = time.perf_counter()
+    setup_month(directory, rows, days)
+    print(f"month setup: {rows} rows over {days} days in {time.perf_counter() - t:.0f} s")
+    runs = {
+        "raw": in_child(check_month, str(directory), days, "raw"),
+        "first_check_stores_days": in_child(check_month, str(directory), days, "summaries"),
+        "from_summaries": in_child(check_month, str(directory), days, "summaries"),
+    }
+    raw = runs["raw"]
+    for name, run in runs.items():
+        print(
+            f"month {name}: {run['rows']} rows ({run['rows_from_summaries']} from {run['days_from_summaries']} "
+            f"stored days) in {run['seconds']:.2f} s wall, {run['cpu_s']:.2f} s CPU, peak RSS "
+            f"{run['peak_rss_mb']:.0f} MB; decision {run['decision']}"
+        )
+        same = (
+            run["rows"] == raw["rows"]
+            and run["decision"] == raw["decision"]
+            and run["drifted"] == raw["drifted"]
+            and all(np.isclose(run["scores"][k], v, rtol=1e-9, atol=1e-12) for k, v in raw["scores"].items())
+            and np.isclose(run["prediction_score"], raw["prediction_score"], rtol=1e-9)
+            and all(np.isclose(run["estimated"][k], v, rtol=1e-9) for k, v in raw["estimated"].items())
+        )
+        if not same:
+            raise SystemExit(f"month {name} differs from the raw check: {run} vs {raw}")
+    if runs["from_summaries"]["days_from_summaries"] != days:
+        raise SystemExit(
+            f"the second check used {runs['from_summaries']['days_from_summaries']} of {days} days"
+        )
+    print("month: decisions and scores equal to the raw check's (rtol 1e-9)")
+    return runs
 
 
 def check_evidently(directory: str, rows: int) -> dict[str, Any]:
@@ -173,6 +273,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--evidently-rows", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--evidently-budget-s", type=float, default=600)
+    parser.add_argument("--month-rows", type=int, default=0, help="rows of the month window (0: skip it)")
+    parser.add_argument("--month-days", type=int, default=30)
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args()
     print(f"load average at start: {' '.join(f'{v:.1f}' for v in __import__('os').getloadavg())}")
@@ -214,8 +316,16 @@ def main() -> None:
         f"max |ours - scipy| Wasserstein (normalised): {worst_w:.2e}; max |ours - Evidently| JS: {worst_js:.2e}"
     )
     print(f"drifted: {ours['drifted']}")
+    months = {}
+    if args.month_rows:
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = Path(tmp)
+            setup(directory, 1000)  # the profile (the window it writes is not read)
+            months = month(directory, args.month_rows, args.month_days)
+    print(f"load average at end: {' '.join(f'{v:.1f}' for v in __import__('os').getloadavg())}")
     if args.out:
-        args.out.write_text(json.dumps({"ours": ours, "evidently": evidently, "errors": errors}, indent=1))
+        figures = {"ours": ours, "evidently": evidently, "errors": errors, "month": months}
+        args.out.write_text(json.dumps(figures, indent=1))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Setup (not timed): a logistic-regression model fitted on the sample generator's rows (the
 estimate's maths, not the model, is under test); a labelled reference of ``--reference-rows``
 rows scored by it. Ours is fitted as at registration (:func:`mlops.model.reference_profile.build_profile`:
-the histogram-binning calibration map and the score histogram); NannyML's ``CBPE`` is fitted on the
+the isotonic calibration map and the score histogram), and beside it (``ours_histogram_map``) the
+10-bin histogram map that profiles held before; NannyML's ``CBPE`` is fitted on the
 same reference (its own isotonic calibration).
 
 Windows: ``--windows`` windows of ``--rows`` rows each, cycling through the generator's drift
@@ -152,10 +153,12 @@ def main() -> None:
     from sklearn.metrics import roc_auc_score
 
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-    from mlops.model.reference_profile import build_profile
+    from mlops.model.reference_profile import build_profile, calibration
 
     score, spec, reference, reference_scores, reference_labels = model_and_reference(args.reference_rows)
     profile = build_profile(reference, spec, reference_scores, reference_labels)
+    # the 10-bin histogram map profiles held before the isotonic map, on the same reference (comparison)
+    histogram = profile.model_copy(update={"calibration": calibration(reference_scores, reference_labels)})
     rows: list[dict[str, Any]] = []
     parts = []
     for window in range(args.windows):
@@ -163,6 +166,7 @@ def main() -> None:
         frame = generate(SampleDataConfig(rows=args.rows, seed=1000 + window, drift=drift))
         scores, labels = score(frame), frame[SAMPLE_SCHEMA.label].to_numpy().astype(int)
         estimate, seconds = ours(profile, scores, args.bootstrap_samples)
+        old, old_seconds = ours(histogram, scores, args.bootstrap_samples)
         rows.append(
             {
                 "window": window,
@@ -172,6 +176,7 @@ def main() -> None:
                     "accuracy": float(((scores >= 0.5) == labels).mean()),
                 },
                 "ours": {**estimate, "seconds": seconds},
+                "ours_histogram_map": {**old, "seconds": old_seconds},
             }
         )
         parts.append(
@@ -205,11 +210,12 @@ def main() -> None:
         "rows_per_window": args.rows,
         "reference_rows": args.reference_rows,
         "ours": summarise(rows, "ours"),
+        "ours_histogram_map": summarise(rows, "ours_histogram_map"),
         "nannyml": {**summarise(rows, "nannyml"), "fit_s": theirs["fit_s"]},
         "by_drift": {
             str(drift): {
                 who: summarise([r for r in rows if r["drift"] == drift], who)["roc_auc_mean_abs_error"]
-                for who in ("ours", "nannyml")
+                for who in ("ours", "ours_histogram_map", "nannyml")
             }
             for drift in DRIFTS
         },

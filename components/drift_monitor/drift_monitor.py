@@ -83,6 +83,10 @@ class DriftResult:
     """Per protected attribute and group, the window's figures against the gate's (feedback named the groups)."""
     findings: list[str] = field(default_factory=list)
     """Monitoring findings that do not ask for a retraining: bias drift, or why it was not checked."""
+    rows_from_summaries: int = 0
+    """Rows of the window counted from stored daily summaries, not read again from the request log."""
+    summary_days: list[str] = field(default_factory=list)
+    """Days (YYYY-MM-DD) served from stored summaries."""
     decision: str = NO_ACTION
     reasons: list[str] = field(default_factory=list)
 
@@ -253,6 +257,8 @@ def judge(
         realised=realised_performance(summary.labelled),
         other_versions=dict(summary.other_versions),
         trigger=settings.trigger,
+        rows_from_summaries=summary.summarised_rows,
+        summary_days=list(summary.summarised_days),
     )
     result.estimated_bands = as_dicts(
         estimated_bands(

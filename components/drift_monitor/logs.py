@@ -34,6 +34,12 @@ LABELS_DIR = "labels"
 ID_COLUMNS = ("request_id", "request_row")
 
 
+def file_stamp(uri: str) -> datetime | None:
+    """When a log file was written (after every row it holds), from its name; None for a name without one."""
+    match = _STAMP.match(uri.rsplit("/", 1)[-1])
+    return datetime.strptime(match.group(1), "%Y%m%dT%H%M%S%f").replace(tzinfo=UTC) if match else None
+
+
 def log_files(root: str, model_name: str, start: datetime) -> list[str]:
     """The model's request-log files that may hold rows at or after ``start``."""
     directory = f"{root.rstrip('/')}/{model_name}/"
@@ -64,6 +70,52 @@ def read_labels(root: str, model_name: str) -> pd.DataFrame | None:
     return frame.drop_duplicates(list(ID_COLUMNS), keep="last")
 
 
+def read_range(
+    uri: str, profile: ReferenceProfile, start: datetime, end: datetime, columns: list[str] | None = None
+) -> pa.Table:
+    """The file's rows (every version) inside [start, end): the profile's columns, or only ``columns``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = pa.BufferReader(storage.read_bytes(uri))
+    try:
+        schema = pq.read_schema(data)
+    except pa.ArrowInvalid as exc:
+        raise WindowError(f"request log {uri} is not a readable Parquet file: {exc}") from exc
+    absent = [c for c in ("timestamp", "model_version") if c not in schema.names]
+    if absent:
+        raise WindowError(
+            f"{uri} is not a request log: it lacks column(s) {absent}; remove it from {uri.rsplit('/', 1)[0]}"
+        )
+    wanted = columns or [*profile.feature_names, *LOG_COLUMNS, *ID_COLUMNS]
+    table = pq.read_table(data, columns=[c for c in wanted if c in schema.names])
+    return in_range(table, start, end)
+
+
+def in_range(table: pa.Table, start: datetime, end: datetime) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    stamps = table.column("timestamp")
+    return table.filter(
+        pc.and_(
+            pc.greater_equal(stamps, pa.scalar(start, pa.timestamp("us", tz="UTC"))),
+            pc.less(stamps, pa.scalar(end, pa.timestamp("us", tz="UTC"))),
+        )
+    )
+
+
+def of_version(table: pa.Table, version: str, other: dict[str, int]) -> pa.Table:
+    """The rows of ``version``; the others are counted per version in ``other``."""
+    import pyarrow.compute as pc
+
+    mine = pc.equal(table.column("model_version"), version)
+    versions = table.filter(pc.invert(mine)).column("model_version").to_numpy(zero_copy_only=False)
+    for name, count in zip(*np.unique(versions, return_counts=True), strict=True):
+        other[str(name)] = other.get(str(name), 0) + int(count)
+    return table.filter(mine)
+
+
 def window_tables(
     files: list[str],
     profile: ReferenceProfile,
@@ -73,37 +125,25 @@ def window_tables(
     other: dict[str, int],
 ) -> Iterator[pa.Table]:
     """Each file's rows of ``version`` inside [start, end); rows of other versions are counted in ``other``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     for uri in files:
-        data = pa.BufferReader(storage.read_bytes(uri))
-        try:
-            schema = pq.read_schema(data)
-        except pa.ArrowInvalid as exc:
-            raise WindowError(f"request log {uri} is not a readable Parquet file: {exc}") from exc
-        absent = [c for c in ("timestamp", "model_version") if c not in schema.names]
-        if absent:
-            raise WindowError(
-                f"{uri} is not a request log: it lacks column(s) {absent}; remove it from {uri.rsplit('/', 1)[0]}"
-            )
-        wanted = [*profile.feature_names, *LOG_COLUMNS, *ID_COLUMNS]
-        table = pq.read_table(data, columns=[c for c in wanted if c in schema.names])
-        stamps = table.column("timestamp")
-        in_range = pc.and_(
-            pc.greater_equal(stamps, pa.scalar(start, pa.timestamp("us", tz="UTC"))),
-            pc.less(stamps, pa.scalar(end, pa.timestamp("us", tz="UTC"))),
-        )
-        table = table.filter(in_range)
-        mine = pc.equal(table.column("model_version"), version)
-        versions = table.filter(pc.invert(mine)).column("model_version").to_numpy(zero_copy_only=False)
-        for name, count in zip(*np.unique(versions, return_counts=True), strict=True):
-            other[str(name)] = other.get(str(name), 0) + int(count)
-        table = table.filter(mine)
+        table = of_version(read_range(uri, profile, start, end), version, other)
         if table.num_rows:  # a file of another schema matters when it holds rows of this window
             check_schema(table, profile, uri)
             yield table
+
+
+def join_labels(summary: WindowSummary, table: pa.Table, labels: pd.DataFrame | None) -> None:
+    """Feedback labels (and protected groups) of ``table``'s rows, joined by request id, into ``summary``."""
+    if labels is None or "request_id" not in table.column_names:
+        return
+    logged = table.select([*ID_COLUMNS, "prediction"]).to_pandas()
+    joined = logged.merge(labels, on=list(ID_COLUMNS), how="inner")
+    labelled = joined[joined["label"].notna()]
+    if len(labelled):
+        summary.labelled.append((labelled["prediction"].to_numpy(float), labelled["label"].to_numpy(int)))
+    groups = [c for c in joined.columns if c not in (*ID_COLUMNS, "prediction", "label")]
+    if groups and joined[groups].notna().to_numpy().any():  # feedback named protected groups
+        summary.grouped.append(joined.drop(columns=list(ID_COLUMNS)))
 
 
 def summarise(
@@ -123,15 +163,5 @@ def summarise(
         summary.files += 1
         add_table(summary, table, calibrate)
         on_table(table)
-        if labels is not None and "request_id" in table.column_names:
-            logged = table.select([*ID_COLUMNS, "prediction"]).to_pandas()
-            joined = logged.merge(labels, on=list(ID_COLUMNS), how="inner")
-            labelled = joined[joined["label"].notna()]
-            if len(labelled):
-                summary.labelled.append(
-                    (labelled["prediction"].to_numpy(float), labelled["label"].to_numpy(int))
-                )
-            groups = [c for c in joined.columns if c not in (*ID_COLUMNS, "prediction", "label")]
-            if groups and joined[groups].notna().to_numpy().any():  # feedback named protected groups
-                summary.grouped.append(joined.drop(columns=list(ID_COLUMNS)))
+        join_labels(summary, table, labels)
     return summary

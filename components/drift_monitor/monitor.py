@@ -8,13 +8,13 @@ triggered.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
+from components.drift_monitor.day_summaries import sample_stored_days, summarise_window
 from components.drift_monitor.drift_monitor import DriftResult, judge, window_bounds
-from components.drift_monitor.logs import summarise
 from components.drift_monitor.request_window import Calibrator, WindowError, empty_summary
 from components.drift_monitor.sample import Reservoir
 from mlops.model.reference_profile import ReferenceProfile
@@ -62,9 +62,25 @@ def check_window(
     sample = Reservoir(window.report_rows)
     columns = [*profile.feature_names, "prediction"]
 
-    summarise(
-        log_root, window.model_name, summary, profile, calibrate, on_table=lambda t: sample.add(t, columns)
+    summarise_window(
+        log_root,
+        window.model_name,
+        summary,
+        profile,
+        calibrate,
+        now or datetime.now(UTC),
+        on_table=lambda t: sample.add(t, columns),
     )
+    sampled = 0 if sample.frame is None else len(sample.frame)
+    if sampled < window.report_rows:  # the stored days give counts, the HTML report's picture needs rows
+        sample_stored_days(
+            log_root,
+            window.model_name,
+            summary,
+            profile,
+            window.report_rows - sampled,
+            lambda t: sample.add(t, columns),
+        )
     if summary.rows < window.min_rows:
         others = f"; rows of other versions: {summary.other_versions}" if summary.other_versions else ""
         raise WindowError(
@@ -92,6 +108,7 @@ def gate_reference(store: TrackingStore, model_name: str, version: str) -> GateR
 def metrics_of(result: DriftResult) -> dict[str, float]:
     values = {
         "rows": float(result.rows),
+        "rows_from_summaries": float(result.rows_from_summaries),
         "share_drifted": result.share_drifted,
         "dataset_drift": float(result.dataset_drift),
         "prediction_drift_score": result.prediction_score,
@@ -172,6 +189,7 @@ def record_check(result: DriftResult, run_id: str, workspace_root: str) -> None:
             "since": result.start,
             "until": result.end,
             "rows": result.rows,
+            "rows_from_summaries": result.rows_from_summaries,
             "findings": result.findings,
         },
         links={"mlflow_run_id": run_id, "model_version": result.version},

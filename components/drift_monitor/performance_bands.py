@@ -10,7 +10,10 @@ band at ``drift.confidence``):
   multinomial draw over those cells' counts (``ScoreSummary.joint``): the same bootstrap,
   without holding a single row.
 - *the calibration map's uncertainty*: CBPE turns each score into a probability with the
-  map fitted on the labelled reference rows (histogram binning, a positive rate per bin).
+  map fitted on the labelled reference rows (isotonic regression, a positive rate per block;
+  older profiles: histogram binning). When the reference showed the scores already calibrated
+  (map ``identity``), the scores are the probabilities and each draw shifts a block's scores
+  by its rate's posterior error (below) instead.
   A bin of ``n`` reference rows with ``k`` positives knows its rate only up to a binomial
   error; each draw takes the bin's rate from its Jeffreys posterior Beta(k + ½, n - k + ½)
   (well calibrated for a binomial proportion even near 0 or 1, where the normal
@@ -77,7 +80,10 @@ def _band(value: float, draws: np.ndarray, confidence: float) -> Band:
 
 
 def calibration_counts(calibration: Calibration, scores: NumericProfile) -> np.ndarray:
-    """Reference rows in each bin of the calibration map, read from the reference score histogram."""
+    """Reference rows in each bin of the calibration map: stored with the map (isotonic), else read from the
+    reference score histogram (the histogram map of older profiles)."""
+    if calibration.counts is not None:
+        return np.asarray(calibration.counts, dtype=float)
     counts = np.asarray(scores.counts, dtype=float)
     means = np.asarray(scores.sums) / np.maximum(counts, 1)  # the bin's own value when scores are discrete
     cell = np.searchsorted(np.asarray(calibration.edges), means, side="right")
@@ -122,14 +128,19 @@ def estimated_bands(
     occupied = np.flatnonzero(cells)
     score_bin, group = occupied // width, occupied % width
     drawn = rng.multinomial(summary.rows, cells[occupied] / cells.sum(), size=samples).astype(float)
+    counts = summary.joint.sum(axis=1)
+    mean_score = (summary.positives / np.maximum(counts, 1))[score_bin][None, :]
     if calibration is None:  # scores are the probabilities: each score bin's mean score
-        counts = summary.joint.sum(axis=1)
-        rates = (summary.positives / np.maximum(counts, 1))[score_bin][None, :]
+        rates = mean_score
     else:
         n = calibration_counts(calibration, scores)
         rate = np.asarray(calibration.rates)
         posterior = rng.beta(rate * n + 0.5, (1 - rate) * n + 0.5, size=(samples, len(rate)))
-        rates = np.where(n > 0, posterior, rate)[:, group]  # a bin no reference row fell in: no error to draw
+        drawn_rate = np.where(n > 0, posterior, rate)  # a bin no reference row fell in: no error to draw
+        if calibration.method == "identity":  # the scores are the probabilities, shifted by the block's error
+            rates = np.clip(mean_score + (drawn_rate - rate)[:, group], 0.0, 1.0)
+        else:
+            rates = drawn_rate[:, group]
     starts = np.flatnonzero(np.diff(score_bin, prepend=-1))  # cells of one score bin are adjacent
     positives = np.add.reduceat(drawn * rates, starts, axis=1)
     negatives = np.add.reduceat(drawn * (1 - rates), starts, axis=1)

@@ -91,7 +91,8 @@ class Calibrator:
     """The profile's calibration map as the window needs it: probabilities, and which map bin each score fell in.
 
     Without a calibration map (reference rows without labels) the scores are taken as
-    probabilities and every score is in one bin.
+    probabilities and every score is in one bin; with an ``identity`` map (scores found calibrated)
+    the scores are the probabilities and the bins are the map's isotonic blocks.
     """
 
     def __init__(self, calibration: Calibration | None) -> None:
@@ -160,6 +161,10 @@ class WindowSummary:
     """Rows in the time range served by other versions (not compared)."""
     labelled: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     """(scores, labels) of rows whose label arrived through ``mlops feedback``."""
+    summarised_rows: int = 0
+    """Rows of the window that came from stored daily summaries (:mod:`components.drift_monitor.day_summaries`)."""
+    summarised_days: list[str] = field(default_factory=list)
+    """The days (YYYY-MM-DD) served from stored summaries."""
     grouped: list[pd.DataFrame] = field(default_factory=list)
     """``prediction``, ``label`` (may be missing) and protected-attribute columns of rows whose feedback
     named their groups."""

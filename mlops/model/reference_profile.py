@@ -9,8 +9,9 @@ the drift monitor never reads the training data again. Per feature:
 - categorical: the category frequencies and missing rate;
 
 plus the same numeric profile of the model's scores on the reference rows, a
-histogram-binning calibration map (observed default rate per score bin) and the
-reference metrics, which confidence-based performance estimation needs.
+calibration map (isotonic regression of the labels on the scores, a step per
+pool-adjacent-violators block; profiles written before it hold a 10-bin histogram map,
+still read) and the reference metrics, which confidence-based performance estimation needs.
 
 A window of requests is summarised into the *same* bins (:class:`NumericCounts`,
 :class:`CategoricalCounts`) one batch at a time, so a check streams through any number
@@ -38,6 +39,7 @@ PROFILE_FORMAT = 1
 MAX_BINS = 100
 """Quantile bins per continuous feature; fewer distinct values are kept as they are (exact)."""
 CALIBRATION_BINS = 10
+"""Bins of the histogram map older profiles hold (``Calibration.method`` histogram)."""
 
 
 class ProfileError(ValueError):
@@ -78,18 +80,32 @@ class CategoricalProfile(BaseModel):
 
 
 class Calibration(BaseModel):
-    """Histogram-binning calibration fitted on the labelled reference rows."""
+    """A step calibration map fitted on the labelled reference rows: a positive rate per score bin.
+
+    ``isotonic`` (written since issue 28): the bins are the isotonic fit's blocks, as many as
+    the labels support, so drifted scores no longer pile into one wide top bin.
+    ``histogram`` (older profiles): ten quantile bins of the reference scores.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    method: Literal["histogram", "isotonic", "identity"] = "histogram"
+    """How the bins were chosen; a profile without the field holds the histogram map. ``identity``: the
+    reference showed the scores already calibrated, so the scores are the probabilities; the isotonic
+    blocks are kept (edges, rates, counts) for the uncertainty of that finding in the estimate's band."""
     edges: tuple[float, ...]
-    """Inner score edges (quantiles of the reference scores)."""
+    """Inner score edges: a score ``s`` falls in bin ``#(edges <= s)``."""
     rates: tuple[float, ...]
     """Observed positive rate per bin (``len(edges) + 1`` values)."""
+    counts: tuple[int, ...] | None = None
+    """Reference rows per bin (the rate's evidence, for the estimate's band); None in histogram-map profiles,
+    whose counts are read from the score histogram."""
 
     def apply(self, scores: np.ndarray) -> np.ndarray:
         import numpy as np
 
+        if self.method == "identity":
+            return np.asarray(scores, dtype=float)
         return np.asarray(self.rates)[np.searchsorted(np.asarray(self.edges), scores, side="right")]
 
 
@@ -172,6 +188,7 @@ def categorical_profile(name: str, values: Iterable[object]) -> CategoricalProfi
 
 
 def calibration(scores: np.ndarray, labels: np.ndarray, bins: int = CALIBRATION_BINS) -> Calibration:
+    """The histogram map of older profiles: ``bins`` quantile bins (kept for reading and comparison)."""
     import numpy as np
 
     edges = np.unique(np.quantile(scores, np.linspace(0, 1, bins + 1)[1:-1]))
@@ -182,6 +199,87 @@ def calibration(scores: np.ndarray, labels: np.ndarray, bins: int = CALIBRATION_
     # An empty bin (ties) falls back to its mean score: no evidence to recalibrate it.
     rates = np.where(total > 0, positives / np.maximum(total, 1), centres / np.maximum(total, 1))
     return Calibration(edges=tuple(map(float, edges)), rates=tuple(map(float, rates)))
+
+
+def isotonic_calibration(scores: np.ndarray, labels: np.ndarray) -> Calibration:
+    """Isotonic regression of the labels on the scores (pool adjacent violators), one bin per block.
+
+    The fit is the maximum-likelihood non-decreasing map (NannyML's CBPE calibrates the same
+    way); each block of equal fitted rate is a bin, its edge halfway between the blocks'
+    neighbouring reference scores, its count the reference rows in it.
+    """
+    import numpy as np
+    from sklearn.isotonic import IsotonicRegression
+
+    scores = np.asarray(scores, dtype=float)
+    labels = np.asarray(labels, dtype=float)
+    if len(scores) == 0:
+        raise ProfileError("calibration needs labelled reference rows; none were given")
+    order = np.argsort(scores, kind="stable")
+    ordered = scores[order]
+    fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(ordered, labels[order])
+    rates = fitted.predict(ordered)
+    # a block ends where the fitted rate steps up; equal scores always share a block
+    step = np.flatnonzero((np.diff(rates) > 0) & (np.diff(ordered) > 0)) + 1
+    starts = np.r_[0, step]
+    counts = np.diff(np.r_[starts, len(ordered)])
+    edges = (ordered[step - 1] + ordered[step]) / 2
+    block_rates = np.add.reduceat(labels[order], starts) / counts
+    return Calibration(
+        method="isotonic",
+        edges=tuple(map(float, edges)),
+        rates=tuple(map(float, block_rates)),
+        counts=tuple(int(c) for c in counts),
+    )
+
+
+def expected_auc(scores: np.ndarray, probabilities: np.ndarray) -> float:
+    """CBPE's ROC AUC: each row ``p`` of a positive and ``1 - p`` of a negative at its score (ties count half)."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    ones, zeros = np.ones(len(scores)), np.zeros(len(scores))
+    weights = np.r_[probabilities, 1 - probabilities]
+    return float(roc_auc_score(np.r_[ones, zeros], np.r_[scores, scores], sample_weight=weights))
+
+
+def calibration_map(scores: np.ndarray, labels: np.ndarray, folds: int = 5) -> Calibration:
+    """The isotonic map, unless the raw scores estimate the reference's own performance better.
+
+    Like NannyML's CBPE, the map is kept only when it helps, judged out of fold: each reference
+    row gets the probability of the isotonic map fitted on the other ``folds - 1`` folds, and the
+    label-free estimates (ROC AUC and accuracy) from those probabilities and from the raw scores
+    are compared with the reference's realised figures; the map is kept when its error is the
+    smaller by more than ``0.5 / sqrt(rows)`` (the comparison's own noise: a calibrated model
+    must not get a map by chance). (NannyML compares a 10-bin calibration error, which an over-confident model can pass
+    while its raw scores overstate the AUC.) A needless map costs accuracy where drift moves
+    scores past the reference's range: its top and bottom blocks are flat, the raw scores are not.
+    """
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    scores = np.asarray(scores, dtype=float)
+    labels = np.asarray(labels, dtype=float)
+    fitted = isotonic_calibration(scores, labels)
+    if len(scores) < 10 * folds or len(np.unique(labels)) < 2:
+        return fitted
+    fold = np.random.default_rng(0).permutation(len(scores)) % folds
+    out_of_fold = np.empty(len(scores))
+    for k in range(folds):
+        held = fold == k
+        out_of_fold[held] = isotonic_calibration(scores[~held], labels[~held]).apply(scores[held])
+    auc = roc_auc_score(labels, scores)
+    accuracy = float(((scores >= 0.5) == labels).mean())
+
+    def error(p: np.ndarray) -> float:
+        expected_accuracy = float(np.where(scores >= 0.5, p, 1 - p).mean())
+        return abs(expected_auc(scores, p) - auc) + abs(expected_accuracy - accuracy)
+
+    # the map must win by more than the noise of the comparison (~ the figures' sampling error on n rows)
+    margin = 0.5 / np.sqrt(len(scores))
+    if error(out_of_fold) < error(scores) - margin:
+        return fitted
+    return fitted.model_copy(update={"method": "identity"})
 
 
 def build_profile(
@@ -205,7 +303,7 @@ def build_profile(
         metrics["positive_rate"] = float(labels.mean())
         if len(set(labels.tolist())) == 2:
             metrics["roc_auc"] = float(roc_auc_score(labels, scores))
-        fitted = calibration(np.asarray(scores, dtype=float), labels)
+        fitted = calibration_map(np.asarray(scores, dtype=float), labels)
     return ReferenceProfile(
         created_at=datetime.now(UTC).isoformat(),
         rows=len(frame),

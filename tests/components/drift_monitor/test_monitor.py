@@ -69,9 +69,10 @@ def test_per_feature_settings_override_the_defaults(model: Monitored) -> None:
     features = {f.name: f for f in result.features}
     assert features["income"].method == "psi" and features["income"].threshold == 0.1
     assert features["credit_score"].threshold == 5.0 and not features["credit_score"].drifted
-    # The drifted day also drops the estimated AUC: the drop leads, dataset drift follows as its explanation.
-    assert result.dataset_drift and result.reasons[1].startswith("dataset drift")
-    assert result.reasons[0].startswith("estimated roc_auc drop")
+    # The drifted day's realised AUC did not drop (0.772 on its labels vs the champion's test 0.756): with the
+    # isotonic map the estimate sees no drop either (the 10-bin map's top bin made one up); drift leads.
+    assert result.dataset_drift and result.reasons[0].startswith("dataset drift")
+    assert not result.performance_drop
 
 
 def test_performance_is_estimated_beside_the_reference_metrics(model: Monitored) -> None:

@@ -163,3 +163,44 @@ def test_the_champions_band_matches_the_spread_of_test_sets() -> None:
     assert bands["roc_auc"].high - bands["roc_auc"].low == pytest.approx(2 * 1.96 * se, rel=1e-3)
     assert bands["accuracy"].low == pytest.approx(0.8 - 1.96 * np.sqrt(0.8 * 0.2 / 1500), rel=1e-3)
     assert "roc_auc" not in reference_bands({"roc_auc": auc}, 1500, 0.95)  # no prevalence: no band
+
+
+def test_a_profile_written_before_the_isotonic_map_still_reads_as_a_histogram_map() -> None:
+    from components.drift_monitor.performance_bands import calibration_counts
+    from mlops.model.reference_profile import Calibration
+
+    scores, labels = population(3000, seed=12)
+    old = calibration(scores, labels).model_dump()
+    del old["method"], old["counts"]  # the fields a profile before issue 28's fix did not have
+    read = Calibration.model_validate(old)
+    assert read.method == "histogram" and read.counts is None
+    counts = calibration_counts(read, numeric_profile("prediction", scores))
+    assert counts.sum() == 3000 and len(counts) == len(read.rates)
+
+
+def test_the_isotonic_map_is_monotone_and_counts_every_reference_row() -> None:
+    from mlops.model.reference_profile import isotonic_calibration
+
+    scores, labels = population(5000, seed=13)
+    fitted = isotonic_calibration(scores, labels)
+    assert fitted.method == "isotonic" and sum(fitted.counts or ()) == 5000
+    assert np.all(np.diff(fitted.rates) > 0) and len(fitted.rates) > 10  # finer than the 10-bin map
+    # each block's rate is its rows' observed rate
+    bins = np.searchsorted(np.asarray(fitted.edges), scores, side="right")
+    for b in (0, len(fitted.rates) // 2, len(fitted.rates) - 1):
+        assert labels[bins == b].mean() == pytest.approx(fitted.rates[b])
+
+
+def test_the_map_is_kept_only_when_it_beats_the_raw_scores() -> None:
+    """Calibrated scores (labels drawn from them) keep the raw scores; over-confident ones get the map."""
+    from mlops.model.reference_profile import calibration_map
+
+    rng = np.random.default_rng(14)
+    logits = rng.normal(-1, 1.2, 5000)
+    probability = 1 / (1 + np.exp(-logits))
+    labels = (rng.random(5000) < probability).astype(int)
+    assert calibration_map(probability, labels).method == "identity"
+    over_confident = 1 / (1 + np.exp(-3 * logits))
+    assert calibration_map(over_confident, labels).method == "isotonic"
+    calibrate = Calibrator(calibration_map(probability, labels))
+    assert np.array_equal(calibrate(probability), probability)  # identity: the scores are the probabilities
