@@ -184,8 +184,11 @@ class JobController(PlayedController):
 
 
 def install_crds(cluster: Any) -> None:
-    """The minimal CRDs of infra/k8s/crds, applied and established."""
-    from cli import manifests
+    """The projects' published CRDs (CEL rules stripped for v1.20), applied and established.
 
-    cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifests.render("crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    Not the project's minimal ones (infra/k8s/crds, for the offline ``mlops cluster check``): those
+    leave pod templates open, so a field the real schema lacks would be stored here and pruned there.
+    """
+    from tests.support.published_crds import install_published_crds
+
+    install_published_crds(cluster)
