@@ -251,3 +251,17 @@ def test_the_offline_check_is_closed_where_the_published_crds_are() -> None:
         "spec.predictor (as a Pod: spec.containers.0.resources)" in problem.message
         and "'limit'" in problem.message
     )
+
+
+@pytest.mark.parametrize("team", ["team-risk", "team-fraud"])
+def test_the_overlay_ships_the_inference_service_the_kserve_target_creates(team: str) -> None:
+    from delivery.targets.kserve_predictor import PredictorSpec, inference_service
+
+    (isvc,) = [o for o in of_kind("prod", "InferenceService") if o["metadata"]["namespace"] == team]
+    expected = inference_service(
+        "credit-default", team, "credit-default", PredictorSpec(image="ghcr.io/mlops-platform/mlops:0.1.0")
+    )
+    assert isvc == expected
+    predictor = isvc["spec"]["predictor"]
+    assert "model" not in predictor and len(predictor["containers"]) == 1  # one implementation
+    assert isvc["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "RawDeployment"
