@@ -152,3 +152,18 @@ def test_the_prod_cluster_queue_gives_one_job_at_most_its_largest_gpu_flavor(tea
         "kueue.x-k8s.io", "v1beta2", "clusterqueues", "mlops-training"
     )
     assert queue_capacity(cq, [])["nvidia.com/gpu"] == 32  # h100-eu-central-1
+
+
+def test_the_pipeline_account_reads_the_rules_and_says_what_it_could_not_check(team: KubeCluster) -> None:
+    api = team.api_client()
+    api.set_default_header("Impersonate-User", f"system:serviceaccount:{TEAM}:mlops-pipeline-runner")
+    reports: list[str] = []
+    check_admission(plan(settings(), 1), api, reports.append)
+    # The Role reads the namespace's LimitRange, ResourceQuota and LocalQueue; ClusterQueues are cluster-wide.
+    assert reports == [
+        f"ClusterQueue quota not checked: reading the queue behind {TEAM}/training: refused (403 Forbidden)"
+    ]
+    with pytest.raises(
+        ClusterPolicyError, match=r"ResourceQuota team-risk/compute allows requests.nvidia.com/gpu=8"
+    ):
+        check_admission(plan(settings(workers=2, gpus_per_worker=8), 16), api, reports.append)
