@@ -132,7 +132,7 @@ class KServeTarget(AliasFollowingTarget):
         lines = []
         for (name, labels), value in sorted(totals.items()):
             rendered = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-            lines.append(f"{name}{{{rendered}}} {value!r}")
+            lines.append(f"{name}{{{rendered}}} {value!r}" if labels else f"{name} {value!r}")
         return "\n".join(lines) + "\n"
 
     def _servers(self) -> list[LocalServerTarget]:
