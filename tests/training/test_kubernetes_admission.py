@@ -167,3 +167,23 @@ def test_the_pipeline_account_reads_the_rules_and_says_what_it_could_not_check(t
         ClusterPolicyError, match=r"ResourceQuota team-risk/compute allows requests.nvidia.com/gpu=8"
     ):
         check_admission(plan(settings(workers=2, gpus_per_worker=8), 16), api, reports.append)
+
+
+def _as_model(obj: dict[str, Any], model: str) -> Any:
+    """A rendered object as the typed model the client returns for it."""
+    return client.ApiClient()._ApiClient__deserialize(obj, model)  # type: ignore[attr-defined]
+
+
+def test_the_checks_read_the_overlays_own_rules_offline_too() -> None:
+    from training.kubernetes_admission import check_limit_ranges, check_resource_quotas, pod_ask
+
+    objs = [o for o in manifests.objects(manifests.render("prod")) if o["metadata"].get("namespace") == TEAM]
+    (lr,) = [_as_model(o, "V1LimitRange") for o in objs if o["kind"] == "LimitRange"]
+    (rq,) = [_as_model(o, "V1ResourceQuota") for o in objs if o["kind"] == "ResourceQuota"]
+    fits = plan(settings(workers=1, gpus_per_worker=8, memory_per_worker="128Gi"), 8)
+    check_limit_ranges(fits, pod_ask(fits), [lr])
+    check_resource_quotas(fits, pod_ask(fits), [rq])
+    big = plan(settings(workers=2, gpus_per_worker=8, memory_per_worker="128Gi"), 16)
+    check_limit_ranges(big, pod_ask(big), [lr])
+    with pytest.raises(ClusterPolicyError, match=r"allows requests.nvidia.com/gpu=8 .* is 16 \(2 pod\(s\)\)"):
+        check_resource_quotas(big, pod_ask(big), [rq])
