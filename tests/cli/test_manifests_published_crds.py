@@ -136,6 +136,6 @@ def test_cel_rules_are_stripped_at_every_depth() -> None:
 
 
 def test_pruned_names_missing_and_changed_fields_but_not_defaults() -> None:
-    sent = {"spec": {"a": 1, "b": {"c": "x"}, "d": [1, 2], "empty": {}}}
+    sent = {"spec": {"a": 1, "b": {"c": "x"}, "d": [1, 2], "empty": {}, "off": False, "zero": 0}}
     stored = {"spec": {"a": 1, "b": {}, "d": [1, 3], "default": True}}
     assert pruned(sent, stored) == ["spec.b.c: pruned", "spec.d[1]: sent 2, stored 3"]

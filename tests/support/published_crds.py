@@ -13,7 +13,9 @@ names every field that was sent but not kept, the one thing a 1.20 server does s
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +63,21 @@ def install_published_crds(cluster: Any) -> list[str]:
     # Server-side: the CRDs are too large for client-side apply's last-applied annotation.
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=stream)
     names = [crd["metadata"]["name"] for crd in crds]
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{n}" for n in names])
-    return names
+    # Polled, not `kubectl wait`: a CRD created a moment ago has no conditions yet, which `wait` calls an error.
+    deadline = time.monotonic() + 60
+    while True:
+        listed = json.loads(cluster.kubectl("get", "crd", "-o", "json").stdout)["items"]
+        established = {
+            crd["metadata"]["name"]
+            for crd in listed
+            for cond in (crd.get("status") or {}).get("conditions") or []
+            if cond["type"] == "Established" and cond["status"] == "True"
+        }
+        if set(names) <= established:
+            return names
+        if time.monotonic() > deadline:
+            pytest.fail(f"published CRDs not established after 60 s: {sorted(set(names) - established)}")
+        time.sleep(0.2)
 
 
 def pruned(sent: Any, stored: Any, path: str = "") -> list[str]:
@@ -74,8 +89,8 @@ def pruned(sent: Any, stored: Any, path: str = "") -> list[str]:
         for key, value in sent.items():
             where = f"{path}.{key}" if path else key
             if key not in stored:
-                if value in (None, {}, []):
-                    continue  # an empty or null value stores as absent: nothing was lost
+                if value is None or value is False or value in ({}, [], 0, ""):
+                    continue  # a zero value a built-in kind's field omits when stored (omitempty): nothing lost
                 out.append(f"{where}: pruned")
             else:
                 out += pruned(value, stored[key], where)
