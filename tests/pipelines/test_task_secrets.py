@@ -1,6 +1,5 @@
 """The compiled pipelines mount Secrets into their tasks the KFP way (kfp-kubernetes platform config)."""
 
-
 from typing import Any
 
 import pytest
@@ -117,4 +116,4 @@ def test_names_and_keys_come_from_the_settings(tmp_path: Any) -> None:
 )
 def test_malformed_secret_settings_are_refused(field: str, value: str) -> None:
     with pytest.raises(ValueError, match=field):
-        TaskSecrets(**{field: value})
+        TaskSecrets.model_validate({field: value})

@@ -171,7 +171,7 @@ def test_the_pipeline_account_reads_the_rules_and_says_what_it_could_not_check(t
 
 def _as_model(obj: dict[str, Any], model: str) -> Any:
     """A rendered object as the typed model the client returns for it."""
-    return client.ApiClient()._ApiClient__deserialize(obj, model)  # type: ignore[attr-defined]
+    return client.ApiClient()._ApiClient__deserialize(obj, model)
 
 
 def test_the_checks_read_the_overlays_own_rules_offline_too() -> None:
