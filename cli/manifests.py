@@ -7,7 +7,11 @@ a second, subtly different kustomize. The launchers never shell out: only render
 
 Validation is offline: built-in kinds against the Kubernetes OpenAPI schemas that
 ``kubernetes-validate`` ships (strict: unknown fields are errors), custom resources against
-the structural schemas of the CRDs in ``infra/k8s/crds`` (closed the same way).
+the structural schemas of the CRDs in ``infra/k8s/crds`` (closed the same way), and the core-type
+parts those minimal CRDs leave open (pod templates, the KServe predictor's pod fields) against the
+built-in schemas, so the offline check is closed wherever the projects' published CRDs are.
+The published CRDs themselves are checked on a real API server in the tests
+(tests/cli/test_manifests_published_crds.py).
 """
 
 from __future__ import annotations
@@ -114,6 +118,65 @@ def closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+EMBEDDED: dict[tuple[str, str], list[tuple[str, str]]] = {
+    ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): [
+        ("spec.template.spec.replicatedJobs.*.template", "Job")
+    ],
+    ("kubeflow.org/v1", "PyTorchJob"): [("spec.pytorchReplicaSpecs.*.template", "PodTemplate")],
+    ("serving.kserve.io/v1beta1", "InferenceService"): [("spec.predictor", "Pod")],
+}
+"""Core-type parts the minimal CRDs leave open (``x-kubernetes-preserve-unknown-fields``), checked
+against the built-in schemas as the published CRDs check them: ``path`` (``*`` = every item or
+value) -> the built-in kind that wraps it (a Job's spec, a PodTemplate's template, a Pod's spec)."""
+POD_FIELDS = frozenset(
+    {
+        "containers",
+        "volumes",
+        "tolerations",
+        "affinity",
+        "nodeSelector",
+        "priorityClassName",
+        "serviceAccountName",
+    }
+)
+"""The PodSpec fields of a KServe predictor (the rest are KServe's own: replicas, scaling, labels)."""
+
+
+def _at(node: Any, parts: list[str], trail: str) -> Iterator[tuple[str, Any]]:
+    if not parts:
+        yield trail, node
+        return
+    head, rest = parts[0], parts[1:]
+    if head == "*":
+        items = node.items() if isinstance(node, dict) else enumerate(node if isinstance(node, list) else [])
+        for k, v in items:
+            yield from _at(v, rest, f"{trail}.{k}")
+    elif isinstance(node, dict) and head in node:
+        yield from _at(node[head], rest, f"{trail}.{head}" if trail else head)
+
+
+def _wrapped(kind: str, part: dict[str, Any]) -> dict[str, Any]:
+    meta = {"name": "embedded"}
+    if kind == "Job":
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": part.get("spec", {})}
+    if kind == "PodTemplate":
+        return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": meta, "template": part}
+    spec = {k: v for k, v in part.items() if k in POD_FIELDS}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def _embedded_problems(obj: dict[str, Any], source: str) -> Iterator[Problem]:
+    import kubernetes_validate
+
+    for path, kind in EMBEDDED.get((obj.get("apiVersion", ""), obj.get("kind", "")), []):
+        for where, part in _at(obj, path.split("."), ""):
+            try:
+                kubernetes_validate.validate(_wrapped(kind, part), KUBERNETES_SCHEMA_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as error:
+                inner = ".".join(str(p) for p in error.absolute_path)
+                yield Problem(source, f"{where} (as a {kind}: {inner}): {error.message}")
+
+
 def _label(overlay: str, obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     where = f"{meta['namespace']}/" if meta.get("namespace") else ""
@@ -133,6 +196,7 @@ def validate(objs: list[dict[str, Any]], overlay: str = "-", root: Path = MANIFE
             for error in sorted(custom[key].iter_errors(obj), key=lambda e: list(e.absolute_path)):
                 path = ".".join(str(p) for p in error.absolute_path) or "(root)"
                 yield Problem(source, f"{path}: {error.message}")
+            yield from _embedded_problems(obj, source)
             continue
         try:
             kubernetes_validate.validate(obj, KUBERNETES_SCHEMA_VERSION, strict=True)

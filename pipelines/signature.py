@@ -259,7 +259,14 @@ class PipelineForm:
         names = list(defaults)
 
         def pipeline_function(*args: Any) -> Any:
-            return body(Parameters(self, dict(zip(names, args, strict=True))))
+            result = body(Parameters(self, dict(zip(names, args, strict=True))))
+            # Secrets reach the tasks' pods through the compiled YAML (kfp-kubernetes).
+            from kfp.dsl import pipeline_context
+
+            from pipelines.task_secrets import TaskSecrets, mount_task_secrets
+
+            mount_task_secrets(pipeline_context.Pipeline.get_default_pipeline().tasks.values(), TaskSecrets())
+            return result
 
         pipeline_function.__signature__ = signature  # type: ignore[attr-defined]
         pipeline_function.__doc__ = self._docstring()

@@ -45,7 +45,7 @@ class KubernetesJobSettings(BaseModel):
     gpu_type: str = Field(default="", pattern=r"^[A-Za-z0-9._-]*$")
     """GPU model the pods must run on (node label nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3). Empty: any."""
     cpu_per_worker: str = Field(default="2", pattern=QUANTITY)
-    """CPU request of each worker pod (a Kubernetes quantity)."""
+    """CPU request and limit of each worker pod (a Kubernetes quantity)."""
     memory_per_worker: str = Field(default="8Gi", pattern=QUANTITY)
     """Memory request and limit of each worker pod (a Kubernetes quantity)."""
     region: str = Field(default="", pattern=r"^[a-z0-9-]*$")
@@ -59,7 +59,7 @@ class KubernetesJobSettings(BaseModel):
     )
     """Priority of the job in Kueue and the scheduler: production retraining ranks above experiments."""
     trainer_runtime: str = Field(default="mlops-torch-distributed", min_length=1)
-    """ClusterTrainingRuntime a TrainJob runs on: the platform's (infra/k8s/base/platform), which restarts lost pods from the last checkpoint."""
+    """ClusterTrainingRuntime a TrainJob runs on: the platform's (infra/k8s/base/platform), which restarts lost pods from the last checkpoint; production_training jobs run on this name + "-production" (the runtime carries the pods' priority class)."""
     training_image: str = Field(default="")
     """Image of the training pods. Empty: the platform image (mlops.images.PLATFORM_IMAGE)."""
     time_limit_hours: float = Field(default=2.0, gt=0, le=720)

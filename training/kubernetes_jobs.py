@@ -19,7 +19,7 @@ from typing import Any
 from kubernetes import client
 
 from mlops.storage_policy import StoragePolicy
-from training.kubernetes_config import GPU_PRODUCT_LABEL, REGION_LABEL, JobPlan
+from training.kubernetes_config import GPU_PRODUCT_LABEL, REGION_LABEL, JobPlan, KubernetesJobSettings
 
 TRAINJOB_API = ("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
 PYTORCHJOB_API = ("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
@@ -71,9 +71,11 @@ def environment(plan: JobPlan, name: str) -> list[client.V1EnvVar]:
 
 
 def resources(plan: JobPlan) -> client.V1ResourceRequirements:
+    """Requests and limits, always both and equal: a namespace's LimitRange never fills in a default
+    limit below the request (which the API server refuses), and the pods are Guaranteed QoS."""
     s = plan.settings
     requests: dict[str, str] = {"cpu": s.cpu_per_worker, "memory": s.memory_per_worker}
-    limits: dict[str, str] = {"memory": s.memory_per_worker}
+    limits: dict[str, str] = dict(requests)
     if s.gpus_per_worker:
         requests[s.gpu_resource] = limits[s.gpu_resource] = str(s.gpus_per_worker)
     return client.V1ResourceRequirements(requests=requests, limits=limits)
@@ -114,6 +116,18 @@ def _metadata(plan: JobPlan, name: str, kind: str, api: tuple[str, str, str, str
     }
 
 
+PRODUCTION_RUNTIME_SUFFIX = "-production"
+"""The runtime of ``mlops-production-training`` jobs is ``trainer_runtime`` + this (infra/k8s/base/platform)."""
+
+
+def runtime_name(settings: KubernetesJobSettings) -> str:
+    """The ClusterTrainingRuntime a TrainJob of this priority runs on: the runtime carries the pods'
+    ``priorityClassName`` (a TrainJob's runtimePatches may not set it)."""
+    if settings.priority_class == "mlops-production-training":
+        return settings.trainer_runtime + PRODUCTION_RUNTIME_SUFFIX
+    return settings.trainer_runtime
+
+
 def trainjob(plan: JobPlan, name: str, image: str) -> dict[str, Any]:
     """A Kubeflow Trainer v2 TrainJob on the ``trainer_runtime`` ClusterTrainingRuntime."""
     s = plan.settings
@@ -144,7 +158,7 @@ def trainjob(plan: JobPlan, name: str, image: str) -> dict[str, Any]:
     body = _metadata(plan, name, TRAINJOB_API[3], TRAINJOB_API)
     body["spec"] = {
         "runtimeRef": {
-            "name": s.trainer_runtime,
+            "name": runtime_name(s),
             "apiGroup": "trainer.kubeflow.org",
             "kind": "ClusterTrainingRuntime",
         },

@@ -3,8 +3,10 @@
 :class:`KubernetesLauncher` is a :class:`training.launcher.Launcher`. For one job it:
 
 1. checks the plan (:func:`training.kubernetes_config.plan`: data residency, GPU-hour
-   budget, ranks = ``nproc``) — a refusal leaves nothing behind, not even a staged file
-   (nor does the API server's refusal of the job: the staged file is deleted then);
+   budget, ranks = ``nproc``), then the target namespace's LimitRange, ResourceQuota and
+   Kueue ClusterQueue (:func:`training.kubernetes_admission.check_admission`) — a refusal
+   leaves nothing behind, not even a staged file (nor does the API server's refusal of the
+   job: the staged file is deleted then);
 2. stages the pickled :class:`~training.loop.WorkerJob` under ``staging_uri/<job>/``
    through the one storage layer (``mlops.storage``) — its logger carries the task's
    tracking store (explicit URIs), the one way the pods learn where to log; rank 0 checkpoints every epoch to
@@ -38,6 +40,7 @@ from typing import Any, Literal
 
 from mlops import storage
 from mlops.images import PLATFORM_IMAGE
+from training.kubernetes_admission import check_admission
 from training.kubernetes_config import JobPlan, KubernetesJobSettings, plan
 from training.kubernetes_jobs import JOB_LABEL, PYTORCHJOB_API, TRAINJOB_API, pytorchjob, trainjob
 from training.launcher import JOB_FILE, RESULT_FILE, load_result
@@ -144,6 +147,9 @@ class KubernetesLauncher:
 
     def run(self, job: WorkerJob) -> WorkerResult:
         checked = plan(self.settings, job.config.nproc)  # refuses before anything exists
+        custom, core = self._apis()
+        # The namespace's LimitRange, ResourceQuota and Kueue queue: a job they can never admit is refused now.
+        check_admission(checked, self._api_client, self.report)
         name = f"train-{uuid.uuid4().hex[:12]}"
         staging = f"{checked.settings.staging_uri}/{name}"
         # Pods keep no disk between attempts: checkpoints go next to the job, where a restarted pod finds them.
@@ -151,7 +157,6 @@ class KubernetesLauncher:
             job, result_path=None, checkpoint_dir=None, checkpoint_uri=f"{staging}/{CHECKPOINTS}"
         )
         storage.write_bytes(f"{staging}/{JOB_FILE}", pickle.dumps(staged))
-        custom, core = self._apis()
         group, version, plural, _ = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
         build = trainjob if self.kind == "trainjob" else pytorchjob
         body = build(

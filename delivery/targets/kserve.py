@@ -1,52 +1,54 @@
-"""The KServe deployment target: a ``serving.kserve.io/v1beta1`` InferenceService driven through the Kubernetes API.
+"""The KServe deployment target: an InferenceService in RawDeployment mode whose predictor is ``mlops serve``.
 
-KServe splits traffic itself: changing the predictor's ``storageUri`` makes a new
-revision, and ``canaryTrafficPercent`` sends that share of requests to it while the rest
-stays on the last rolled-out revision; removing the field rolls the new revision out to
-100 %, setting it to 0 sends everything back (KServe's own rollback). This target makes
-exactly those patches with the ``kubernetes`` Python client, waits until the
-InferenceService reports ``Ready`` for the generation it patched (with a timeout), and
-reads what serves from ``status.components.predictor.traffic``. Which revision is which
-model version is kept in two annotations (:data:`STABLE_ANNOTATION`, :data:`CANARY_ANNOTATION`).
+The mode and the predictor are :mod:`delivery.targets.kserve_predictor`'s (the same object the
+overlays ship; why RawDeployment is said there and in ``infra/k8s/README.md``). KServe runs the
+pods; the traffic split is the platform's own: every predictor pod's server hosts a
+:class:`~serving.routing.rollout_router.RolloutRouter`, and this target drives each ready pod
+through the admin route ``PUT /v2/models/<name>/rollout`` exactly as
+:class:`~delivery.targets.local.LocalServerTarget` drives one local server (canary share,
+shadow, removal), then checks that every pod answers with the same plan. Deploying moves the
+registry alias the servers follow and waits until every pod's champion is the new version.
+KServe's ``canaryTrafficPercent`` is never written (RawDeployment ignores it; the CRD does not
+bound it either, so only :meth:`KServeTarget.set_traffic`'s own 0..100 check would).
 
-What KServe honours: its docs state the canary rollout is supported only in the Serverless (Knative) deployment
-mode; in RawDeployment mode (plain Deployments, no Knative) KServe does not split traffic
-between revisions, so a canary there needs a second InferenceService and a mesh route — this
-target refuses nothing, but the split only happens on Serverless. There is no request
-mirroring in an InferenceService, so :meth:`KServeTarget.shadow` raises
-:class:`~delivery.targets.base.ShadowUnsupported` (run the rollout with ``shadow`` off).
-The per-version analysis reads the predictor's Prometheus metrics from ``metrics_url`` when
-the predictor runs ``mlops serve`` (the platform image) and that URL is reachable.
+The per-version analysis reads ``mlops_serving_*`` from every ready pod's ``/metrics``, summed
+sample by sample, so the figures cover the whole service. Pods are found by KServe's label
+``serving.kserve.io/inferenceservice=<name>``; a pod that started after the last traffic change
+serves the champion only until the next call, which re-applies the plan to every pod (the rollout
+controller calls at every step), and :meth:`KServeTarget.current` refuses to report a split the
+pods do not agree on.
 """
 
 from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from delivery.targets.base import (
-    AliasFollowingTarget,
-    DeploymentError,
-    DeploymentStatus,
-    ShadowUnsupported,
-    TrafficShare,
+from delivery.targets.base import AliasFollowingTarget, DeploymentError, DeploymentStatus
+from delivery.targets.kserve_predictor import (
+    DEPLOYMENT_MODE,
+    DEPLOYMENT_MODE_ANNOTATION,
+    HTTP_PORT,
+    ISVC_LABEL,
+    PredictorSpec,
+    inference_service,
 )
+from delivery.targets.local import LocalServerTarget
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION
 
 GROUP, VERSION, PLURAL = "serving.kserve.io", "v1beta1", "inferenceservices"
-STABLE_ANNOTATION = "mlops/stable-version"
-"""The model version of the last rolled-out revision (what answers when no canary runs)."""
-CANARY_ANNOTATION = "mlops/canary-version"
-"""The model version of the latest revision while it is a canary; absent otherwise."""
+
+
+def pod_url(pod: Any) -> str:
+    """The server of one predictor pod, by its IP (the rollout runs inside the cluster)."""
+    return f"http://{pod.status.pod_ip}:{HTTP_PORT}"
 
 
 class KServeTarget(AliasFollowingTarget):
-    """Deploys versions of ``model_name`` as the InferenceService ``namespace/name``."""
+    """Deploys versions of ``model_name`` through the InferenceService ``namespace/name``."""
 
     def __init__(
         self,
@@ -55,11 +57,10 @@ class KServeTarget(AliasFollowingTarget):
         name: str,
         model_name: str,
         tracking: TrackingStore | str,
-        storage_uri: Callable[[str], str] | None = None,
-        model_format: str = "onnx",
-        resources: dict[str, Any] | None = None,
-        metrics_url: str = "",
+        predictor: PredictorSpec | None = None,
         alias: str = CHAMPION,
+        auth_token: str = "",
+        url_of: Callable[[Any], str] = pod_url,
         timeout_s: float = 300.0,
         poll_s: float = 1.0,
     ):
@@ -67,128 +68,132 @@ class KServeTarget(AliasFollowingTarget):
 
         super().__init__(tracking, model_name, alias)
         self.api = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
         self.namespace, self.name = namespace, name
-        self._storage_uri = storage_uri
-        self.model_format = model_format
-        self.resources = resources
-        """Predictor resources (``requests``/``limits``) written with every new revision; None keeps them."""
-        self.metrics_url = metrics_url
+        self.predictor = predictor
+        """What :meth:`deploy` creates when the service is absent (None: refuse; it must exist)."""
+        self.auth_token = auth_token
+        self.url_of = url_of
         self.timeout_s = timeout_s
-        """How long to wait for ``Ready`` after a patch (image pull, model download, scale-up)."""
+        """How long to wait for ready pods, and for every pod to serve a deployed version."""
         self.poll_s = poll_s
 
     def describe(self) -> str:
         return f"kserve {self.namespace}/{self.name}"
 
-    def storage_uri(self, version: str) -> str:
-        """Where ``version``'s files are (the registry's download URI unless a resolver was given)."""
-        if self._storage_uri is not None:
-            return self._storage_uri(version)
-        return str(self.client.get_model_version_download_uri(self.model_name, version))
-
     def deploy(self, version: str, reason: str = "deployed") -> DeploymentStatus:
-        """Roll ``version`` out to 100 % (no canary; the service is created if absent), then move the alias."""
-        previous = self._alias_version()
-        uri = self.storage_uri(version)  # also proves the version exists before anything moves
-        existing = self._get()
-        if existing is None:
-            self.api.create_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, PLURAL, self._manifest(version, uri)
-            )
-        else:
-            self._patch(
-                {STABLE_ANNOTATION: version, CANARY_ANNOTATION: None},
-                {"canaryTrafficPercent": None, "model": self._model(uri)},
-            )
-        status = self._wait(lambda status: status.percent(version) == 100)
-        # The alias moves once the service answers with the version: a refused patch or a revision
-        # that never gets Ready leaves the registry as it was.
-        self.store.move_alias(
-            self.model_name,
-            self.alias,
-            version,
-            previous=previous,
-            reason=reason,
-            links={"deployment": f"kserve/{self.namespace}/{self.name}"},
-        )
-        return DeploymentStatus(self.model_name, version, status.serving)
+        """Create the service if absent, move the alias to ``version``, wait until every pod serves it alone."""
+        self._ensure()
+        first, *others = self._servers()
+        status = first.deploy(version, reason)  # moves the alias (once), waits for this pod
+        for server in others:
+            server.wait_for_champion(version)
+        return self._agreed([status] + [s.current() for s in others])
 
     def set_traffic(self, version: str, percent: int) -> DeploymentStatus:
-        """A canary revision of ``version`` at ``percent`` %; 0 sends everything back to the stable revision."""
+        """``percent`` % to challenger ``version`` on every pod; 0 removes it. KServe's own split is not used."""
         if not 0 <= percent <= 100:
             raise ValueError(f"percent must be within 0..100, got {percent}")
-        existing = self._require()
-        annotations = existing["metadata"].get("annotations") or {}
-        stable = annotations.get(STABLE_ANNOTATION)
-        if version == stable:
-            if percent == 100:
-                return self.rollback() if annotations.get(CANARY_ANNOTATION) else self.current()
-            raise DeploymentError(
-                f"version {version} is the stable revision of {self.describe()}; canary another"
-            )
-        if percent == 0:
-            if annotations.get(CANARY_ANNOTATION) != version:
-                return self.current()
-            self._patch({}, {"canaryTrafficPercent": 0})
-            return self._wait(lambda status: status.percent(version) == 0)
-        spec: dict[str, Any] = {"canaryTrafficPercent": percent}
-        if annotations.get(CANARY_ANNOTATION) != version:
-            spec["model"] = self._model(self.storage_uri(version))
-        self._patch({CANARY_ANNOTATION: version}, spec)
-        return self._wait(lambda status: status.percent(version) == percent)
+        self._require()
+        return self._agreed([server.set_traffic(version, percent) for server in self._servers()])
 
     def shadow(self, version: str, agreement_threshold: float = 0.5) -> DeploymentStatus:
-        raise ShadowUnsupported(
-            f"{self.describe()}: an InferenceService cannot mirror requests to a version whose answers are "
-            "discarded; run the rollout with shadow off (--no-shadow) here, or shadow on the local target"
-        )
+        self._require()
+        return self._agreed([s.shadow(version, agreement_threshold) for s in self._servers()])
 
     def current(self) -> DeploymentStatus:
-        existing = self._get()
-        if existing is None:
+        if self._get() is None:
             return DeploymentStatus(self.model_name, self._alias_version(), ())
-        return self._status(existing)
+        return self._agreed([server.current() for server in self._servers()])
 
     def rollback(self) -> DeploymentStatus:
-        """A canary goes to 0 % (KServe's rollback); without one, the version the champion replaced rolls out."""
-        existing = self._require()
-        canary = (existing["metadata"].get("annotations") or {}).get(CANARY_ANNOTATION)
-        if canary:
-            return self.set_traffic(canary, 0)
+        """Remove a live challenger from every pod; with none, serve the version the champion replaced."""
+        self._require()
+        servers = self._servers()
+        live = [(s, c) for s in servers if (c := _challenger(s.current()))]
+        if live:
+            for server, challenger in live:
+                server.set_traffic(challenger, 0)
+            return self._agreed([s.current() for s in servers])
         return self._deploy_replaced()
 
     def metrics_text(self) -> str:
-        if not self.metrics_url:
+        """Every ready pod's ``/metrics``, summed sample by sample (untyped exposition lines)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        totals: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        for server in self._servers():
+            for family in text_string_to_metric_families(server.metrics_text()):
+                for sample in family.samples:
+                    if sample.name.endswith("_created"):
+                        continue  # a creation timestamp, not a count: summing it means nothing
+                    key = (sample.name, tuple(sorted(sample.labels.items())))
+                    totals[key] = totals.get(key, 0.0) + sample.value
+        lines = []
+        for (name, labels), value in sorted(totals.items()):
+            rendered = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
+            lines.append(f"{name}{{{rendered}}} {value!r}" if labels else f"{name} {value!r}")
+        return "\n".join(lines) + "\n"
+
+    def _servers(self) -> list[LocalServerTarget]:
+        """One :class:`LocalServerTarget` per ready predictor pod (waiting up to ``timeout_s`` for one)."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            pods = self.core.list_namespaced_pod(
+                self.namespace, label_selector=f"{ISVC_LABEL}={self.name}"
+            ).items
+            ready = sorted((p for p in pods if _ready(p)), key=lambda p: p.metadata.name)
+            if ready:
+                servers = [
+                    LocalServerTarget(
+                        self.url_of(p), self.store, self.model_name, self.alias, self.auth_token
+                    )
+                    for p in ready
+                ]
+                for server in servers:
+                    server.timeout_s, server.poll_s = self.timeout_s, min(self.poll_s, 0.2)
+                return servers
+            if time.monotonic() > deadline:
+                raise DeploymentError(
+                    f"{self.describe()} has no ready predictor pod after {self.timeout_s:g} s ({len(pods)} pod(s) "
+                    f"labelled {ISVC_LABEL}={self.name}); `kubectl describe isvc -n {self.namespace} {self.name}` "
+                    "and the pods' events say why"
+                )
+            time.sleep(self.poll_s)
+
+    def _agreed(self, statuses: list[DeploymentStatus]) -> DeploymentStatus:
+        """The one status every pod reports; pods that disagree are an error naming what each serves."""
+        first = statuses[0]
+        if any((s.serving, s.shadow) != (first.serving, first.shadow) for s in statuses[1:]):
+            seen = "; ".join(f"pod {i}: {s.serving} shadow={s.shadow}" for i, s in enumerate(statuses))
             raise DeploymentError(
-                f"{self.describe()}: no metrics_url; the analysis needs the predictor's /metrics (the platform "
-                "image serves per-version counters there), reachable from where the rollout runs"
+                f"{self.describe()}: the predictor pods serve different traffic plans ({seen}); a pod started "
+                "after the last change: set the traffic again (every call re-applies it to every pod)"
             )
-        try:
-            with urllib.request.urlopen(self.metrics_url, timeout=10) as answer:
-                return str(answer.read().decode())
-        except (urllib.error.URLError, OSError) as exc:
+        return first
+
+    def _ensure(self) -> dict[str, Any]:
+        """The service, created from the platform's predictor if absent; refused if it is not the platform's."""
+        existing = self._get()
+        if existing is None:
+            if self.predictor is None:
+                raise DeploymentError(
+                    f"{self.describe()} does not exist and no predictor was given to create it; apply the overlay "
+                    "(infra/k8s) or pass predictor=PredictorSpec(image=...)"
+                )
+            body = inference_service(self.name, self.namespace, self.model_name, self.predictor, self.alias)
+            self.api.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, body)
+            return body
+        mode = (existing["metadata"].get("annotations") or {}).get(DEPLOYMENT_MODE_ANNOTATION)
+        predictor = (existing.get("spec") or {}).get("predictor") or {}
+        if mode != DEPLOYMENT_MODE or "model" in predictor or not predictor.get("containers"):
             raise DeploymentError(
-                f"{self.describe()}: metrics at {self.metrics_url} unreachable: {exc}"
-            ) from exc
-
-    def _model(self, uri: str) -> dict[str, Any]:
-        model: dict[str, Any] = {"modelFormat": {"name": self.model_format}, "storageUri": uri}
-        if self.resources is not None:
-            model["resources"] = self.resources
-        return model
-
-    def _manifest(self, version: str, uri: str) -> dict[str, Any]:
-        return {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "InferenceService",
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "labels": {"app.kubernetes.io/part-of": "mlops", "mlops/model-name": self.model_name},
-                "annotations": {STABLE_ANNOTATION: version},
-            },
-            "spec": {"predictor": {"model": self._model(uri)}},
-        }
+                f"{self.describe()} is not the platform's InferenceService (mode {mode!r}, predictor "
+                f"{sorted(predictor)}): the target splits traffic inside `mlops serve` and needs "
+                f"{DEPLOYMENT_MODE_ANNOTATION}={DEPLOYMENT_MODE} with the platform container as the only "
+                "implementation (infra/k8s/base/team/inferenceservice.yaml)"
+            )
+        return existing
 
     def _get(self) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
@@ -201,69 +206,30 @@ class KServeTarget(AliasFollowingTarget):
         except ApiException as exc:
             if exc.status == 404:
                 return None
-            raise DeploymentError(f"reading {self.describe()} failed: {exc.status} {exc.reason}") from exc
+            raise DeploymentError(f"reading {self.describe()} failed: {exc.status} {_message(exc)}") from exc
 
     def _require(self) -> dict[str, Any]:
-        existing = self._get()
-        if existing is None:
+        if self._get() is None:
             raise DeploymentError(f"{self.describe()} does not exist; deploy() a first version to create it")
-        return existing
-
-    def _patch(self, annotations: dict[str, str | None], predictor: dict[str, Any]) -> None:
-        from kubernetes.client.exceptions import ApiException
-
-        body = {"metadata": {"annotations": annotations}, "spec": {"predictor": predictor}}
-        try:
-            self.api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name, body)
-        except ApiException as exc:
-            raise DeploymentError(
-                f"patching {self.describe()} was refused: {exc.status} {_message(exc)}"
-            ) from exc
-
-    def _status(self, existing: dict[str, Any]) -> DeploymentStatus:
-        annotations = existing["metadata"].get("annotations") or {}
-        stable, canary = annotations.get(STABLE_ANNOTATION), annotations.get(CANARY_ANNOTATION)
-        traffic = ((existing.get("status") or {}).get("components") or {}).get("predictor", {}).get(
-            "traffic"
-        ) or []
-        shares: dict[str, int] = {}
-        for entry in traffic:
-            version = canary if entry.get("latestRevision") and canary else stable
-            if version is not None and entry.get("percent"):
-                shares[version] = shares.get(version, 0) + int(entry["percent"])
-        ordered = sorted(shares.items(), key=lambda item: item[0] != stable)
-        return DeploymentStatus(
-            self.model_name, self._alias_version(), tuple(TrafficShare(v, p) for v, p in ordered)
-        )
-
-    def _wait(self, reached: Callable[[DeploymentStatus], bool]) -> DeploymentStatus:
-        """Wait until the service is Ready for its latest generation and ``reached`` holds."""
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            existing = self._require()
-            status = existing.get("status") or {}
-            ready = _condition(status, "Ready")
-            current = status.get("observedGeneration", 0) >= existing["metadata"].get("generation", 0)
-            if current and ready.get("status") == "True":
-                result = self._status(existing)
-                if reached(result):
-                    return result
-            if time.monotonic() > deadline:
-                why = ready.get("message") or ready.get("reason") or "no Ready condition reported"
-                raise DeploymentError(
-                    f"{self.describe()} is not Ready for generation {existing['metadata'].get('generation')} after "
-                    f"{self.timeout_s:g} s (observed generation {status.get('observedGeneration')}, Ready="
-                    f"{ready.get('status', 'unknown')}: {why}); `kubectl describe isvc -n {self.namespace} "
-                    f"{self.name}` shows the revision's events"
-                )
-            time.sleep(self.poll_s)
+        return self._ensure()
 
 
-def _condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == kind:
-            return dict(condition)
-    return {}
+def _challenger(status: DeploymentStatus) -> str | None:
+    """The version a pod runs beside the champion (canary at any share, or shadow); None when converged."""
+    if status.shadow:
+        return status.shadow
+    others = [share.version for share in status.serving if share.version != status.desired_version]
+    return others[0] if others else None
+
+
+def _ready(pod: Any) -> bool:
+    if pod.metadata.deletion_timestamp or pod.status.phase != "Running" or not pod.status.pod_ip:
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _message(exc: Any) -> str:

@@ -152,6 +152,12 @@ class LocalServerTarget(AliasFollowingTarget):
         except OSError as exc:  # URLError, refused connection, timeout
             raise DeploymentError(f"the server at {self.server_url} is unreachable: {exc}") from exc
 
+    def wait_for_champion(self, version: str) -> None:
+        """Wait until the server's champion (the model following the alias) is ``version``; a
+        challenger of the same version is then removed (it answers as champion now)."""
+        if self._wait_until_serving(version).get("challenger"):
+            self._plan({"challenger": None})
+
     def _wait_until_serving(self, version: str) -> dict[str, object]:
         """Wait until the server's champion (the model following the alias) is ``version``."""
         deadline = time.monotonic() + self.timeout_s

@@ -161,7 +161,11 @@ def test_image_replaces_the_platform_image_and_nothing_else(
     assert upload(fake, package, tmp_path, "--version-name", "v1", "--image", image) == 0
 
     _, content = fake.calls("POST", "/pipelines/upload_version")[0].files()["uploadfile"]
-    sent, original = yaml.safe_load(content), yaml.safe_load(package.read_text())
+    (sent, sent_platform), (original, platform) = (
+        list(yaml.safe_load_all(content)),
+        list(yaml.safe_load_all(package.read_text())),
+    )
+    assert sent_platform == platform  # the tasks' Secrets travel unchanged
     executors = sent["deploymentSpec"]["executors"]
     assert executors and {e["container"]["image"] for e in executors.values()} == {image}
     for executor in executors.values():
@@ -176,7 +180,7 @@ def test_upload_without_package_compiles_the_registered_pipeline(
 
     assert code == 0
     _, content = fake.calls("POST", "/pipelines/upload_version")[0].files()["uploadfile"]
-    assert yaml.safe_load(content) == yaml.safe_load(package.read_text())
+    assert list(yaml.safe_load_all(content)) == list(yaml.safe_load_all(package.read_text()))
 
 
 def test_set_changes_the_uploaded_versions_form_defaults_and_names_the_version(
@@ -201,7 +205,7 @@ def test_set_changes_the_uploaded_versions_form_defaults_and_names_the_version(
         in sent.query["description"][0]
     )
     _, content = sent.files()["uploadfile"]
-    uploaded, original = yaml.safe_load(content), yaml.safe_load(package.read_text())
+    uploaded, original = next(yaml.safe_load_all(content)), next(yaml.safe_load_all(package.read_text()))
     inputs = uploaded["root"]["inputDefinitions"]["parameters"]
     assert inputs["train"]["defaultValue"]["epochs"] == 5 and inputs["tune_trials"]["defaultValue"] == 2
     assert inputs["tracking"]["defaultValue"]["tracking_uri"] == "http://mlflow:5000"
@@ -240,7 +244,7 @@ def test_unknown_pipeline_name_is_refused_before_connecting(fake: FakeKfp, tmp_p
 
 def section_defaults(package: Path, section: str) -> dict[str, Any]:
     """The default of a section parameter as the compiled (uploaded) version holds it."""
-    spec = yaml.safe_load(package.read_text())
+    spec = next(yaml.safe_load_all(package.read_text()))
     return dict(spec["root"]["inputDefinitions"]["parameters"][section]["defaultValue"])
 
 
@@ -598,7 +602,7 @@ def test_submit_sets_the_kubernetes_launcher_and_the_job_shape(
 def test_a_setting_the_uploaded_version_lacks_is_refused(
     fake: FakeKfp, package: Path, tmp_path: Path
 ) -> None:
-    spec = yaml.safe_load(package.read_text())
+    spec = next(yaml.safe_load_all(package.read_text()))
     del spec["root"]["inputDefinitions"]["parameters"]["train"]["defaultValue"]["patience"]
     del spec["root"]["inputDefinitions"]["parameters"]["tune_trials"]
     older = tmp_path / "older.yaml"

@@ -222,3 +222,46 @@ def test_the_network_policies_let_mlflow_and_model_servers_reach_their_s3_endpoi
             namespace
         )
         assert env["AWS_ENDPOINT_URL"] == env["MLFLOW_S3_ENDPOINT_URL"]
+
+
+def test_the_offline_check_is_closed_where_the_published_crds_are() -> None:
+    """The minimal CRDs leave pod templates and predictors open; the check still refuses what the real ones do."""
+    (runtime,) = [
+        o
+        for o in of_kind("dev", "ClusterTrainingRuntime")
+        if o["metadata"]["name"] == "mlops-torch-distributed"
+    ]
+    bad_policy = json.loads(json.dumps(runtime))
+    bad_policy["spec"]["mlPolicy"]["torch"]["numProcPerNode"] = (
+        "auto"  # Trainer v2 has it on the TrainJob only
+    )
+    (problem,) = manifests.validate([bad_policy], "dev")
+    assert "mlPolicy.torch" in problem.message and "'numProcPerNode' was unexpected" in problem.message
+    bad_pod = json.loads(json.dumps(runtime))
+    job = bad_pod["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]
+    job["spec"]["template"]["spec"]["containers"][0]["imagePullPolice"] = "Never"
+    (problem,) = manifests.validate([bad_pod], "dev")
+    assert problem.message.startswith("spec.template.spec.replicatedJobs.0.template (as a Job: ")
+    assert "imagePullPolice" in problem.message
+    (isvc,) = of_kind("dev", "InferenceService")
+    bad_predictor = json.loads(json.dumps(isvc))
+    bad_predictor["spec"]["predictor"]["containers"][0]["resources"]["limit"] = {"cpu": "1"}
+    (problem,) = manifests.validate([bad_predictor], "dev")
+    assert (
+        "spec.predictor (as a Pod: spec.containers.0.resources)" in problem.message
+        and "'limit'" in problem.message
+    )
+
+
+@pytest.mark.parametrize("team", ["team-risk", "team-fraud"])
+def test_the_overlay_ships_the_inference_service_the_kserve_target_creates(team: str) -> None:
+    from delivery.targets.kserve_predictor import PredictorSpec, inference_service
+
+    (isvc,) = [o for o in of_kind("prod", "InferenceService") if o["metadata"]["namespace"] == team]
+    expected = inference_service(
+        "credit-default", team, "credit-default", PredictorSpec(image="ghcr.io/mlops-platform/mlops:0.1.0")
+    )
+    assert isvc == expected
+    predictor = isvc["spec"]["predictor"]
+    assert "model" not in predictor and len(predictor["containers"]) == 1  # one implementation
+    assert isvc["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "RawDeployment"

@@ -98,6 +98,9 @@ ALLOWED: list[tuple[Any, ...]] = [
     ("get", "pods", "--subresource=log"),
     ("create", "inferenceservices.serving.kserve.io"),
     ("patch", "inferenceservices.serving.kserve.io"),
+    ("list", "limitranges"),
+    ("get", "resourcequotas"),
+    ("get", "localqueues.kueue.x-k8s.io"),
 ]
 DENIED: list[tuple[Any, ...]] = [
     ("list", "secrets"),
@@ -112,6 +115,7 @@ DENIED: list[tuple[Any, ...]] = [
     ("patch", "resourcequotas"),
     ("create", "deployments.apps"),
     ("create", "localqueues.kueue.x-k8s.io"),
+    ("update", "limitranges"),
 ]
 
 

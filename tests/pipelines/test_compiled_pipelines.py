@@ -8,10 +8,11 @@ import yaml
 from pipelines.catalog import compile_all, compiled_path, pipelines
 
 
-def _normalise(text: str) -> dict:
-    spec = yaml.safe_load(text)
+def _normalise(text: str) -> list[dict]:
+    """The pipeline spec (without the SDK version) and the platform spec (kfp-kubernetes' Secrets)."""
+    spec, *platform = yaml.safe_load_all(text)
     spec.pop("sdkVersion", None)
-    return spec
+    return [spec, *platform]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_golden_yaml_matches_a_fresh_compile(name: str, fresh: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(pipelines()))
 def test_every_run_form_parameter_has_a_description_and_default(name: str) -> None:
-    spec = yaml.safe_load(compiled_path(name).read_text())
+    spec = next(yaml.safe_load_all(compiled_path(name).read_text()))
     parameters = spec["root"]["inputDefinitions"]["parameters"]
     assert parameters
     for param, definition in parameters.items():

@@ -1,7 +1,7 @@
-"""Real PostgreSQL, Ceph RGW (S3) and ``mlflow server``, each started at most once per test session.
+"""Real PostgreSQL, Ceph RGW (S3), ``mlflow server`` and Prometheus, each started at most once per test session.
 
-Registered from ``tests/conftest.py``. A test asks for ``rgw``, ``postgres`` or
-``mlflow_server`` and gets a running service; tests that use one are marked
+Registered from ``tests/conftest.py``. A test asks for ``rgw``, ``postgres``,
+``mlflow_server`` or ``prometheus`` and gets a running service; tests that use one are marked
 ``remote_tracking`` automatically (so ``-m "not remote_tracking"`` is a local
 shortcut, never CI's default). When a service cannot start the test fails with the
 reason and the install command: skipping would turn CI green without testing.
@@ -11,6 +11,7 @@ services by hand.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -28,7 +29,7 @@ import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "infra" / "testing"
 MARKER = "remote_tracking"
-SERVICE_FIXTURES = {"rgw", "postgres", "mlflow_server"}
+SERVICE_FIXTURES = {"rgw", "postgres", "mlflow_server", "prometheus"}
 ACCESS_KEY, SECRET_KEY = "mlops-test", "mlops-test-secret"
 BUCKET = "mlflow"
 KMS_KEY_ID = "mlops-test-key"
@@ -232,4 +233,40 @@ def mlflow_server(rgw: S3Service, postgres: PostgresService) -> Iterator[MlflowS
         yield MlflowService(uri, postgres, rgw, state / "mlflow.log")
     finally:
         _stop("stop_mlflow.sh", env)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class PrometheusService:
+    """A real Prometheus scraping every second the targets a test names (file service discovery)."""
+
+    url: str
+    state: Path
+
+    def scrape(self, name: str, targets: list[str], labels: dict[str, str]) -> None:
+        """Scrape ``targets`` (host:port) with ``labels`` on every series, as job ``name``'s file of targets."""
+        entry = [{"targets": targets, "labels": labels}]
+        staged = self.state / "targets" / f".{name}.tmp"
+        staged.write_text(json.dumps(entry))
+        staged.replace(self.state / "targets" / f"{name}.json")  # atomic: never a half-written file
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """The instant vector ``expr`` evaluates to now (the HTTP API's ``result``)."""
+        import httpx
+
+        answer = httpx.get(f"{self.url}/api/v1/query", params={"query": expr}, timeout=10)
+        body = answer.json()
+        assert answer.status_code == 200 and body["status"] == "success", f"{expr}: {body}"
+        return list(body["data"]["result"])
+
+
+@pytest.fixture(scope="session")
+def prometheus() -> Iterator[PrometheusService]:
+    """Debian's Prometheus (2.42), started once per session (infra/testing/start_prometheus.sh)."""
+    state = Path(tempfile.mkdtemp(prefix="mlops-test-prometheus-"))
+    env = {"DIR": str(state), "PROM_PORT": str(_free_port())}
+    try:
+        yield PrometheusService(_start("prometheus", "start_prometheus.sh", env, timeout_s=90), state)
+    finally:
+        _stop("stop_prometheus.sh", env)
         shutil.rmtree(state, ignore_errors=True)

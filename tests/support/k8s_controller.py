@@ -184,8 +184,33 @@ class JobController(PlayedController):
 
 
 def install_crds(cluster: Any) -> None:
-    """The minimal CRDs of infra/k8s/crds, applied and established."""
+    """The projects' published CRDs (CEL rules stripped for v1.20), applied and established.
+
+    Not the project's minimal ones (infra/k8s/crds, for the offline ``mlops cluster check``): those
+    leave pod templates open, so a field the real schema lacks would be stored here and pruned there.
+    """
+    from tests.support.published_crds import install_published_crds
+
+    install_published_crds(cluster)
+
+
+TEAM_RULES = ("LimitRange", "ResourceQuota", "LocalQueue")
+CLUSTER_RULES = ("PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "ClusterQueue")
+
+
+def apply_team_rules(cluster: Any, namespace: str, overlay: str = "dev") -> list[dict[str, Any]]:
+    """The overlay's own admission rules in ``namespace``: its team LimitRange, ResourceQuota and LocalQueue
+    (moved there), and the cluster-wide PriorityClasses and Kueue queue they point at. The objects applied."""
+    import yaml
+
     from cli import manifests
 
-    cluster.kubectl("apply", "--server-side", "-f", "-", stdin=manifests.render("crds"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    rendered = manifests.objects(manifests.render(overlay))
+    teams = sorted({o["metadata"]["namespace"] for o in rendered if o["kind"] == "ResourceQuota"})
+    objs = [o for o in rendered if o["kind"] in CLUSTER_RULES]
+    for obj in rendered:
+        if obj["kind"] in TEAM_RULES and obj["metadata"].get("namespace") == teams[0]:
+            objs.append({**obj, "metadata": {**obj["metadata"], "namespace": namespace}})
+    stream = yaml.safe_dump_all(objs, sort_keys=False)
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=stream)
+    return objs

@@ -33,7 +33,7 @@ class Container:
 
 def compiled_container(pipeline_yaml: Path, component: str) -> Container:
     """The container a KFP backend would run for ``component`` (e.g. ``validate-data``)."""
-    spec = yaml.safe_load(pipeline_yaml.read_text(encoding="utf-8"))
+    spec = next(yaml.safe_load_all(pipeline_yaml.read_text(encoding="utf-8")))
     container = spec["deploymentSpec"]["executors"][f"exec-{component}"]["container"]
     return Container(container["image"], list(container["command"]), list(container["args"]))
 
@@ -51,7 +51,7 @@ def task_parameters(
     output parameter from ``upstream`` (keyed by the output's name); constants have their
     ``{{$.inputs.parameters['…']}}`` and ``{{$.pipeline_job_uuid}}`` placeholders filled in.
     """
-    spec = yaml.safe_load(pipeline_yaml.read_text(encoding="utf-8"))
+    spec = next(yaml.safe_load_all(pipeline_yaml.read_text(encoding="utf-8")))
     defaults = {
         name: definition.get("defaultValue")
         for name, definition in spec["root"]["inputDefinitions"]["parameters"].items()

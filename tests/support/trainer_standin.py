@@ -36,12 +36,26 @@ MASTER_PORT = 29400
 """The Trainer's torch plugin default rendezvous port."""
 
 
-def runtime_max_restarts(path: Path = RUNTIME) -> tuple[str, int]:
-    """The platform runtime's name and its JobSet ``failurePolicy.maxRestarts``."""
-    runtime = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return runtime["metadata"]["name"], int(
-        runtime["spec"]["template"]["spec"]["failurePolicy"]["maxRestarts"]
-    )
+@dataclass(frozen=True)
+class Runtime:
+    """What the stand-in plays of one platform ClusterTrainingRuntime."""
+
+    name: str
+    max_restarts: int
+    """JobSet ``failurePolicy.maxRestarts``."""
+    priority_class: str
+    """The pod template's ``priorityClassName`` (a TrainJob cannot patch it: the runtime sets it)."""
+
+
+def runtimes(path: Path = RUNTIME) -> dict[str, Runtime]:
+    """The platform's ClusterTrainingRuntimes by name."""
+    out = {}
+    for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        spec = doc["spec"]["template"]["spec"]
+        pod = spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        name = doc["metadata"]["name"]
+        out[name] = Runtime(name, int(spec["failurePolicy"]["maxRestarts"]), pod.get("priorityClassName", ""))
+    return out
 
 
 @dataclass
@@ -59,16 +73,20 @@ class TrainerStandIn(PlayedController):
     def __post_init__(self) -> None:
         api = self.node.cluster.api_client()
         self.custom, self.core = client.CustomObjectsApi(api), client.CoreV1Api(api)
-        self.runtime, self.max_restarts = runtime_max_restarts()
+        self.runtimes = runtimes()
+        self.max_restarts = max(r.max_restarts for r in self.runtimes.values())
+        self.priority_class = ""
         self.thread = threading.Thread(target=self._guarded, daemon=True, name="trainer-stand-in")
 
     def _play(self) -> None:
         job = self._wait_for_trainjob()
         ref = job["spec"]["runtimeRef"]["name"]
-        if ref != self.runtime:
+        if ref not in self.runtimes:
             raise AssertionError(
-                f"the TrainJob runs on {ref!r}; this stand-in plays the runtime {self.runtime!r}"
+                f"the TrainJob runs on {ref!r}; this stand-in plays the platform runtimes {sorted(self.runtimes)}"
             )
+        self.max_restarts = self.runtimes[ref].max_restarts
+        self.priority_class = self.runtimes[ref].priority_class
         for attempt in range(self.max_restarts + 1):
             pods = self._start_group(job, attempt)
             self.attempts.append(pods)
@@ -126,6 +144,7 @@ class TrainerStandIn(PlayedController):
         spec = {
             **template.get("spec", {}),
             "restartPolicy": "Never",
+            "priorityClassName": self.priority_class,
             "securityContext": {"runAsNonRoot": True},
             "containers": [
                 {

@@ -46,8 +46,8 @@ def test_jobs_validate_against_their_crd_schemas(build: Any) -> None:
 def test_trainjob_shape_resources_and_placement() -> None:
     body = trainjob(PLAN, "train-abc", "img:1")
     spec = body["spec"]
-    assert spec["runtimeRef"] == {
-        "name": "mlops-torch-distributed",
+    assert spec["runtimeRef"] == {  # production priority: the runtime whose pods carry it
+        "name": "mlops-torch-distributed-production",
         "apiGroup": "trainer.kubeflow.org",
         "kind": "ClusterTrainingRuntime",
     }
@@ -61,6 +61,8 @@ def test_trainjob_shape_resources_and_placement() -> None:
         "memory": "8Gi",
         "nvidia.com/mig-1g.10gb": "2",
     }
+    # Limits always beside requests, equal: no LimitRange default can land below a request.
+    assert trainer["resourcesPerNode"]["limits"] == trainer["resourcesPerNode"]["requests"]
     pod = pod_patch(body)
     assert pod["metadata"]["labels"] == {
         "mlops.platform/job": "train-abc",
@@ -95,6 +97,38 @@ def test_pytorchjob_has_one_master_and_the_other_workers() -> None:
     assert pod["spec"]["priorityClassName"] == "mlops-production-training"
     assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
     assert pod["metadata"]["labels"]["mlops.platform/job"] == "train-abc"
+    # Data residency: every replica is pinned to the planned region.
+    for replica in replicas.values():
+        (term,) = replica["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        assert term["matchExpressions"] == [
+            {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west-1"]}
+        ]
+        limits = replica["template"]["spec"]["containers"][0]["resources"]["limits"]
+        assert (limits["memory"], limits["cpu"]) == ("8Gi", "2")
+
+
+@pytest.mark.parametrize(
+    "priority, runtime",
+    [
+        ("mlops-experiment", "mlops-torch-distributed"),
+        ("mlops-production-training", "mlops-torch-distributed-production"),
+    ],
+)
+def test_trainjob_runs_on_the_runtime_carrying_its_pod_priority(priority: str, runtime: str) -> None:
+    import yaml
+
+    from cli.manifests import MANIFESTS_DIR
+
+    checked = plan(SETTINGS.model_copy(update={"priority_class": priority}), nproc=6)
+    assert trainjob(checked, "t", "img:1")["spec"]["runtimeRef"]["name"] == runtime
+    runtimes = {
+        doc["metadata"]["name"]: doc
+        for doc in yaml.safe_load_all((MANIFESTS_DIR / "base/platform/trainingruntime.yaml").read_text())
+    }
+    pod = runtimes[runtime]["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert pod["spec"]["priorityClassName"] == priority
 
 
 def test_single_cpu_worker_has_no_gpu_and_no_worker_replicas() -> None:
@@ -104,6 +138,7 @@ def test_single_cpu_worker_has_no_gpu_and_no_worker_replicas() -> None:
     pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert "tolerations" not in pod and "affinity" not in pod and "nodeSelector" not in pod
     assert pod["containers"][0]["resources"]["requests"] == {"cpu": "2", "memory": "8Gi"}
+    assert pod["containers"][0]["resources"]["limits"] == {"cpu": "2", "memory": "8Gi"}
 
 
 def test_pods_get_the_tasks_endpoints_and_storage_policy_but_no_secret(

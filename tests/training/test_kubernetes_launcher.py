@@ -42,16 +42,41 @@ KINDS = ["trainjob", "pytorchjob"]
 _names = itertools.count()
 
 
+QUEUES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: launch-test}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: launch-test}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+    - coveredResources: [cpu, memory, nvidia.com/gpu]
+      flavors:
+        - name: launch-test
+          resources:
+            - {name: cpu, nominalQuota: "64"}
+            - {name: memory, nominalQuota: 256Gi}
+            - {name: nvidia.com/gpu, nominalQuota: "16"}
+"""
+
+
 @pytest.fixture(scope="module")
 def cluster(kube_apiserver: KubeCluster) -> KubeCluster:
     install_crds(kube_apiserver)
+    kube_apiserver.kubectl("apply", "-f", "-", stdin=QUEUES)
     return kube_apiserver
 
 
 @pytest.fixture
 def namespace(cluster: KubeCluster) -> str:
+    """A namespace with the LocalQueue `training` the launcher checks its job against (no limits of its own)."""
     name = f"team-launch-{next(_names)}"
     cluster.kubectl("create", "namespace", name)
+    queue = f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {{name: training, namespace: {name}}}\n"
+    cluster.kubectl("apply", "-f", "-", stdin=queue + "spec: {clusterQueue: launch-test}\n")
     return name
 
 
@@ -193,8 +218,12 @@ def test_a_job_never_admitted_times_out_in_the_queue(
             {"workers": 1, "gpus_per_worker": 2, "time_limit_hours": 40, "gpu_hours_budget": 64},
             r"estimated 80 GPU-hours .* exceeds gpu_hours_budget=64 by 16 GPU-hours",
         ),
+        (  # a budget of 0 means no GPU at all, never "unlimited"
+            {"workers": 1, "gpus_per_worker": 2, "time_limit_hours": 0.25, "gpu_hours_budget": 0},
+            r"estimated 0.5 GPU-hours .* exceeds gpu_hours_budget=0 by 0.5 GPU-hours",
+        ),
     ],
-    ids=["region", "budget"],
+    ids=["region", "budget", "zero-budget"],
 )
 @pytest.mark.parametrize("kind", KINDS)
 def test_refusals_happen_before_any_object_exists(
@@ -219,9 +248,40 @@ def test_refusals_happen_before_any_object_exists(
     assert pods == []
 
 
+def test_a_service_account_that_cannot_read_the_namespaces_rules_is_refused_before_staging(
+    cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    unprivileged = cluster.api_client()
+    unprivileged.set_default_header("Impersonate-User", f"system:serviceaccount:{namespace}:default")
+    launcher = KubernetesLauncher(
+        settings(namespace, tmp_path / "stage"), "pytorchjob", unprivileged, lambda _: None
+    )
+    with pytest.raises(
+        ClusterPolicyError,
+        match=rf"cannot read the LimitRanges and ResourceQuotas of namespace '{namespace}' .* \(403 Forbidden\); "
+        r"the train task's ServiceAccount needs to read them \(mlops-pipeline-runner",
+    ):
+        train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
+    assert not (tmp_path / "stage").exists(), "nothing staged"
+
+
 def test_a_service_account_without_rights_gets_a_clear_refusal(
     cluster: KubeCluster, namespace: str, frame: pd.DataFrame, tmp_path: Path
 ) -> None:
+    # It may read the namespace's rules (as mlops-pipeline-runner may), but not create jobs.
+    reader = f"system:serviceaccount:{namespace}:default"
+    cluster.kubectl(
+        "create",
+        "role",
+        "rules-reader",
+        "-n",
+        namespace,
+        "--verb=get,list",
+        "--resource=limitranges,resourcequotas,localqueues.kueue.x-k8s.io",
+    )
+    cluster.kubectl(
+        "create", "rolebinding", "rules-reader", "-n", namespace, "--role=rules-reader", f"--user={reader}"
+    )
     unprivileged = cluster.api_client()
     unprivileged.set_default_header("Impersonate-User", f"system:serviceaccount:{namespace}:default")
     launcher = KubernetesLauncher(
@@ -241,7 +301,8 @@ def test_a_missing_namespace_is_named(cluster: KubeCluster, frame: pd.DataFrame,
         settings("team-nowhere", tmp_path / "stage"), "pytorchjob", cluster.api_client(), print
     )
     with pytest.raises(
-        TrainingJobFailed, match=r"namespace 'team-nowhere' does not exist, or .* \(404 Not Found\)"
+        ClusterPolicyError,
+        match=r"namespace 'team-nowhere' has no Kueue LocalQueue 'training' \(or does not exist",
     ):
         train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
 

@@ -1,5 +1,9 @@
 """Distributed training as real pods: two ranks of the platform image train together over gloo.
 
+The team namespace carries the dev overlay's own LimitRange, ResourceQuota and Kueue LocalQueue
+(and the cluster's PriorityClasses): the launcher checks its plan against them, and the API server
+admits the pods under them, a default-sized job included.
+
 The Kubernetes launcher creates its TrainJob on the real API server; the Trainer and JobSet are
 played by :class:`tests.support.trainer_standin.TrainerStandIn`, which creates the pods they would
 (same image, command and environment, torchrun's ``PET_*`` rendezvous). The pods read the staged job
@@ -22,7 +26,7 @@ from kubernetes import client
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.services.node import K8sNode
 from tests.services.plugin import MlflowService
-from tests.support.k8s_controller import install_crds
+from tests.support.k8s_controller import apply_team_rules, install_crds
 from tests.support.pods import namespace
 from tests.support.trainer_standin import TrainerStandIn
 from training.config import ModelConfig, TrainConfig, resolve_runtime
@@ -69,6 +73,7 @@ def team(
     monkeypatch.setenv("MLFLOW_S3_ENDPOINT_URL", k8s_node.from_pod(s3.endpoint))
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with namespace(k8s_node, "team-train") as ns:
+        apply_team_rules(k8s_node.cluster, ns)  # the dev overlay's LimitRange, ResourceQuota and queue
         k8s_node.core().create_namespaced_secret(
             ns,
             client.V1Secret(
@@ -188,3 +193,39 @@ def test_a_worker_failing_on_bad_data_fails_the_job_with_its_last_log_lines(
     assert f"infinite feature values after encoding to float32: {first!r} (5 rows)" in message, message
     assert "(Failed) ---" in message  # the failed pods' own log lines, under their names
     assert message.splitlines()[1].startswith("cause: DatasetError: infinite feature values")
+
+
+def test_a_default_sized_job_is_admitted_and_runs_under_the_teams_rules(
+    k8s_node: K8sNode, team: tuple[str, str], tmp_path: Path
+) -> None:
+    ns, staging = team
+    defaults = KubernetesJobSettings()
+    settings = KubernetesJobSettings(
+        namespace=ns,
+        staging_uri=staging,
+        training_image=k8s_node.image,
+        poll_interval_s=0.5,
+        keep_job=True,  # its pods stay for inspection
+    )
+    assert (settings.workers, settings.cpu_per_worker, settings.memory_per_worker) == (
+        defaults.workers,
+        defaults.cpu_per_worker,
+        defaults.memory_per_worker,
+    )
+    frame = generate(SampleDataConfig(rows=3_000, seed=43))
+    config = CONFIG.model_copy(update={"epochs": 2, "nproc": 1})
+    reports: list[str] = []
+    launcher = KubernetesLauncher(
+        settings, "trainjob", api_client=k8s_node.cluster.api_client(), report=reports.append
+    )
+    with TrainerStandIn(k8s_node, ns) as operator:
+        result = train(frame, SAMPLE_SCHEMA, config, tmp_path / "model", launcher=launcher)
+    assert operator.outcome == "Complete" and [h.epoch for h in result.history] == [1, 2], reports
+    (pod_name,) = operator.attempts[0]
+    pod = k8s_node.core().read_namespaced_pod(pod_name, ns)
+    resources = pod.spec.containers[0].resources
+    # Admitted as sent: requests and limits together, nothing defaulted by the LimitRange.
+    assert resources.requests == resources.limits == {"cpu": "2", "memory": "8Gi"}
+    # The runtime's priority, resolved by the API server's Priority admission from the overlay's class.
+    assert (pod.spec.priority_class_name, pod.spec.priority) == ("mlops-experiment", 1000)
+    assert pod.status.phase == "Succeeded"

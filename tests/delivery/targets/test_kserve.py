@@ -1,11 +1,12 @@
-"""KServeTarget against a real kube-apiserver with an InferenceService CRD applied.
+"""KServeTarget in RawDeployment mode: a real API server with KServe's published CRD, real `mlops serve` pods' servers.
 
-KServe's controller cannot run here (no Knative, no Go module proxy), so
-:class:`PlayedController` plays its part the way Serverless mode behaves: a new
-``storageUri`` is a new revision; ``canaryTrafficPercent`` splits traffic between it and
-the last rolled-out revision; no field rolls the latest out to 100 %; each handled
-generation gets ``observedGeneration`` and a ``Ready`` condition. Everything else — the
-API server, the CRD's schema, patches, the status subresource, the MLflow registry — is real.
+KServe's controller cannot run here (no Go module proxy), so :class:`PlayedKServe` plays its
+RawDeployment part through the API: for an InferenceService it creates the predictor pods (the
+Deployment's), labelled ``serving.kserve.io/inferenceservice``, with the predictor's own
+container, and marks them Running and Ready. Each pod's server is a real ``mlops serve`` process
+on this machine (two replicas), following the real MLflow registry's alias; the target drives
+every pod's rollout router over HTTP, as it does in a cluster. Everything else — the API server,
+the published InferenceService CRD, the registry, the servers, their metrics — is real.
 """
 
 from __future__ import annotations
@@ -14,189 +15,224 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
+import numpy as np
 import pytest
+from kubernetes import client
 
-from delivery.targets.base import DeploymentError, ShadowUnsupported, TrafficShare
-from delivery.targets.kserve import CANARY_ANNOTATION, GROUP, PLURAL, STABLE_ANNOTATION, VERSION, KServeTarget
+from delivery.targets.base import DeploymentError, TrafficShare
+from delivery.targets.kserve import GROUP, PLURAL, VERSION, KServeTarget
+from delivery.targets.kserve_predictor import (
+    DEPLOYMENT_MODE_ANNOTATION,
+    ISVC_LABEL,
+    PredictorSpec,
+    inference_service,
+)
+from delivery.targets.local import LocalServerTarget
 from mlops.vocabulary import CHAMPION
 from tests.services.kubernetes import KubeCluster
 from tests.support.k8s_controller import install_crds
-from tests.support.serving import DemoStore, register
+from tests.support.serving import DemoStore, ServerProcess, encoded, register, running_server, v2_body
 
+pytestmark = pytest.mark.slow
 NAMESPACE = "rollout-tests"
+REPLICAS = 2
 
 
-class PlayedController(threading.Thread):
-    """Stands in for KServe's controller (Serverless mode) for one InferenceService."""
+class PlayedKServe(threading.Thread):
+    """Stands in for KServe's RawDeployment controller: predictor pods for one InferenceService."""
 
-    def __init__(self, api: Any, name: str):
+    def __init__(self, api_client: Any, name: str, replicas: int = REPLICAS):
         super().__init__(daemon=True)
-        self.api, self.name = api, name
-        self.ready = True
-        self.message = ""
-        self.revisions = 0
-        self.latest_uri: str | None = None
-        self.rolled_out: str | None = None
+        self.custom, self.core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
+        self.name, self.replicas = name, replicas
         self.stop = threading.Event()
+        self.created: list[str] = []
 
     def run(self) -> None:
         while not self.stop.wait(0.05):
             try:
-                found = self.api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, self.name)
-            except Exception:
+                isvc = self.custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, self.name)
+            except client.ApiException:
                 continue
-            generation = found["metadata"]["generation"]
-            if (found.get("status") or {}).get("observedGeneration") == generation:
-                continue
-            self.api.patch_namespaced_custom_object_status(
-                GROUP, VERSION, NAMESPACE, PLURAL, self.name, {"status": self.reconcile(found, generation)}
-            )
+            if not self.created:
+                self.created = [self._pod(isvc, i) for i in range(self.replicas)]
 
-    def reconcile(self, found: dict[str, Any], generation: int) -> dict[str, Any]:
-        if not self.ready:
-            condition = {
-                "type": "Ready",
-                "status": "False",
-                "reason": "RevisionFailed",
-                "message": self.message,
-            }
-            return {"observedGeneration": generation, "conditions": [condition]}
-        predictor = found["spec"]["predictor"]
-        uri, percent = predictor["model"]["storageUri"], predictor.get("canaryTrafficPercent")
-        if uri != self.latest_uri:
-            self.revisions += 1
-            self.latest_uri = uri
-        latest = f"{self.name}-predictor-{self.revisions:05d}"
-        if percent is None or self.rolled_out is None or self.rolled_out == latest:
-            self.rolled_out = latest
-            traffic = [{"revisionName": latest, "percent": 100, "latestRevision": True}]
-        else:
-            traffic = [
-                {
-                    "revisionName": self.rolled_out,
-                    "percent": 100 - percent,
-                    "latestRevision": False,
-                    "tag": "prev",
-                },
-                {"revisionName": latest, "percent": percent, "latestRevision": True, "tag": "latest"},
-            ]
-        return {
-            "observedGeneration": generation,
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "components": {"predictor": {"traffic": traffic, "latestReadyRevision": latest}},
+    def _pod(self, isvc: dict[str, Any], index: int) -> str:
+        predictor = isvc["spec"]["predictor"]
+        name = f"{self.name}-predictor-{index}"
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {ISVC_LABEL: self.name, **predictor.get("labels", {})}},
+            "spec": {"containers": predictor["containers"], "volumes": predictor.get("volumes", [])},
         }
+        self.core.create_namespaced_pod(NAMESPACE, pod)
+        status = {
+            "phase": "Running",
+            "podIP": "127.0.0.1",
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }
+        self.core.patch_namespaced_pod_status(name, NAMESPACE, {"status": status})
+        return name
 
 
 @pytest.fixture(scope="module")
 def cluster(kube_apiserver: KubeCluster) -> KubeCluster:
-    install_crds(kube_apiserver)  # infra/k8s/crds, InferenceService included
+    install_crds(kube_apiserver)  # the published CRDs, KServe's InferenceService included
     kube_apiserver.kubectl("create", "namespace", NAMESPACE, check=False)
     return kube_apiserver
 
 
 @pytest.fixture
-def played(
-    cluster: KubeCluster, request: pytest.FixtureRequest
-) -> Iterator[tuple[Any, str, PlayedController]]:
-    from kubernetes import client
-
+def served(
+    cluster: KubeCluster, store: DemoStore, request: pytest.FixtureRequest
+) -> Iterator[tuple[Any, str, list[ServerProcess]]]:
+    """Two real servers of a fresh model (version 1 champion, version 2 registered) and the played controller."""
     name = request.node.name.replace("_", "-")[:40].strip("-")
+    register(store, name, store.onnx_a)
+    register(store, name, store.onnx_b, alias=None)
+    flags = ("--model-name", name, "--reload-interval-s", "0.2", "--no-request-log")
     api_client = cluster.api_client()
-    controller = PlayedController(client.CustomObjectsApi(api_client), name)
+    controller = PlayedKServe(api_client, name)
     controller.start()
-    yield api_client, name, controller
+    with running_server(store, *flags) as first, running_server(store, *flags) as second:
+        yield api_client, name, [first, second]
     controller.stop.set()
     controller.join()
 
 
-def target_for(store: DemoStore, api_client: Any, name: str, timeout_s: float = 20) -> KServeTarget:
+def target_for(store: DemoStore, api_client: Any, name: str, servers: list[ServerProcess]) -> KServeTarget:
+    urls = {f"{name}-predictor-{i}": s.url for i, s in enumerate(servers)}
     return KServeTarget(
         api_client,
         NAMESPACE,
         name,
         name,
         store.workspace.tracking_uri,
-        resources={"requests": {"cpu": "1", "memory": "1Gi"}},
-        timeout_s=timeout_s,
+        predictor=PredictorSpec(image="ghcr.io/mlops-platform/mlops:0.1.0"),
+        url_of=lambda pod: urls[pod.metadata.name],
+        timeout_s=30,
         poll_s=0.05,
     )
 
 
-def test_deploy_canary_steps_rollback_and_promotion(store: DemoStore, played: Any) -> None:
-    api_client, name, controller = played
-    register(store, name, store.onnx_a, alias=None)
-    register(store, name, store.onnx_b, alias=None)
-    client = store.tracking.client
-    target = target_for(store, api_client, name)
+def answered(server: ServerProcess, name: str, x: np.ndarray, n: int) -> set[str]:
+    versions = set()
+    for _ in range(n):
+        reply = httpx.post(f"{server.url}/v2/models/{name}/infer", json=v2_body(x), timeout=10)
+        assert reply.status_code == 200, reply.text
+        versions.add(reply.json()["model_version"])
+    return versions
 
-    status = target.deploy("1")  # creates the InferenceService
+
+def test_shadow_canary_rollback_and_promotion_on_every_pod(store: DemoStore, served: Any) -> None:
+    api_client, name, servers = served
+    target = target_for(store, api_client, name, servers)
+    registry = store.tracking.client
+    x = encoded(store, 2, offset=10)
+
+    status = target.deploy("1")  # creates the InferenceService; the pods serve the champion
     assert status.serving == (TrafficShare("1", 100),) and status.converged
-    assert str(client.get_model_version_by_alias(name, CHAMPION).version) == "1"
     isvc = target.api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)
-    model = isvc["spec"]["predictor"]["model"]
-    assert model["storageUri"] == client.get_model_version_download_uri(name, "1")
-    assert model["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}}
-    assert isvc["metadata"]["annotations"][STABLE_ANNOTATION] == "1"
+    assert isvc["metadata"]["annotations"][DEPLOYMENT_MODE_ANNOTATION] == "RawDeployment"
+    predictor = isvc["spec"]["predictor"]
+    assert "model" not in predictor and "canaryTrafficPercent" not in predictor
+    (container,) = predictor["containers"]
+    assert container["image"] == "ghcr.io/mlops-platform/mlops:0.1.0"
+    assert f"--model-name={name}" in container["args"] and f"--alias={CHAMPION}" in container["args"]
+
+    shadowed = target.shadow("2")
+    assert shadowed.shadow == "2" and shadowed.serving == (TrafficShare("1", 100),)
+    for server in servers:
+        assert answered(server, name, x, 5) == {"1"}  # the shadow answers nobody
+    assert target.rollback().converged  # the shadow goes, from every pod
+
+    split = target.set_traffic("2", 50)
+    assert split.serving == (TrafficShare("1", 50), TrafficShare("2", 50))
+    for server in servers:  # every replica splits, not just the one behind a Service
+        assert answered(server, name, x, 40) == {"1", "2"}
+    metrics = target.metrics_text()
+    per_pod = [LocalServerTarget(s.url, store.tracking, name).metrics_text() for s in servers]
+    assert _requests(metrics, name) == sum(_requests(text, name) for text in per_pod) > 0
+
+    assert target.rollback().serving == (TrafficShare("1", 100),)
+    assert str(registry.get_model_version_by_alias(name, CHAMPION).version) == "1"
 
     assert target.set_traffic("2", 10).serving == (TrafficShare("1", 90), TrafficShare("2", 10))
-    isvc = target.api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)
-    assert isvc["spec"]["predictor"]["canaryTrafficPercent"] == 10
-    assert isvc["spec"]["predictor"]["model"]["storageUri"] == client.get_model_version_download_uri(
-        name, "2"
-    )
-    assert target.set_traffic("2", 50).serving == (TrafficShare("1", 50), TrafficShare("2", 50))
-    assert controller.revisions == 2  # a new weight is not a new revision
-
-    status = target.rollback()  # canaryTrafficPercent: 0
-    assert status.serving == (TrafficShare("1", 100),) and status.converged
-    isvc = target.api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)
-    assert isvc["spec"]["predictor"]["canaryTrafficPercent"] == 0
-
-    assert target.set_traffic("2", 25).serving == (TrafficShare("1", 75), TrafficShare("2", 25))
-    status = target.deploy("2")  # promotion: the field goes, the canary revision takes 100 %
-    assert status.serving == (TrafficShare("2", 100),) and status.converged
-    isvc = target.api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, name)
-    assert "canaryTrafficPercent" not in isvc["spec"]["predictor"]
-    assert isvc["metadata"]["annotations"] == {STABLE_ANNOTATION: "2"}
-    assert CANARY_ANNOTATION not in isvc["metadata"]["annotations"]
-    assert str(client.get_model_version_by_alias(name, CHAMPION).version) == "2"
+    promoted = target.deploy("2")  # the alias moves; every pod's champion follows, the challenger goes
+    assert promoted.serving == (TrafficShare("2", 100),) and promoted.converged
+    assert str(registry.get_model_version_by_alias(name, CHAMPION).version) == "2"
+    for server in servers:
+        assert answered(server, name, x, 5) == {"2"}
     assert target.current().serving == (TrafficShare("2", 100),)
 
-    with pytest.raises(ShadowUnsupported, match="cannot mirror requests"):
-        target.shadow("1")
-    with pytest.raises(DeploymentError, match="version 2 is the stable revision"):
-        target.set_traffic("2", 30)
 
-
-def test_a_revision_that_never_gets_ready_times_out_and_moves_no_alias(store: DemoStore, played: Any) -> None:
-    api_client, name, controller = played
-    register(store, name, store.onnx_a, alias=None)
-    register(store, name, store.onnx_b, alias=None)
-    client = store.tracking.client
-    target = target_for(store, api_client, name, timeout_s=1.5)
+def test_pods_that_disagree_are_reported_and_the_next_change_reapplies(store: DemoStore, served: Any) -> None:
+    api_client, name, servers = served
+    target = target_for(store, api_client, name, servers)
     target.deploy("1")
-    controller.ready, controller.message = False, "Revision failed: image pull back-off"
-    with pytest.raises(
-        DeploymentError, match=r"not Ready for generation 2 after 1.5 s .*image pull back-off"
-    ):
-        target.deploy("2")
-    assert str(client.get_model_version_by_alias(name, CHAMPION).version) == "1"
+    LocalServerTarget(servers[1].url, store.tracking, name).set_traffic("2", 30)  # one pod out of step
+    with pytest.raises(DeploymentError, match="the predictor pods serve different traffic plans"):
+        target.current()
+    assert target.set_traffic("2", 30).serving == (TrafficShare("1", 70), TrafficShare("2", 30))
 
 
-def test_the_crd_schema_refuses_a_bad_canary_share(cluster: KubeCluster) -> None:
-    manifest = (
-        "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
-        f"metadata: {{name: typo, namespace: {NAMESPACE}}}\n"
-        "spec: {predictor: {canaryTrafficPercent: ten, model: {modelFormat: {name: onnx}, storageUri: s3://m}}}\n"
+@pytest.mark.parametrize("percent", [-1, 101, 150])
+def test_a_share_outside_0_to_100_is_refused_by_the_target(store: DemoStore, percent: int) -> None:
+    # The published CRD puts no bound on canaryTrafficPercent (150 is stored): only the target's check holds.
+    target = KServeTarget(None, NAMESPACE, "any", "any", store.workspace.tracking_uri)
+    with pytest.raises(ValueError, match=f"percent must be within 0..100, got {percent}"):
+        target.set_traffic("2", percent)
+
+
+def test_the_published_crd_does_not_bound_canary_traffic_percent(cluster: KubeCluster) -> None:
+    body = inference_service("unbounded", NAMESPACE, "m", PredictorSpec(image="img"))
+    body["spec"]["predictor"]["canaryTrafficPercent"] = 150
+    stored = client.CustomObjectsApi(cluster.api_client()).create_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, PLURAL, body, dry_run="All"
     )
-    result = cluster.kubectl("create", "-f", "-", stdin=manifest, check=False)
-    assert result.returncode != 0 and "canaryTrafficPercent" in result.stderr
+    assert stored["spec"]["predictor"]["canaryTrafficPercent"] == 150
+
+
+def test_a_service_with_a_second_implementation_is_refused(cluster: KubeCluster, store: DemoStore) -> None:
+    body = inference_service("two-implementations", NAMESPACE, "m", PredictorSpec(image="img"))
+    body["spec"]["predictor"]["model"] = {"modelFormat": {"name": "onnx"}, "storageUri": "s3://bucket/m/1"}
+    custom = client.CustomObjectsApi(cluster.api_client())
+    custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, body)
+    target = KServeTarget(
+        cluster.api_client(), NAMESPACE, "two-implementations", "m", store.workspace.tracking_uri
+    )
+    with pytest.raises(DeploymentError, match=r"is not the platform's InferenceService .*'model'"):
+        target.set_traffic("2", 10)
 
 
 def test_targets_without_a_service_say_so(cluster: KubeCluster, store: DemoStore) -> None:
-    target = target_for(store, cluster.api_client(), "absent-service")
+    target = KServeTarget(
+        cluster.api_client(), NAMESPACE, "absent-service", "m", store.workspace.tracking_uri
+    )
     assert target.current().serving == ()
     with pytest.raises(DeploymentError, match="absent-service does not exist; deploy"):
         target.set_traffic("2", 10)
-    with pytest.raises(DeploymentError, match="no metrics_url"):
-        target.metrics_text()
+    with pytest.raises(DeploymentError, match="does not exist and no predictor was given"):
+        target.deploy("1")
+
+
+def test_a_service_without_ready_pods_times_out_naming_it(cluster: KubeCluster, store: DemoStore) -> None:
+    target = KServeTarget(
+        cluster.api_client(), NAMESPACE, "no-pods", "m", store.workspace.tracking_uri,
+        predictor=PredictorSpec(image="img"), timeout_s=0.5, poll_s=0.05,
+    )  # fmt: skip
+    with pytest.raises(DeploymentError, match=r"no ready predictor pod after 0.5 s \(0 pod\(s\)"):
+        target.deploy("1")
+
+
+def _requests(text: str, model: str) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "mlops_serving_requests_total" and sample.labels.get("model") == model:
+                total += sample.value
+    return total
