@@ -89,7 +89,7 @@ FIGURES: dict[str, Callable[[Path, dict[str, Any], dict[str, dict[str, Any]]], s
     "metrics-gate": _output(""),
     "validate-model": _output(""),
     "combine-gates": _output("decision: "),
-    "promote-to-champion": lambda d, p, a: f"now champion (was: {p.get('Output') or 'none'})",
+    "promote-to-champion": lambda d, p, a: f"champion (before: {p.get('Output') or 'none'})",
     "run-tuning-worker": _output("trials run: "),
     "select-best-trial": _best_trial,
 }

@@ -51,6 +51,8 @@ def record_overall(decision: Decision, model_name: str, version: str, store: Tra
             alerts.send("gate_rejected", f"{model_name}/{version}", decision.reason)
         # Not move_alias: its promoted_at/replaced_by history is the champion's, which rollback follows.
         previous = store.point_alias(model_name, CHALLENGER, version)
+        if str(previous) == str(version):  # a --cache re-run re-deciding the same version: nothing moved
+            return
         record_in_run(
             "alias.moved",
             f"{model_name}/{version}",

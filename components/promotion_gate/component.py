@@ -81,7 +81,10 @@ def promote_to_champion(
 
     store = TrackingStore.for_task(tracking, pipeline_run_id)
     previous = promote(model_name, version, store)
-    print(f"{model_name} version {version} is now champion (was {previous or 'none'})")
+    if previous == version:
+        print(f"{model_name} version {version} already is champion: nothing moved")
+    else:
+        print(f"{model_name} version {version} is now champion (was {previous or 'none'})")
     return previous or ""
 
 

@@ -147,11 +147,17 @@ def audit_decision(decision: Decision, model_name: str, version: str, store: Tra
 
 def promote(model_name: str, version: str, store: TrackingStore) -> str | None:
     """Point ``champion`` at ``version``; return the version it replaced, if any (the audit record
-    links the store's pipeline run)."""
+    links the store's pipeline run).
+
+    A version that already is champion is left as it is: no alias move, no tag, no audit record
+    (a ``--cache`` re-run decides promote again for the same version and must not log a move).
+    """
     from mlops.governance.lease import lease
 
     # Read and move under one lease: two runs promoting at once leave one linear champion history.
     with lease(f"{model_name}-{CHAMPION}", tracking_uri=store.tracking_uri):
         previous = store.alias_version(model_name, CHAMPION)
+        if previous == version:
+            return previous
         store.move_alias(model_name, CHAMPION, version, previous, reason="every gate decided promote")
     return previous

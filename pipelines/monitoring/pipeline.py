@@ -48,9 +48,10 @@ def monitoring_pipeline(parameters: Parameters) -> Any:
         audit_workspace=workspace,
         **tracking,
     )
+    check.set_caching_options(False)  # the request log grows under the same URI: never reuse an old window
     # The condition uses the single return value: kfp.local cannot resolve named outputs here.
     with dsl.If(check.outputs["Output"] == "retrain", name="drifted"):
-        trigger_retraining(
+        trigger = trigger_retraining(
             model_name=model_name,
             check_run_id=check.outputs["run_id"],
             reasons=check.outputs["reasons"],
@@ -58,4 +59,5 @@ def monitoring_pipeline(parameters: Parameters) -> Any:
             retrain_workspace=workspace,
             **tracking,
         )
+        trigger.set_caching_options(False)  # it starts a retraining run: an act, not a result to reuse
     return check.outputs["Output"]

@@ -99,6 +99,9 @@ def training_pipeline(parameters: Parameters) -> Any:
     training.set_accelerator_limit(parameters.per_run("train_task.accelerator_limit"))
     model, test_data = training.outputs["model"], training.outputs["test_data"]
     evaluation = evaluate_model(model=model, test_data=test_data, model_name=model_name, **tracking)
+    # It scores the registry's current champion, state outside its inputs: a cached answer would compare
+    # with a champion that may have changed since. Downstream steps stay cached when its answer is unchanged.
+    evaluation.set_caching_options(False)
     export = export_onnx_model(model=model, test_data=test_data, export=parameters.section("export"))
     registration = register_model(
         onnx_model=export.outputs["onnx_model"],
@@ -143,5 +146,7 @@ def training_pipeline(parameters: Parameters) -> Any:
         with dsl.If(canary == True, name="canary"):  # noqa: E712 - a KFP condition, not a test
             canary_rollout(rollout=parameters.section("rollout"), rollout_canary=canary, **on_version)
         with dsl.Else(name="direct-promotion"):
-            promote_to_champion(**on_version)
+            # An act on registry state that may have moved since: never reused from the cache (promoting
+            # the version that already is champion is a no-op, so a re-run records nothing twice).
+            promote_to_champion(**on_version).set_caching_options(False)
     return version

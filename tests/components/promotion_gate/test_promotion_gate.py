@@ -82,6 +82,14 @@ def test_promote_moves_the_champion_alias(tracking: TrackingStore) -> None:
     client = tracking.client
     assert str(client.get_model_version_by_alias("m", "champion").version) == second
     assert client.get_model_version("m", first).tags["mlops.replaced_by"] == second
+    from mlops.governance.audit import read_events
+
+    moves = len([e for e in read_events(tracking_uri=tracking.tracking_uri) if e.action == "alias.moved"])
+    assert promote("m", second, tracking) == second  # already champion: nothing moves, nothing is recorded
+    assert (
+        len([e for e in read_events(tracking_uri=tracking.tracking_uri) if e.action == "alias.moved"])
+        == moves
+    )
     # The move's audit record links the pipeline run the store belongs to.
     from mlops.governance.audit import read_events
 

@@ -1,0 +1,100 @@
+"""`mlops run training --cache` as a user relies on it: unchanged inputs skip every step that can be reused,
+one changed setting re-runs exactly the steps downstream of it, and deleted outputs are a miss, not a failure.
+
+evaluate-model is the one step never reused: it scores the registry's current champion, which is state
+outside its inputs (see pipelines/training/pipeline.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cli.local_run import LocalRun, run_locally
+from mlops.governance.audit import read_events
+from mlops.tracking.store import TrackingStore
+from mlops.workspace import Workspace
+from pipelines.training.pipeline import FORM, training_pipeline
+
+pytestmark = pytest.mark.slow
+
+FAST = {  # as tests/pipelines/test_training_pipeline_local.py: small, and still above the gates' AUC floor
+    "data.sample.rows": 3000,
+    "train.epochs": 8,
+    "train.model.hidden_units": [32, 16],
+    "train.patience": 3,
+}
+GATE_CHAIN = {"metrics-gate", "combine-gates"}
+NEVER_CACHED = {"evaluate-model", "promote-to-champion"}  # they read or move registry state
+# metrics-gate reads evaluate-model's report artifact (its per-slice part), which is a new file each run.
+ALWAYS_RUN = NEVER_CACHED | {"metrics-gate"}
+
+
+def _arguments(workspace: Workspace, **extra: object) -> dict[str, object]:
+    return FORM.arguments(
+        {
+            "tracking.tracking_uri": workspace.tracking_uri,
+            "tracking.artifact_root": workspace.artifact_root,
+            **FAST,
+            **extra,
+        }
+    )
+
+
+def _ran(run: LocalRun) -> set[str]:
+    return {s.name for s in run.steps if s.status == "finished"}
+
+
+def _alias_moves(workspace: Workspace) -> int:
+    return sum(e.action == "alias.moved" for e in read_events(tracking_uri=workspace.tracking_uri))
+
+
+def _cached(run: LocalRun) -> set[str]:
+    return {s.name for s in run.steps if s.status == "cached"}
+
+
+def test_cache_reuses_unchanged_steps_reruns_downstream_of_a_change_and_misses_deleted_outputs(
+    tmp_path: Path,
+) -> None:
+    workspace, cache = Workspace(tmp_path / "ws"), tmp_path / "cache"
+    first = run_locally(training_pipeline, _arguments(workspace), workspace, cache_root=cache)
+    steps = {s.name for s in first.steps}
+    assert not _cached(first) and _ran(first) == steps, [(s.name, s.status) for s in first.steps]
+    assert {"train-model", "register-model", "evaluate-model", "promote-to-champion"} <= steps
+
+    moves_after_first = _alias_moves(workspace)
+    assert moves_after_first >= 1
+    # The first run promoted version 1, so the champion evaluate-model compares with is new: the gates
+    # re-decide; training, export and registration are reused (no second version of identical inputs).
+    second = run_locally(training_pipeline, _arguments(workspace), workspace, cache_root=cache)
+    assert _ran(second) == ALWAYS_RUN | GATE_CHAIN
+    assert _cached(second) == steps - _ran(second)
+    assert str(second.output) == str(first.output) == "1"
+    client = TrackingStore.from_uri(workspace.tracking_uri).client
+    assert [str(v.version) for v in client.search_model_versions("name='credit-default'")] == ["1"]
+
+    # Nothing changed since: only the steps on registry state run, and the promotion moves nothing.
+    third = run_locally(training_pipeline, _arguments(workspace), workspace, cache_root=cache)
+    assert _ran(third) == ALWAYS_RUN
+    assert _cached(third) == steps - ALWAYS_RUN
+    assert _alias_moves(workspace) == moves_after_first  # version 1 was champion already: no move recorded
+
+    # One gate setting changed: exactly the steps downstream of it run (here the gate rejects, so the
+    # promotion branch is not entered at all).
+    stricter = run_locally(
+        training_pipeline, _arguments(workspace, **{"gate.auc_floor": 0.999}), workspace, cache_root=cache
+    )
+    assert _ran(stricter) == {"evaluate-model", "metrics-gate", "combine-gates"}
+    assert "train-model" in _cached(stricter) and "promote-to-champion" not in {
+        s.name for s in stricter.steps
+    }
+
+    # The outputs a cache entry points at were deleted: train-model and what consumes its outputs run
+    # again instead of failing on a missing file.
+    assert first.run_dir is not None
+    shutil.rmtree(first.run_dir / "train-model")
+    after_delete = run_locally(training_pipeline, _arguments(workspace), workspace, cache_root=cache)
+    assert {"train-model", "export-onnx-model", "register-model", "validate-model"} <= _ran(after_delete)
+    assert {"prepare-data", "validate-data"} <= _cached(after_delete)
