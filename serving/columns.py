@@ -199,7 +199,7 @@ class ColumnReader:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise InvalidInput(
-                f"input {column.name!r}: row {row} is {values[row]!r}, which is not a finite FP32 number (the "
+                f"input {column.name!r}: row {row} is {float(values[row])!r}, which is not a finite FP32 number (the "
                 "model's input type, at most ±3.4e38); send a finite number, or null (NaN in binary) for missing"
             )
         return values
