@@ -45,7 +45,7 @@ from mlops.data.features import FeatureSpec
 from mlops.model.onnx_model import OnnxScorer
 from serving.proto import grpc_predict_v2_pb2 as pb
 from serving.proto import grpc_predict_v2_pb2_grpc as pb_grpc
-from tests.support.serving import MODEL, DemoStore, ServerProcess, direct, free_port, running_server
+from tests.support.serving import MODEL, DemoStore, ServerProcess, free_port, running_server
 
 pytestmark = pytest.mark.slow
 EXAMPLES = int(os.environ.get("MLOPS_FUZZ_EXAMPLES", "300"))
@@ -513,15 +513,17 @@ def grpc_cases(draw: st.DrawFn, c: Contract) -> tuple[Case, pb.ModelInferRequest
 # ---- the module's server and the checks -----------------------------------------------------------
 
 
-@dataclass
 class Doors:
-    server: ServerProcess
-    http: httpx.Client
-    grpc: Any
-    contract: Contract
-    store: DemoStore
+    """The module's server, its clients and the model contract (a plain class: hypothesis prints it short)."""
 
-    def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
+    def __init__(
+        self, server: ServerProcess, http: httpx.Client, grpc: Any, contract: Contract, store: DemoStore
+    ):
+        self.server, self.http, self.grpc, self.contract, self.store = server, http, grpc, contract, store
+        self.scorer = OnnxScorer.load(store.onnx_a / "model.onnx")
+        """ONNX Runtime on the model file, opened once: the reference every answer is compared with."""
+
+    def __repr__(self) -> str:
         return f"Doors({self.server.url})"
 
 
@@ -545,7 +547,7 @@ def expected_scores(doors: Doors, case: Case) -> np.ndarray | None:
         return None
     if not len(case.matrix):
         return np.empty(0, np.float32)
-    scores = direct(doors.store.onnx_a, case.matrix)
+    scores = doors.scorer.predict_encoded(case.matrix)
     return scores if np.isfinite(scores).all() else None
 
 
