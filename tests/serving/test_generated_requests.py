@@ -139,7 +139,11 @@ def packed_rows(draw: st.DrawFn, c: Contract) -> list[list[Any]]:
 
 def broken(draw: st.DrawFn, options: list[tuple[str, Any]]) -> tuple[str, Any] | None:
     """Half of the time, one of ``options`` (a structural break the request must be refused for)."""
-    return draw(st.sampled_from(options)) if options and draw(st.booleans()) else None
+    flip: bool = draw(st.booleans())
+    if options and flip:
+        chosen: tuple[str, Any] = draw(st.sampled_from(options))
+        return chosen
+    return None
 
 
 # ---- V2 JSON, packed -------------------------------------------------------------------------------
@@ -334,8 +338,8 @@ def column_cases(draw: st.DrawFn, c: Contract, binary: bool) -> Case:
     what = brk[0] if brk else ""
     shape_of = lambda: [n, 1] if draw(st.booleans()) else [n]  # noqa: E731
     specs: list[tuple[str, str, list[int], list[Any]]] = [
-        (name, *columns[name][:1], shape_of(), columns[name][1]) for name in order
-    ]  # type: ignore[misc]
+        (name, columns[name][0], shape_of(), columns[name][1]) for name in order
+    ]
     numeric = c.spec.numeric[0]
     if what == "unknown":
         specs.append(("favourite_colour", "BYTES", [n], ["x"] * n))
@@ -353,8 +357,8 @@ def column_cases(draw: st.DrawFn, c: Contract, binary: bool) -> Case:
     elif what == "datatype":
         specs = [(s[0], "BOOL", s[2], s[3]) if s[0] == numeric else s for s in specs]
     if binary:
-        body, headers = binary_columns(specs)
-        return Case(None if what else matrix, body, headers, why=what)
+        raw, headers = binary_columns(specs)
+        return Case(None if what else matrix, raw, headers, why=what)
     body = {"parameters": {"content_type": "pd"}, "inputs": [
         {"name": name, "datatype": datatype, "shape": shape, "data": values,
          **({"parameters": {"content_type": "str"}} if datatype == "BYTES" else {})}
@@ -658,7 +662,7 @@ def test_junk_binary_bodies_never_get_a_5xx(doors: Doors, header: Any, tail: byt
     ).encode()
     try:
         response = doors.http.post(
-            INFER, content=head + tail, headers={"Inference-Header-Content-Length": str(length).encode()}
+            INFER, content=head + tail, headers={b"Inference-Header-Content-Length": str(length).encode()}
         )
     except httpx.LocalProtocolError:  # a header value httpx itself will not send
         return
