@@ -41,9 +41,10 @@ def header_value(text: str) -> str:
     """``text`` as a response header can carry it: printable ASCII as is, anything else percent-encoded.
 
     A client's id may hold any character (the V2 body's ``id`` is a JSON string); a header holds
-    latin-1 without control characters, and a raw newline would split the response.
+    latin-1 without control characters or spaces at either end, and a raw newline would split the
+    response.
     """
-    if text.isascii() and text.isprintable():
+    if text.isascii() and text.isprintable() and text == text.strip(" "):  # h11 refuses edge spaces
         return text
     return quote(text, safe="")
 

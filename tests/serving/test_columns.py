@@ -256,7 +256,12 @@ def test_a_client_id_no_header_can_carry_is_echoed_percent_encoded(
     store: DemoStore, client: TestClient
 ) -> None:
     """Found by the generated requests: an id like 'Ā' (not latin-1) or one with a newline used to end as a 500."""
-    for client_id, header in [("Ā", "%C4%80"), ("a\nb", "a%0Ab"), ("plain-id_1", "plain-id_1")]:
+    for client_id, header in [
+        ("Ā", "%C4%80"),
+        ("a\nb", "a%0Ab"),
+        ("plain-id_1", "plain-id_1"),
+        (" padded ", "%20padded%20"),
+    ]:
         response = client.post(INFER, json={**v2_body(encoded(store, 1)), "id": client_id})
         assert response.status_code == 200, response.text
         assert response.json()["id"] == client_id and response.headers["x-request-id"] == header
