@@ -17,15 +17,17 @@ runs beside the routes).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from starlette.applications import Starlette
+from starlette.routing import Route
 
 from serving.backend import ModelBackend
 from serving.config import ServerConfig
 from serving.dataplane import DataPlane
 from serving.handlers import Handlers
-from serving.http import BearerAuth
+from serving.http import BearerAuth, admin_guard
 from serving.lifecycle import ServerLifecycle
 from serving.metrics import ServingMetrics
 from serving.reload import ModelHolder
@@ -34,6 +36,8 @@ from serving.routing.model_router import ModelRouter
 from serving.routing.rollout_admin import admin_routes
 from serving.routing.rollout_router import RolloutRouter
 from serving.runtime import LoadedModel
+
+log = logging.getLogger("serving")
 
 
 def create_app(
@@ -49,11 +53,10 @@ def create_app(
     open a version) enable hot reload every ``config.reload_interval_s`` seconds.
     """
     plane = create_plane(config, model, load, make_router)
-    router = plane.router
     handlers = Handlers(plane, config.max_payload_bytes)
     lifecycle = ServerLifecycle(config, plane, resolve, load)
     app = Starlette(
-        routes=route_table(handlers) + (admin_routes(router) if isinstance(router, RolloutRouter) else []),
+        routes=route_table(handlers) + _admin(config, plane),
         lifespan=lifecycle.lifespan,
         exception_handlers={404: handlers.no_route, 405: handlers.no_route},
     )
@@ -61,6 +64,20 @@ def create_app(
     if config.auth_token:
         app.add_middleware(BearerAuth, token=config.auth_token, on_reject=plane.failed)
     return app
+
+
+def _admin(config: ServerConfig, plane: DataPlane) -> list[Route]:
+    """The rollout admin routes, when the router has a plan to change and ``config.rollout_admin`` is on."""
+    router = plane.router
+    if not config.rollout_admin or not isinstance(router, RolloutRouter):
+        return []
+    if not config.admin_token:
+        log.warning(
+            "the rollout admin route has no token of its own (loopback host %s): %s; set --admin-token-file",
+            config.host,
+            "the inference token guards it" if config.auth_token else "any local client can move traffic",
+        )
+    return admin_routes(router, admin_guard(config.admin_token, config.auth_token), plane.failed)
 
 
 def create_plane(

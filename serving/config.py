@@ -7,12 +7,25 @@ machine moves the optimum.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+ADMIN_TOKEN_ENV = "MLOPS_SERVING_ADMIN_TOKEN"
+"""The environment variable ``mlops serve`` and ``mlops rollout`` read the admin token from when no flag gives it."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` exposes the server to this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name other than localhost may resolve to any interface
+        return False
 
 
 class ServerConfig(BaseModel):
@@ -71,6 +84,18 @@ class ServerConfig(BaseModel):
         repr=False,
         description="When set, every route except the health checks needs 'Authorization: Bearer <token>'.",
     )
+    admin_token: str = Field(
+        default="",
+        repr=False,
+        description="Bearer token of the rollout admin route (PUT/GET /v2/models/<name>/rollout), which moves "
+        "traffic: when set, only this token opens it (the inference token gets 403) and it opens nothing else. "
+        "Required when the route is served on a non-loopback host.",
+    )
+    rollout_admin: bool = Field(
+        default=True,
+        description="Serve the rollout admin route (what `mlops rollout` drives); --no-rollout-admin for a "
+        "server no rollout steers.",
+    )
     reload_interval_s: float = Field(
         default=30.0, ge=0.0, description="How often to check whether the alias moved; 0 disables hot reload."
     )
@@ -111,14 +136,30 @@ class ServerConfig(BaseModel):
             raise ValueError("tracking_uri is empty; pass the MLflow store, e.g. sqlite:///.mlops/mlflow.db")
         return value
 
-    @field_validator("auth_token")
+    @field_validator("auth_token", "admin_token")
     @classmethod
     def _token_is_header_safe(cls, value: str) -> str:
         if value != value.strip() or any(ord(c) < 33 or ord(c) > 126 for c in value):
             raise ValueError(
-                "auth_token must be printable ASCII without spaces (it travels in an HTTP header)"
+                "the token must be printable ASCII without spaces (it travels in an HTTP header)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _admin_route_has_its_own_credential(self) -> ServerConfig:
+        if self.admin_token and self.admin_token == self.auth_token:
+            raise ValueError(
+                "admin_token equals auth_token: every client allowed to score could move traffic; "
+                "give the rollout admin route a token of its own"
+            )
+        if self.rollout_admin and not self.admin_token and not is_loopback(self.host):
+            raise ValueError(
+                f"the rollout admin route (PUT /v2/models/{self.model_name}/rollout moves production traffic) "
+                f"would be served on {self.host}, which is not a loopback interface, without an admin token: "
+                f"pass --admin-token-file (or set {ADMIN_TOKEN_ENV}), or --no-rollout-admin if no rollout "
+                "drives this server"
+            )
+        return self
 
     @model_validator(mode="after")
     def _sampling_needs_a_destination(self) -> ServerConfig:

@@ -37,6 +37,7 @@ import numpy as np
 
 from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
 from mlops.vocabulary import package_version
+from serving.columns import ColumnReader
 from serving.errors import InternalError, InvalidInput, ServingError, http_status
 from serving.tensors import BINARY_EXTENSION, DTYPES, FeatureBounds, RowEncoder
 
@@ -70,18 +71,27 @@ class ModelContract:
         """The strict numeric check every protocol's values end in."""
         self.encoder = RowEncoder(spec)
         """Rows of named raw features (V1) to the encoded matrix."""
+        self.columns = ColumnReader(spec)
+        """One input per data column (V2, per-column form) to the encoded matrix."""
         self.expected = (
             f"this model takes one input {INPUT_NAME!r} of datatype FP32 or FP64 and shape [N, {self.width}]"
         )
         """The request form, for messages that point a client at the fix."""
 
-    def check_inputs(self, names: list[Any]) -> None:
-        """Exactly one input, named ``features``; ``names`` are the request's input names in order."""
-        if INPUT_NAME not in names:
-            raise InvalidInput(f"missing input {INPUT_NAME!r} (got {names}); {self.expected}")
-        if len(names) > 1:
+    def check_inputs(self, names: list[Any]) -> bool:
+        """Which form the request's inputs (``names``, in order) take: ``True`` for the packed tensor
+        (exactly one input, ``features``), ``False`` for one input per data column
+        (:mod:`serving.columns`); anything else is refused."""
+        if names == [INPUT_NAME]:  # the packed form: one comparison on the hot path
+            return True
+        if INPUT_NAME in names:
             extra = [n for n in names if n != INPUT_NAME]
             raise InvalidInput(f"unexpected input(s) {extra}; {self.expected}")
+        if not any(self.columns.knows(name) for name in names):
+            raise InvalidInput(
+                f"missing input {INPUT_NAME!r} (got {names}); {self.expected}, or {self.columns.form}"
+            )
+        return False
 
     def check_tensor(self, datatype: Any, shape: Any) -> int:
         """The ``features`` tensor's declared datatype and shape; returns its row count."""

@@ -41,6 +41,10 @@ class Unauthenticated(ServingError):
     """The bearer token is missing or wrong."""
 
 
+class Forbidden(ServingError):
+    """The credential is valid but not for this route (the inference token on the rollout admin route)."""
+
+
 class NotFound(ServingError):
     """Nothing answers at the path (REST) the request names."""
 
@@ -76,6 +80,7 @@ class InternalError(ServingError):
 HTTP_STATUS: dict[type[ServingError], int] = {
     InvalidInput: 400,
     Unauthenticated: 401,
+    Forbidden: 403,
     NotFound: 404,
     MethodNotAllowed: 405,
     Conflict: 409,
@@ -89,6 +94,7 @@ HTTP_STATUS: dict[type[ServingError], int] = {
 GRPC_STATUS: dict[type[ServingError], str] = {
     InvalidInput: "INVALID_ARGUMENT",
     Unauthenticated: "UNAUTHENTICATED",
+    Forbidden: "PERMISSION_DENIED",
     NotFound: "NOT_FOUND",
     MethodNotAllowed: "UNIMPLEMENTED",
     Conflict: "FAILED_PRECONDITION",
@@ -103,6 +109,7 @@ GRPC_STATUS: dict[type[ServingError], str] = {
 REASON: dict[type[ServingError], str] = {
     InvalidInput: "bad_request",
     Unauthenticated: "unauthorized",
+    Forbidden: "forbidden",
     NotFound: "not_found",
     MethodNotAllowed: "client_error",
     Conflict: "client_error",

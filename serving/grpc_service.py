@@ -25,6 +25,7 @@ import grpc
 import numpy as np
 
 from mlops.model.onnx_model import OUTPUT_NAME
+from serving.columns import BYTES, Column, binary_column, column_rows
 from serving.dataplane import INPUT_WHERE, InferRequest
 from serving.errors import (
     InvalidInput,
@@ -43,6 +44,12 @@ if TYPE_CHECKING:
     from serving.config import ServerConfig
     from serving.dataplane import DataPlane, ModelContract
 
+CONTENTS = {
+    "FP32": "fp32_contents", "FP64": "fp64_contents", "INT8": "int_contents", "INT16": "int_contents",
+    "INT32": "int_contents", "INT64": "int64_contents", "UINT8": "uint_contents", "UINT16": "uint_contents",
+    "UINT32": "uint_contents", "UINT64": "uint64_contents", BYTES: "bytes_contents",
+}  # fmt: skip
+"""The typed ``contents`` field of each per-column datatype."""
 PROTOCOL = "grpc"
 """The ``protocol`` label of gRPC's inference requests in the metrics."""
 
@@ -69,7 +76,8 @@ class GrpcInputs:
 
     def read(self, contract: ModelContract) -> np.ndarray:
         request, where, width = self.request, self.where, contract.width
-        contract.check_inputs([tensor.name for tensor in request.inputs])
+        if not contract.check_inputs([tensor.name for tensor in request.inputs]):
+            return self._columns(contract)
         tensor = request.inputs[0]
         rows = contract.check_tensor(tensor.datatype, list(tensor.shape))
         if request.raw_input_contents:
@@ -86,6 +94,43 @@ class GrpcInputs:
                 f"{where} {field_name} holds {len(typed)} values; shape [{rows}, {width}] needs {rows * width}"
             )
         return np.asarray(typed, dtype=DTYPES[tensor.datatype]).reshape(rows, width)
+
+    def _columns(self, contract: ModelContract) -> np.ndarray:
+        """One input per data column (:mod:`serving.columns`): typed contents, or one raw entry per input."""
+        request = self.request
+        raw = request.raw_input_contents
+        if raw and len(raw) != len(request.inputs):
+            raise InvalidInput(
+                f"{len(raw)} raw_input_contents entries for {len(request.inputs)} inputs; send one per input, "
+                "in input order (or typed contents)"
+            )
+        columns, rows = [], None
+        for i, tensor in enumerate(request.inputs):
+            name = tensor.name
+            n = column_rows(name, tensor.datatype, list(tensor.shape))
+            if rows is not None and n != rows:
+                raise InvalidInput(
+                    f"input {name!r} has {n} rows but input {request.inputs[0].name!r} has {rows}"
+                )
+            rows = n
+            if raw:
+                if tensor.HasField("contents"):
+                    raise InvalidInput(f"input {name!r} has both contents and raw_input_contents; send one")
+                columns.append(binary_column(name, tensor.datatype, raw[i], n))
+                continue
+            values = getattr(tensor.contents, CONTENTS[tensor.datatype])
+            if len(values) != n:
+                raise InvalidInput(
+                    f"input {name!r} {CONTENTS[tensor.datatype]} holds {len(values)} values; "
+                    f"its shape says {n}"
+                )
+            if tensor.datatype == BYTES:
+                columns.append(
+                    binary_column(name, BYTES, b"".join(len(v).to_bytes(4, "little") + v for v in values), n)
+                )
+            else:
+                columns.append(Column(name, tensor.datatype, np.asarray(values, dtype=np.float64)))
+        return contract.columns.assemble(columns, rows or 0)
 
 
 async def abort(context: grpc.aio.ServicerContext, error: ServingError) -> NoReturn:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
@@ -34,6 +35,18 @@ REQUEST_ID_HEADER = "x-request-id"
 """The id a response carries and the request log keeps: the V2 body's ``id``, else this header, else a new one."""
 V2, V1 = "v2", "v1"
 """The ``protocol`` labels of REST's inference requests in the metrics."""
+
+
+def header_value(text: str) -> str:
+    """``text`` as a response header can carry it: printable ASCII as is, anything else percent-encoded.
+
+    A client's id may hold any character (the V2 body's ``id`` is a JSON string); a header holds
+    latin-1 without control characters or spaces at either end, and a raw newline would split the
+    response.
+    """
+    if text.isascii() and text.isprintable() and text == text.strip(" "):  # h11 refuses edge spaces
+        return text
+    return quote(text, safe="")
 
 
 class Handlers:
@@ -89,7 +102,7 @@ class Handlers:
         except ServingError as exc:
             return self._error(exc)
         content, header_length = protocol.v2_response(answer, binary_output)
-        headers = {"x-model-version": answer.model_version, REQUEST_ID_HEADER: log_id}
+        headers = {"x-model-version": answer.model_version, REQUEST_ID_HEADER: header_value(log_id)}
         if header_length is None:
             return Response(content, media_type=JSON, headers=headers)
         headers[HEADER_LENGTH] = str(header_length)
@@ -107,7 +120,7 @@ class Handlers:
             answer = await self.plane.infer(InferRequest(request, inputs, V1, (), None, log_id, received))
         except ServingError as exc:
             return self._error(exc)
-        headers = {"x-model-version": answer.model_version, REQUEST_ID_HEADER: log_id}
+        headers = {"x-model-version": answer.model_version, REQUEST_ID_HEADER: header_value(log_id)}
         return Response(protocol.v1_response(answer.probabilities), media_type=JSON, headers=headers)
 
     async def live(self, request: Request) -> Response:

@@ -20,6 +20,7 @@ import numpy as np
 import orjson
 
 from mlops.model.onnx_model import OUTPUT_NAME
+from serving.columns import binary_column, column_rows, json_column
 from serving.dataplane import INPUT_WHERE, describe
 from serving.errors import InvalidInput
 from serving.tensors import binary_size, from_binary
@@ -106,7 +107,10 @@ class V2Inputs:
         inputs = payload.get("inputs")
         if not isinstance(inputs, list) or not inputs:
             raise InvalidInput(f"request has no 'inputs' list; {expected}")
-        contract.check_inputs([item.get("name") if isinstance(item, dict) else None for item in inputs])
+        if not contract.check_inputs(
+            [item.get("name") if isinstance(item, dict) else None for item in inputs]
+        ):
+            return self._columns(inputs, binary, contract)
         tensor = inputs[0]
         datatype = tensor.get("datatype")
         rows = contract.check_tensor(datatype, tensor.get("shape"))
@@ -128,6 +132,42 @@ class V2Inputs:
                 f"{len(binary)} bytes of binary data follow the JSON header but no input declares binary_data_size",
             )
         return to_matrix(tensor["data"], rows, contract.width, f"{where} data")
+
+    @staticmethod
+    def _columns(inputs: list[Any], binary: bytes, contract: ModelContract) -> np.ndarray:
+        """One input per data column (:mod:`serving.columns`); binary sections follow in input order."""
+        columns, rows, at = [], None, 0
+        for item in inputs:
+            if not isinstance(item, dict):
+                raise InvalidInput(f"'inputs' holds {item!r}, not an object; {contract.columns.form}")
+            name: Any = item.get("name")
+            datatype: Any = item.get("datatype")
+            n = column_rows(name, datatype, item.get("shape"))
+            if rows is not None and n != rows:
+                raise InvalidInput(
+                    f"input {name!r} has {n} rows but input {inputs[0].get('name')!r} has {rows}"
+                )
+            rows = n
+            size = binary_size(item.get("parameters"), f"input {name!r}")
+            if size is None:
+                if "data" not in item:
+                    raise InvalidInput(f"input {name!r} has no 'data' (nor binary_data_size)")
+                columns.append(json_column(name, datatype, item["data"], n))
+                continue
+            if "data" in item:
+                raise InvalidInput(f"input {name!r} has both 'data' and binary_data_size; send one of them")
+            if at + size > len(binary):
+                raise InvalidInput(
+                    f"input {name!r} declares binary_data_size {size} but only {len(binary) - at} bytes of binary "
+                    "data remain after the JSON header (Inference-Header-Content-Length)"
+                )
+            columns.append(binary_column(name, datatype, binary[at : at + size], n))
+            at += size
+        if at != len(binary):
+            raise InvalidInput(
+                f"{len(binary) - at} surplus bytes of binary data follow the inputs' binary_data_size total of {at}"
+            )
+        return contract.columns.assemble(columns, rows or 0)
 
 
 def request_id(payload: Any) -> str | int | None:

@@ -110,6 +110,8 @@ class RowEncoder:
         self.spec = spec
         self.numeric = spec.numeric
         self.known = frozenset(spec.names)
+        self.not_inputs = spec.not_inputs
+        """A data row's label, protected and ignored columns: dropped when a row carries them."""
         self.categorical = tuple(
             (name, {value: code + 1 for code, value in enumerate(vocab)})
             for name, vocab in zip(spec.categorical, spec.vocabularies, strict=True)
@@ -121,7 +123,7 @@ class RowEncoder:
         offset = len(self.numeric)
         for r, row in enumerate(rows):
             if len(row) != len(self.known) or not self.known.issuperset(row):
-                self._wrong_names(r, row)
+                row = self._inputs_of(r, row)
             for i, name in enumerate(self.numeric):
                 value = row[name]
                 if value is None:
@@ -135,15 +137,21 @@ class RowEncoder:
                 out[r, offset + j] = 0 if value is None else index.get(str(value), 0)
         return out
 
-    def _wrong_names(self, r: int, row: dict[str, Any]) -> None:
+    def _inputs_of(self, r: int, row: dict[str, Any]) -> dict[str, Any]:
+        """``row`` as it stands in the data without its non-input columns; refuses missing and unknown names."""
         names = list(self.spec.names)
+        extra = [name for name in row if name not in self.known and name not in self.not_inputs]
+        if extra:
+            dropped = f"; {sorted(self.not_inputs)} may be sent and are ignored" if self.not_inputs else ""
+            raise InvalidInput(
+                f"instance {r} has unknown feature(s) {extra}; this model takes exactly {names}{dropped}"
+            )
         missing = [name for name in names if name not in row]
         if missing:
             raise InvalidInput(
                 f"instance {r} lacks feature(s) {missing}; send all of {names} (null for a missing value)"
             )
-        extra = [name for name in row if name not in self.known]
-        raise InvalidInput(f"instance {r} has unknown feature(s) {extra}; this model takes exactly {names}")
+        return {name: row[name] for name in names}
 
 
 def _show(value: object) -> str:
@@ -156,7 +164,8 @@ def split_binary(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
     """The JSON header and the binary tensor section of a request (no header: all JSON, no binary)."""
     if header_length is None:
         return body, b""
-    if not header_length.isdigit() or int(header_length) > len(body):
+    # isascii: str.isdigit() accepts digits int() refuses ('²'), which would end as a 500
+    if not (header_length.isascii() and header_length.isdigit()) or int(header_length) > len(body):
         raise InvalidInput(
             f"Inference-Header-Content-Length is {header_length!r} but the body has {len(body)} bytes; "
             "it must be the byte length of the JSON header that starts the body",

@@ -73,6 +73,12 @@ def _target_flags(parser: argparse.ArgumentParser) -> None:
         "--server-url", default="http://127.0.0.1:8080", help="the mlops serve to drive (default %(default)s)"
     )
     parser.add_argument("--auth-token-file", type=Path, default=None, help="bearer token of the server")
+    parser.add_argument(
+        "--admin-token-file",
+        type=Path,
+        default=None,
+        help="the server's rollout admin token (default $MLOPS_SERVING_ADMIN_TOKEN; see mlops serve --help)",
+    )
 
 
 def _config_flags(parser: argparse.ArgumentParser) -> None:
@@ -155,7 +161,9 @@ def _controller(args: argparse.Namespace, workspace: Workspace, store: Any) -> A
     from mlops.tracking.context import resolve_tracking
 
     tracking = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "").store
-    target = LocalServerTarget(args.server_url, tracking, args.model_name, auth_token=_token(args))
+    target = LocalServerTarget(
+        args.server_url, tracking, args.model_name, auth_token=_token(args), admin_token=_admin_token(args)
+    )
     return RolloutController(target, RolloutRegistry(tracking, args.model_name), workspace.root, store)
 
 
@@ -191,6 +199,19 @@ def _replayer(args: argparse.Namespace) -> Any:
     frame, _ = load_table(args.replay)
     # The replayer keeps only the model's features (label and other columns may stay in the file).
     return Replayer(args.server_url, args.model_name, frame.to_dict("records"), _token(args))
+
+
+def _admin_token(args: argparse.Namespace) -> str:
+    import os
+
+    from serving.config import ADMIN_TOKEN_ENV
+
+    if args.admin_token_file is None:
+        return os.environ.get(ADMIN_TOKEN_ENV, "")
+    try:
+        return str(args.admin_token_file.read_text().strip())
+    except OSError as exc:
+        raise ValueError(f"--admin-token-file {args.admin_token_file}: {exc.strerror}") from exc
 
 
 def _start(args: argparse.Namespace, workspace: Workspace, controller: Any) -> int:

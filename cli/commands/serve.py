@@ -12,6 +12,7 @@ anything loads and reported in one line with exit code 2, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ def _flag(field: str) -> str:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from serving.config import ServerConfig
+    from serving.config import ADMIN_TOKEN_ENV, ServerConfig
 
     parser = subparsers.add_parser(
         "serve",
@@ -51,9 +52,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             parser.add_argument(
                 _flag(field), action=argparse.BooleanOptionalAction, default=info.default, help=help_text
             )
-        elif field == "auth_token":
+        elif field in ("auth_token", "admin_token"):
             parser.add_argument(
-                _flag(field), default="", help=f"{help_text} Visible in ps; prefer --auth-token-file."
+                _flag(field), default="", help=f"{help_text} Visible in ps; prefer {_flag(field)}-file."
             )
         else:
             kind = info.annotation if info.annotation in (int, float) else str
@@ -62,6 +63,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             )
     parser.add_argument(
         "--auth-token-file", type=Path, default=None, help="read the bearer token from this file"
+    )
+    parser.add_argument(
+        "--admin-token-file",
+        type=Path,
+        default=None,
+        help=f"read the rollout admin route's token from this file (else ${ADMIN_TOKEN_ENV})",
     )
     parser.add_argument("--no-request-log", action="store_true", help="do not log requests")
     parser.set_defaults(handler=serve_command)
@@ -72,7 +79,7 @@ def server_config(args: argparse.Namespace, workspace: Workspace, tracking_uri: 
 
     ``tracking_uri`` is the resolved store, used when ``--tracking-uri`` is not given.
     """
-    from serving.config import ServerConfig
+    from serving.config import ADMIN_TOKEN_ENV, ServerConfig
 
     values = {field: getattr(args, field) for field in ServerConfig.model_fields}
     if values["tracking_uri"] is None:
@@ -88,14 +95,23 @@ def server_config(args: argparse.Namespace, workspace: Workspace, tracking_uri: 
         values["request_log_uri"] = ""
     elif values["request_log_uri"] is None:
         values["request_log_uri"] = str(workspace.root / "request-logs")
-    if args.auth_token_file is not None:
-        if values["auth_token"]:
-            raise ValueError("pass either --auth-token or --auth-token-file, not both")
-        try:
-            values["auth_token"] = args.auth_token_file.read_text().strip()
-        except OSError as exc:
-            raise ValueError(f"--auth-token-file {args.auth_token_file}: {exc.strerror}") from exc
+    values["auth_token"] = _token(values["auth_token"], args.auth_token_file, "--auth-token")
+    values["admin_token"] = _token(
+        values["admin_token"], args.admin_token_file, "--admin-token"
+    ) or os.environ.get(ADMIN_TOKEN_ENV, "")
     return ServerConfig(**values)
+
+
+def _token(given: str, path: Path | None, flag: str) -> str:
+    """A token from its flag or from the file its ``-file`` flag names (not both)."""
+    if path is None:
+        return given
+    if given:
+        raise ValueError(f"pass either {flag} or {flag}-file, not both")
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"{flag}-file {path}: {exc.strerror}") from exc
 
 
 def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:

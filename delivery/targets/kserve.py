@@ -61,6 +61,7 @@ class KServeTarget(AliasFollowingTarget):
         alias: str = CHAMPION,
         auth_token: str = "",
         url_of: Callable[[Any], str] = pod_url,
+        admin_token: str = "",
         timeout_s: float = 300.0,
         poll_s: float = 1.0,
     ):
@@ -73,6 +74,8 @@ class KServeTarget(AliasFollowingTarget):
         self.predictor = predictor
         """What :meth:`deploy` creates when the service is absent (None: refuse; it must exist)."""
         self.auth_token = auth_token
+        self.admin_token = admin_token
+        """The pods' rollout admin credential (``--admin-token-file``): the weights are set with it."""
         self.url_of = url_of
         self.timeout_s = timeout_s
         """How long to wait for ready pods, and for every pod to serve a deployed version."""
@@ -146,7 +149,12 @@ class KServeTarget(AliasFollowingTarget):
             if ready:
                 servers = [
                     LocalServerTarget(
-                        self.url_of(p), self.store, self.model_name, self.alias, self.auth_token
+                        self.url_of(p),
+                        self.store,
+                        self.model_name,
+                        self.alias,
+                        self.auth_token,
+                        admin_token=self.admin_token,
                     )
                     for p in ready
                 ]

@@ -72,6 +72,9 @@ def predictor(model_name: str, alias: str, spec: PredictorSpec) -> dict[str, Any
             "--max-queue-delay-ms=0",
             "--intra-op-threads=1",
             "--auth-token-file=/var/run/secrets/mlops-serving/token",
+            # RawDeployment: the server's own rollout router splits traffic and the target sets its weights
+            # over the admin route, which on a pod IP needs a credential of its own (least privilege).
+            "--admin-token-file=/var/run/secrets/mlops-serving/admin-token",
         ],
         "env": [
             {"name": "MLFLOW_S3_ENDPOINT_URL", "value": spec.s3_endpoint_url},

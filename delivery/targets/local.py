@@ -12,7 +12,8 @@ back, so no second record of "what served before" is kept here.
 Traffic is split inside the server: its :class:`~serving.routing.rollout_router.RolloutRouter`
 hosts a challenger beside the champion, and :meth:`LocalServerTarget.set_traffic` /
 :meth:`LocalServerTarget.shadow` set the challenger's share through the admin route
-``PUT /v2/models/<name>/rollout`` (same bearer token), without a restart. A challenger
+``PUT /v2/models/<name>/rollout`` (its own credential: ``admin_token``; the inference token
+``auth_token`` is kept for ``/metrics``), without a restart. A challenger
 at 100 % still leaves the champion alias where it is; :meth:`deploy` moves the alias,
 waits until the server's champion follows, then removes the challenger.
 """
@@ -41,6 +42,7 @@ class LocalServerTarget(AliasFollowingTarget):
         auth_token: str = "",
         timeout_s: float = 120.0,
         poll_s: float = 0.2,
+        admin_token: str = "",
     ):
         super().__init__(tracking, model_name, alias)
         self.server_url = server_url.rstrip("/")
@@ -51,6 +53,10 @@ class LocalServerTarget(AliasFollowingTarget):
         self.request_timeout_s = 60.0
         """How long one call to the server may take (loading a challenger downloads and verifies it)."""
         self._headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
+        """The inference token's header: ``/metrics``."""
+        self._admin_headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else self._headers
+        """The rollout admin route's header: its own token (a server without one falls back to the inference
+        token, which it allows on a loopback host only)."""
 
     def describe(self) -> str:
         return f"local {self.server_url}"
@@ -135,7 +141,7 @@ class LocalServerTarget(AliasFollowingTarget):
 
     def _call(self, method: str, url: str, body: dict[str, object] | None = None) -> dict[str, object]:
         data = None if body is None else json.dumps(body).encode()
-        headers = {**self._headers, **({"Content-Type": "application/json"} if data else {})}
+        headers = {**self._admin_headers, **({"Content-Type": "application/json"} if data else {})}
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
         answer: dict[str, object] = json.loads(self._send(request, url))
         return answer

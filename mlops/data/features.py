@@ -41,6 +41,14 @@ class FeatureSpec(BaseModel):
         default=("0", "1"),
         description="Label values [negative, positive]; the model's probability is of the positive one.",
     )
+    # Columns a raw data row may carry that are not model inputs (issue 30: rows served as they are).
+    protected: tuple[str, ...] = Field(
+        default=(), description="Protected-attribute columns of the schema: in the data, never model inputs."
+    )
+    ignored: tuple[str, ...] = Field(
+        default=(),
+        description="Ignored columns of the schema (identifiers, free text, leaks): in the data only.",
+    )
 
     @model_validator(mode="after")
     def _lengths_match(self) -> FeatureSpec:
@@ -54,6 +62,11 @@ class FeatureSpec(BaseModel):
     @property
     def names(self) -> tuple[str, ...]:
         return self.numeric + self.categorical
+
+    @property
+    def not_inputs(self) -> frozenset[str]:
+        """Columns of a data row that are not model inputs: the label, protected and ignored columns."""
+        return frozenset((self.label, *self.protected, *self.ignored)) - {""}
 
     @property
     def n_features(self) -> int:
@@ -84,6 +97,8 @@ class FeatureSpec(BaseModel):
             vocabularies=vocabularies,
             label=schema.label,
             classes=(schema.negative_label, schema.positive_label),
+            protected=schema.protected_attributes,
+            ignored=schema.ignored_columns,
         )
 
     def encode(self, frame: pd.DataFrame) -> np.ndarray:

@@ -3,12 +3,14 @@
 ``GET`` answers the live plan (champion version, challenger, percent, shadow). ``PUT``
 with a JSON :class:`~serving.routing.rollout_router.TrafficPlan` changes it without a restart:
 the challenger is fetched from the registry, its digest checked and its input contract
-compared with the champion's before it takes any traffic. The route sits behind the
-same bearer token as every other non-health route (``--auth-token``).
+compared with the champion's before it takes any traffic. The route has a credential of its
+own (``--admin-token-file``, :func:`serving.http.admin_guard`): the inference token does not
+open it, and a server on a non-loopback host refuses to start with the route and no admin token.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import orjson
@@ -28,8 +30,12 @@ if TYPE_CHECKING:
 ROLLOUT_PATH = "/v2/models/{name}/rollout"
 
 
-def admin_routes(router: RolloutRouter) -> list[Route]:
-    """The GET and PUT routes of ``router``'s traffic plan."""
+def admin_routes(
+    router: RolloutRouter,
+    authorize: Callable[[bytes], None],
+    on_reject: Callable[[ServingError], None],
+) -> list[Route]:
+    """The GET and PUT routes of ``router``'s traffic plan; ``authorize`` checks the Authorization header."""
 
     def describe() -> dict[str, object]:
         return {
@@ -39,6 +45,11 @@ def admin_routes(router: RolloutRouter) -> list[Route]:
         }
 
     def check_name(request: Request) -> None:
+        try:
+            authorize(request.headers.get("authorization", "").encode("latin-1"))
+        except ServingError as exc:
+            on_reject(exc)
+            raise
         if request.path_params["name"] != router.name:
             raise ModelNotFound(
                 f"model {request.path_params['name']!r} is not served here ({router.name!r} is)"

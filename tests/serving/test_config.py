@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,58 @@ def test_kserve_manifest_runs_mlops_serve_with_valid_flags(tmp_path: Path) -> No
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"]["path"] in OPEN_PATHS, "probes cannot send the bearer token"
         assert container[probe]["httpGet"]["port"] == config.port
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.0.1", "::1", "localhost"])
+def test_the_admin_route_may_go_without_its_own_token_on_loopback_only(host: str) -> None:
+    assert ServerConfig(tracking_uri="sqlite:///x.db", host=host).rollout_admin
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.0.0.5", "128.0.0.1", "model-server.team.svc"])
+def test_a_non_loopback_host_needs_an_admin_token_or_no_admin_route(host: str) -> None:
+    with pytest.raises(
+        ValidationError, match=f"would be served on {re.escape(host)}, which is not a loopback"
+    ):
+        ServerConfig(tracking_uri="sqlite:///x.db", host=host, auth_token="inference")
+    assert ServerConfig(tracking_uri="sqlite:///x.db", host=host, admin_token="adm1n").admin_token == "adm1n"
+    assert not ServerConfig(tracking_uri="sqlite:///x.db", host=host, rollout_admin=False).rollout_admin
+
+
+def test_the_admin_token_differs_from_the_inference_token() -> None:
+    with pytest.raises(ValidationError, match="admin_token equals auth_token"):
+        ServerConfig(tracking_uri="sqlite:///x.db", auth_token="same", admin_token="same")
+
+
+def test_admin_token_from_file_env_or_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from serving.config import ADMIN_TOKEN_ENV
+
+    workspace = Workspace(tmp_path)
+    monkeypatch.delenv(ADMIN_TOKEN_ENV, raising=False)
+    with pytest.raises(ValueError, match="--no-rollout-admin"):
+        serve_cmd.server_config(parse("--host", "0.0.0.0"), workspace)
+    monkeypatch.setenv(ADMIN_TOKEN_ENV, "from-env")
+    config = serve_cmd.server_config(parse("--host", "0.0.0.0"), workspace)
+    assert config.admin_token == "from-env" and "from-env" not in repr(config)
+    token_file = tmp_path / "admin"
+    token_file.write_text("from-file\n")
+    assert (
+        serve_cmd.server_config(parse("--admin-token-file", str(token_file)), workspace).admin_token
+        == "from-file"
+    )
+    with pytest.raises(ValueError, match="not both"):
+        serve_cmd.server_config(parse("--admin-token", "x", "--admin-token-file", str(token_file)), workspace)
+
+
+def test_mlops_serve_on_all_interfaces_without_an_admin_token_does_not_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from serving.config import ADMIN_TOKEN_ENV
+
+    monkeypatch.delenv(ADMIN_TOKEN_ENV, raising=False)
+    assert (
+        serve_cmd.main(
+            ["--workspace", str(tmp_path), "--host", "0.0.0.0", "--tracking-uri", "sqlite:///x.db"]
+        )
+        == 2
+    )
+    assert "without an admin token: pass --admin-token-file" in capsys.readouterr().err

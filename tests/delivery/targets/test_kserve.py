@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -86,13 +87,26 @@ def cluster(kube_apiserver: KubeCluster) -> KubeCluster:
 
 @pytest.fixture
 def served(
-    cluster: KubeCluster, store: DemoStore, request: pytest.FixtureRequest
+    cluster: KubeCluster, store: DemoStore, request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[tuple[Any, str, list[ServerProcess]]]:
-    """Two real servers of a fresh model (version 1 champion, version 2 registered) and the played controller."""
+    """Two real servers of a fresh model (version 1 champion, version 2 registered) and the played controller.
+
+    The servers require the admin credential on the rollout route, as the shipped predictor does
+    (``--admin-token-file``): a target that set weights without it would be refused (401)."""
     name = request.node.name.replace("_", "-")[:40].strip("-")
     register(store, name, store.onnx_a)
     register(store, name, store.onnx_b, alias=None)
-    flags = ("--model-name", name, "--reload-interval-s", "0.2", "--no-request-log")
+    admin = tmp_path / "admin-token"
+    admin.write_text(ADMIN_TOKEN)
+    flags = (
+        "--model-name",
+        name,
+        "--reload-interval-s",
+        "0.2",
+        "--no-request-log",
+        "--admin-token-file",
+        str(admin),
+    )
     api_client = cluster.api_client()
     controller = PlayedKServe(api_client, name)
     controller.start()
@@ -100,6 +114,9 @@ def served(
         yield api_client, name, [first, second]
     controller.stop.set()
     controller.join()
+
+
+ADMIN_TOKEN = "rollout-admin-credential"
 
 
 def target_for(store: DemoStore, api_client: Any, name: str, servers: list[ServerProcess]) -> KServeTarget:
@@ -112,6 +129,7 @@ def target_for(store: DemoStore, api_client: Any, name: str, servers: list[Serve
         store.workspace.tracking_uri,
         predictor=PredictorSpec(image="ghcr.io/mlops-platform/mlops:0.1.0"),
         url_of=lambda pod: urls[pod.metadata.name],
+        admin_token=ADMIN_TOKEN,
         timeout_s=30,
         poll_s=0.05,
     )

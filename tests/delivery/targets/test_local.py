@@ -105,3 +105,23 @@ def test_rollback_needs_a_replaced_version(store: DemoStore) -> None:
     target = LocalServerTarget("http://127.0.0.1:9", store.workspace.tracking_uri, name)
     with pytest.raises(DeploymentError, match="version 1: no version records mlops.replaced_by=1"):
         target.rollback()
+
+
+def test_the_target_moves_traffic_with_the_admin_token_and_not_with_the_inference_token(
+    store: DemoStore,
+) -> None:
+    name = "admin-token-model"
+    register(store, name, store.onnx_a)
+    register(store, name, store.onnx_b, alias=None)
+    flags = ("--model-name", name, "--reload-interval-s", "0", "--no-request-log")
+    with running_server(store, *flags, "--auth-token", "score", "--admin-token", "steer") as server:
+        uri = store.workspace.tracking_uri
+        scorer_only = LocalServerTarget(server.url, uri, name, auth_token="score")
+        with pytest.raises(DeploymentError, match="answered 403: .*needs the admin token"):
+            scorer_only.set_traffic("2", 10)
+        target = LocalServerTarget(server.url, uri, name, auth_token="score", admin_token="steer")
+        assert target.set_traffic("2", 10).serving == (TrafficShare("1", 90), TrafficShare("2", 10))
+        assert "mlops_serving_requests_total" in target.metrics_text(), (
+            "/metrics still takes the inference token"
+        )
+        assert target.set_traffic("2", 0).serving == (TrafficShare("1", 100),)

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 ROLLOUT = f"/v2/models/{MODEL}/rollout"
 
 
-def app_for(store: DemoStore, token: str = "") -> Starlette:
+def app_for(store: DemoStore, token: str = "", admin_token: str = "") -> Starlette:
     models = {"1": local_model(store.onnx_a, "1"), "2": local_model(store.onnx_b, "2")}
 
     def load(version: str) -> LoadedModel:
@@ -34,7 +34,9 @@ def app_for(store: DemoStore, token: str = "") -> Starlette:
             raise RegistryError(f"model {MODEL!r} has no version {version!r}")
         return models[version]
 
-    config = ServerConfig(tracking_uri="sqlite:///unused.db", request_log_uri="", auth_token=token)
+    config = ServerConfig(
+        tracking_uri="sqlite:///unused.db", request_log_uri="", auth_token=token, admin_token=admin_token
+    )
     return create_app(config, models["1"], load=load)
 
 
@@ -136,3 +138,38 @@ def test_a_challenger_reading_requests_differently_is_refused(store: DemoStore) 
     ):
         check_contract(champion, other)
     check_contract(champion, LoadedModel(MODEL, "3", "", spec, champion.session, "fp32"))
+
+
+def test_the_admin_route_opens_to_its_own_token_only(store: DemoStore) -> None:
+    """Least privilege (issue 27): a client allowed to score cannot move traffic, and the admin token scores nothing."""
+    inference, admin = {"Authorization": "Bearer score-me"}, {"Authorization": "Bearer move-traffic"}
+    plan = {"challenger": "2", "percent": 10}
+    app = app_for(store, token="score-me", admin_token="move-traffic")
+    with serving(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        for method in ("GET", "PUT"):
+            refused = client.request(method, ROLLOUT, json=plan, headers=inference)
+            assert refused.status_code == 403, refused.text
+            assert "needs the admin token" in refused.json()["error"]
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic move-traffic"}):
+                assert client.request(method, ROLLOUT, json=plan, headers=headers).status_code == 401
+        assert client.get(ROLLOUT, headers=admin).json()["challenger"] is None, (
+            "nothing refused changed the plan"
+        )
+        assert client.put(ROLLOUT, json=plan, headers=admin).json()["percent"] == 10
+        assert (
+            client.put(
+                ROLLOUT, json={"challenger": None}, headers={"authorization": "bearer move-traffic"}
+            ).status_code
+            == 200
+        )
+        x = encoded(store, 1)
+        assert client.post(f"/v2/models/{MODEL}/infer", json=v2_body(x), headers=admin).status_code == 401
+        assert client.post(f"/v2/models/{MODEL}/infer", json=v2_body(x), headers=inference).status_code == 200
+        metrics = client.get("/metrics", headers=inference).text
+    assert 'reason="forbidden"' in metrics
+
+
+def test_without_an_admin_token_on_loopback_the_inference_token_guards_the_route(store: DemoStore) -> None:
+    with serving(app_for(store, token="score-me")) as url, httpx.Client(base_url=url, timeout=30) as client:
+        assert client.get(ROLLOUT).status_code == 401
+        assert client.get(ROLLOUT, headers={"Authorization": "Bearer score-me"}).status_code == 200
