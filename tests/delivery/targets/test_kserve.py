@@ -190,7 +190,8 @@ def test_pods_that_disagree_are_reported_and_the_next_change_reapplies(store: De
     api_client, name, servers = served
     target = target_for(store, api_client, name, servers)
     target.deploy("1")
-    LocalServerTarget(servers[1].url, store.tracking, name).set_traffic("2", 30)  # one pod out of step
+    out_of_step = LocalServerTarget(servers[1].url, store.tracking, name, admin_token=ADMIN_TOKEN)
+    out_of_step.set_traffic("2", 30)  # one pod out of step
     with pytest.raises(DeploymentError, match="the predictor pods serve different traffic plans"):
         target.current()
     assert target.set_traffic("2", 30).serving == (TrafficShare("1", 70), TrafficShare("2", 30))
