@@ -95,7 +95,15 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
         lineage,
         context,
     )
-    metrics_decision = decide(settings("gate"), *evaluation)
+    metrics_decision = decide(
+        settings("gate"),
+        evaluation.test_auc,
+        evaluation.champion_auc,
+        evaluation.has_champion,
+        comparison_auc=evaluation.comparison_auc if evaluation.has_champion else None,
+        top_feature=evaluation.top_feature,
+        top_feature_auc=evaluation.top_feature_auc,
+    )
     record(
         metrics_decision, params["registration.model_name"], registered.version, context, out / "gate.json"
     )
