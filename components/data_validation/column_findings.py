@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import shlex
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -79,7 +80,7 @@ def leak_finding(column: str, auc: float, threshold: float) -> str | None:
     return (
         f"{column}: may leak the label, single-feature ROC AUC {auc:.4f} > {threshold:g} (profile.leak_auc). "
         "A column recorded after the outcome makes a model that cannot work in use: if it is one, re-run "
-        f"with --ignore {column} or move it to ignored_columns"
+        f"with --ignore {shlex.quote(column)} or move it to ignored_columns"
     )
 
 
@@ -91,7 +92,7 @@ def near_constant_finding(series: pd.Series, column: str, share: float) -> str |
     value = counts.index[0]
     return (
         f"{column}: near constant, {value!r} in {float(counts.iloc[0]):.2%} of rows (profile.near_constant_share "
-        f"{share:g}); it tells the model little, consider --ignore {column}"
+        f"{share:g}); it tells the model little, consider --ignore {shlex.quote(column)}"
     )
 
 
@@ -102,7 +103,7 @@ def high_cardinality_finding(series: pd.Series, column: str, limit: int) -> str 
         return None
     return (
         f"{column}: high-cardinality categorical, {distinct} distinct values (profile.high_cardinality "
-        f"{limit}); rare values are learnt from few rows: group them, or --ignore {column}"
+        f"{limit}); rare values are learnt from few rows: group them, or --ignore {shlex.quote(column)}"
     )
 
 

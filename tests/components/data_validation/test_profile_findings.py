@@ -183,3 +183,11 @@ def test_ignore_drops_columns_and_refuses_the_label_and_unknown_names() -> None:
         _bank(data, ignore=("durration",))
     with pytest.raises(ValueError, match=r"--ignore \['y'\]: the label and protected attributes cannot"):
         _bank(data, ignore=("y",))
+
+
+def test_a_suggested_ignore_quotes_a_name_with_spaces_so_it_can_be_pasted() -> None:
+    """scikit-learn's breast-cancer table names columns 'worst perimeter': the hint must survive a shell."""
+    finding = leak_finding("worst perimeter", 0.9755, 0.9)
+    assert finding is not None and "--ignore 'worst perimeter'" in finding
+    plain = leak_finding("duration", 0.95, 0.9)
+    assert plain is not None and "--ignore duration " in plain
