@@ -115,7 +115,7 @@ def main() -> None:
             "\nThe fairness gate on the held-out test split (default policy: a limit fails only when the whole"
         )
         print(
-            "bootstrap interval lies beyond it; and with point estimates, model_validation.fairness.bootstrap_resamples=0):\n"
+            "95% interval lies beyond it; and with point estimates, model_validation.fairness.gate_on_intervals=false):\n"
         )
         print(
             "| selection | trial | selection rate female / male | dp difference [interval] | eo difference [interval] | gate (default) | gate (point estimates) |"

@@ -34,8 +34,13 @@ def verify_command(args: argparse.Namespace, workspace: Workspace) -> int:
     print(f"audit trail       {result.location}")
     print(f"records           {result.records}")
     print(f"protection        {result.protection}")
+    return print_verdict(problems, "every record's hash and the chain check out, and every signed card")
+
+
+def print_verdict(problems: list[str], intact: str) -> int:
+    """The last lines of a verification (``audit verify``, ``evidence --verify``) and its exit status."""
     if not problems:
-        print("verdict           intact: every record's hash and the chain check out, and every signed card")
+        print(f"verdict           intact: {intact}")
         return 0
     print(f"verdict           TAMPERED: {len(problems)} problem(s)")
     for problem in problems:

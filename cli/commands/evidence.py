@@ -53,15 +53,9 @@ def verify_command(pack: Path, key_id: str) -> int:
 
     problems = verify_pack(pack, key_id)
     print(f"evidence pack     {pack}")
-    if not problems:
-        print(
-            "verdict           intact: every file matches the signed manifests and the audit segment chains"
-        )
-        return 0
-    print(f"verdict           TAMPERED: {len(problems)} problem(s)")
-    for problem in problems:
-        print(f"  - {problem}")
-    return 1
+    from cli.commands.audit import print_verdict
+
+    return print_verdict(problems, "every file matches the signed manifests and the audit segment chains")
 
 
 def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
