@@ -65,7 +65,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     code = main(
         ["--workspace", str(workspace), "run", "training", "--data", str(root / "loans.csv"), "--schema", str(schema),
          "--train.epochs", "10", "--train.batch_size", "256", "--train.model.hidden_units", "32,16",
-         "--model_validation.fairness.bootstrap_resamples", "50", "--set", 'gate.slice_floors={"roc_auc": 0.65}']
+         "--set", 'gate.slice_floors={"roc_auc": 0.65}']
     )  # fmt: skip
     assert code == 0
     return {"root": root, "workspace": workspace, "schema": schema}
