@@ -53,6 +53,7 @@ def dry_run(cluster: KubeCluster, objs: list[dict[str, Any]]) -> dict[tuple[str,
         "--server-side",
         "--dry-run=server",
         "--field-manager=mlops-crd-test",
+        "--force-conflicts",  # other tests of the session's API server applied the same objects client-side
         "-o",
         "json",
         "-f",

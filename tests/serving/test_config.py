@@ -121,8 +121,13 @@ def test_kserve_manifest_runs_mlops_serve_with_valid_flags(tmp_path: Path) -> No
     assert container["command"][0] == "mlops" and container["args"][0] == "serve"
     token = tmp_path / "token"
     token.write_text("t0ken")
-    flags = [a for a in container["args"][1:] if not a.startswith("--auth-token-file=")]
-    config = serve_cmd.server_config(parse(*flags, f"--auth-token-file={token}"), Workspace(tmp_path))
+    admin = tmp_path / "admin-token"
+    admin.write_text("adm1n")
+    flags = [a for a in container["args"][1:] if not a.startswith(("--auth-token-file=", "--admin-token-file="))]
+    assert len(flags) == len(container["args"]) - 3, "the manifest mounts both credentials as files"
+    config = serve_cmd.server_config(
+        parse(*flags, f"--auth-token-file={token}", f"--admin-token-file={admin}"), Workspace(tmp_path)
+    )
     assert config.host == "0.0.0.0" and config.port == container["ports"][0]["containerPort"]
     assert config.grpc_port == container["ports"][1]["containerPort"] != config.port
     assert config.request_log_uri.startswith("s3://") and config.auth_token == "t0ken"

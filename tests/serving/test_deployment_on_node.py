@@ -171,6 +171,7 @@ def _create_secrets(node: K8sNode, ns: str, env: dict[str, str]) -> None:
 
     serving = {
         "token": TOKEN,
+        "admin-token": "rollout-admin-credential",
         "aws-access-key-id": env["AWS_ACCESS_KEY_ID"],
         "aws-secret-access-key": env["AWS_SECRET_ACCESS_KEY"],
     }

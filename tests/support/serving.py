@@ -160,6 +160,10 @@ class ServerProcess:
 
 
 def serve_command(store: DemoStore, port: int, *flags: str) -> list[str]:
+    """``mlops serve`` on ``port``; the demo model by name unless ``flags`` name one: the shared store holds
+    many models (other tests register their own), and serve asks which when there is more than one."""
+    if not any(f == "--model-name" or f.startswith("--model-name=") for f in flags):
+        flags = ("--model-name", MODEL, *flags)
     return [
         sys.executable,
         "-m",
