@@ -28,9 +28,11 @@ class ModelChoiceError(ValueError):
 def registered_models(tracking_uri: str) -> list[str]:
     """Every registered model's name in the store at ``tracking_uri``, sorted; none for a SQLite store
     that does not exist yet (never created by asking)."""
+    from mlops.tracking.context import check_reachable
     from mlops.tracking.store import TrackingStore
     from mlops.workspace import workspace_of
 
+    check_reachable(tracking_uri)  # in seconds, not MLflow's minutes of retries against a server that is down
     folder = workspace_of(tracking_uri)
     if folder is not None and not Path(tracking_uri.removeprefix("sqlite:///")).expanduser().is_file():
         return []

@@ -226,6 +226,7 @@ def test_serve_with_wrong_s3_keys_for_the_request_log_fails_before_serving(
 ) -> None:
     env = {**user_env(mlflow_server), "AWS_SECRET_ACCESS_KEY": "wrong"}
     args = ["--workspace", str(tmp_path / "ws"), "serve", "--tracking-uri", mlflow_server.tracking_uri]
+    args += ["--model-name", "credit-default"]  # the session's server holds several models
     log_uri = f"s3://{mlflow_server.s3.bucket}/request-logs"
     result = mlops([*args, "--request-log-uri", log_uri], tmp_path, env, timeout_s=120)
     assert_clean_config_error(result, f"cannot access {log_uri}", "S3 refused the credentials")
