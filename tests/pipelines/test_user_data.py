@@ -172,7 +172,7 @@ def test_bank_table_data_init_edit_the_schema_file_and_run_training(
 
     code = main(
         ["--workspace", str(workspace), "run", "training", "--data", str(run_data), "--schema", str(schema_path),
-         "--registration.model_name", "bank", *FAST]
+         *FAST]  # the model's name comes from the schema file (data init wrote it)
     )  # fmt: skip
     out = capsys.readouterr().out
     (data_report,) = workspace.glob("pipeline-runs/training-*/validate-data/report_json")
