@@ -123,7 +123,9 @@ def test_kserve_manifest_runs_mlops_serve_with_valid_flags(tmp_path: Path) -> No
     token.write_text("t0ken")
     admin = tmp_path / "admin-token"
     admin.write_text("adm1n")
-    flags = [a for a in container["args"][1:] if not a.startswith(("--auth-token-file=", "--admin-token-file="))]
+    flags = [
+        a for a in container["args"][1:] if not a.startswith(("--auth-token-file=", "--admin-token-file="))
+    ]
     assert len(flags) == len(container["args"]) - 3, "the manifest mounts both credentials as files"
     config = serve_cmd.server_config(
         parse(*flags, f"--auth-token-file={token}", f"--admin-token-file={admin}"), Workspace(tmp_path)

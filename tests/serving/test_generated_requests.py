@@ -34,7 +34,7 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import httpx
@@ -45,9 +45,12 @@ from hypothesis import strategies as st
 
 from mlops.data.features import FeatureSpec
 from mlops.model.onnx_model import OnnxScorer
-from serving.proto import grpc_predict_v2_pb2 as pb
-from serving.proto import grpc_predict_v2_pb2_grpc as pb_grpc
 from tests.support.serving import MODEL, DemoStore, ServerProcess, free_port, running_server
+
+if TYPE_CHECKING:
+    # The gRPC door speaks through tritonclient's generated messages (the same inference.* protocol as
+    # serving/proto): tests/serving/test_open_inference.py loads them, and one process cannot hold both sets.
+    from tritonclient.grpc import service_pb2 as pb
 
 pytestmark = pytest.mark.slow
 EXAMPLES = int(os.environ.get("MLOPS_FUZZ_EXAMPLES", "300"))
@@ -439,6 +442,8 @@ def v1_cases(draw: st.DrawFn, c: Contract) -> Case:
 
 @st.composite
 def grpc_cases(draw: st.DrawFn, c: Contract) -> tuple[Case, pb.ModelInferRequest]:
+    from tritonclient.grpc import service_pb2 as pb
+
     form = draw(st.sampled_from(["contents", "raw", "columns"]))
     if form == "columns":
         n, columns = draw(frame_columns(c))
@@ -543,6 +548,8 @@ def doors(store: DemoStore) -> Iterator[Doors]:
         grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel,
     ):
         spec = OnnxScorer.load(store.onnx_a / "model.onnx").spec
+        from tritonclient.grpc import service_pb2_grpc as pb_grpc
+
         yield Doors(server, client, pb_grpc.GRPCInferenceServiceStub(channel), Contract(spec), store)
 
 
