@@ -1,15 +1,23 @@
-"""The Grafana dashboard's serving panels against a real Prometheus scraping a live `mlops serve`.
+"""The Grafana dashboard's panels against a real Prometheus scraping a live `mlops serve` and a live training rank.
 
 A renamed metric or label blanks a panel silently in Grafana; here every serving expression of
 ``infra/k8s/base/platform/dashboards/mlops.json`` must return data. Prometheus (Debian's 2.42) scrapes
 the server every second with the ``namespace`` label the Prometheus operator's ServiceMonitor adds;
 the server answers real traffic: two versions (a canary through the rollout admin route) and
-some bad requests, so the per-version and per-reason panels have something to show.
+some bad requests, so the per-version and per-reason panels have something to show. The training
+panels are scraped from rank 0 of a training job started the way the TrainJob's pod starts it
+(torchrun, ``training.cluster_worker``, the environment the launcher gives the pod). The GPU panel
+reads NVIDIA's DCGM exporter, which needs a GPU: it is not checked here.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -19,9 +27,17 @@ import httpx
 import pytest
 
 from delivery.targets.local import LocalServerTarget
-from tests.services.plugin import PrometheusService
+from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+from tests.services.plugin import PrometheusService, _free_port
 from tests.serving.conftest import store
 from tests.support.serving import DemoStore, encoded, register, running_server, v2_body
+from training.config import ModelConfig, TrainConfig, resolve_runtime
+from training.data import encode_splits, split_frame
+from training.kubernetes_config import KubernetesJobSettings, plan
+from training.kubernetes_jobs import environment
+from training.launcher import JOB_FILE
+from training.loop import WorkerJob
+from training.tracking import NullLogger
 
 __all__ = ["store"]
 pytestmark = pytest.mark.slow
@@ -32,14 +48,19 @@ NAMESPACE = "team-dashboard"
 MODEL = "dashboard-model"
 
 
-def serving_panels() -> list[tuple[str, str]]:
+def panels(metric_prefix: str) -> list[tuple[str, str]]:
+    """(title, expression) of every dashboard query reading metrics named ``metric_prefix…``."""
     dashboard = json.loads(DASHBOARD.read_text())
     return [
         (panel["title"], target["expr"])
         for panel in dashboard["panels"]
         for target in panel.get("targets", [])
-        if "mlops_serving_" in target["expr"]
+        if metric_prefix in target["expr"]
     ]
+
+
+def serving_panels() -> list[tuple[str, str]]:
+    return panels("mlops_serving_")
 
 
 def concrete(expr: str) -> str:
@@ -93,13 +114,87 @@ def test_every_serving_panel_returns_data_from_a_live_server(
     assert {series["metric"]["reason"] for series in reasons} >= {"bad_request"}, reasons
 
 
-def _wait_for_data(prometheus: PrometheusService, deadline_s: float) -> dict[str, str]:
-    """Query every serving expression until each returns a non-empty vector; those that never did."""
+def _wait_for_data(
+    prometheus: PrometheusService, deadline_s: float, queries: list[tuple[str, str]] | None = None
+) -> dict[str, str]:
+    """Query every expression (the serving ones by default) until each returns a non-empty vector;
+    those that never did."""
     deadline = time.monotonic() + deadline_s
-    pending = dict(enumerate(serving_panels()))
+    pending = dict(enumerate(serving_panels() if queries is None else queries))
     while pending and time.monotonic() < deadline:
         for index, (_, expr) in list(pending.items()):
             if prometheus.query(concrete(expr)):
                 del pending[index]
         time.sleep(1)
     return {title: expr for title, expr in pending.values()}
+
+
+def test_there_are_training_panels_to_check() -> None:
+    assert [title for title, _ in panels("mlops_training_")] == [
+        "Training samples/s per job",
+        "Training epoch and validation AUC",
+        "Training epoch and validation AUC",
+    ]
+
+
+def test_every_training_panel_returns_data_from_a_training_rank(
+    prometheus: PrometheusService, tmp_path: Path
+) -> None:
+    job_name = "train-dashboard0001"
+    config = TrainConfig(
+        epochs=5_000,  # longer than the test looks: it stops the rank once every panel has data
+        batch_size=256,
+        model=ModelConfig(hidden_units=(16,), dropout=0.0),
+        device="cpu",
+        patience=0,
+    )
+    frame = generate(SampleDataConfig(rows=2_000, seed=3))
+    job = WorkerJob(
+        data=encode_splits(split_frame(frame, SAMPLE_SCHEMA, config), SAMPLE_SCHEMA),
+        config=config,
+        runtime=resolve_runtime(config),
+        fingerprint="dashboard",
+        checkpoint_dir=None,
+        logger=NullLogger(),
+    )
+    staging = tmp_path / job_name
+    staging.mkdir()
+    (staging / JOB_FILE).write_bytes(pickle.dumps(job))
+    # The pod's environment as the launcher declares it; the metrics port is a free one here (a pod has
+    # its own network), and no S3: the job is staged on this machine's disk.
+    port = _free_port()
+    checked = plan(
+        KubernetesJobSettings(namespace=NAMESPACE, staging_uri="s3://mlflow/training", metrics_port=port),
+        nproc=1,
+    )
+    pod_env = {var.name: var.value for var in environment(checked, job_name) if var.value is not None}
+    assert pod_env["MLOPS_METRICS_PORT"] == str(port) and pod_env["MLOPS_JOB_NAME"] == job_name
+    rank = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1"]
+        + ["-m", "training.cluster_worker", str(staging)],
+        env={**os.environ, **pod_env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        # What the PodMonitor's scrape adds: the pod's namespace and name.
+        prometheus.scrape("training", [f"127.0.0.1:{port}"], {"namespace": NAMESPACE, "pod": f"{job_name}-0"})
+        queries = [(title, concrete(expr)) for title, expr in panels("mlops_training_")]
+        missing = _wait_for_data(prometheus, deadline_s=120, queries=queries)
+        running = rank.poll() is None
+        by_metric = {expr: prometheus.query(expr) for _, expr in queries}
+    finally:
+        rank.terminate()  # torchrun stops its rank (in a session of its own) and exits
+        try:
+            log = rank.communicate(timeout=60)[0]
+        finally:
+            if rank.poll() is None:
+                os.killpg(rank.pid, signal.SIGKILL)
+    assert running, f"the training rank ended before the panels were checked:\n{log[-3000:]}"
+    assert missing == {}, f"training panels without data after 120 s: {missing}\n{log[-3000:]}"
+    for expr, series in by_metric.items():
+        assert [s["metric"]["job_name"] for s in series] == [job_name], (expr, series)
+    samples, epoch, auc = (float(series[0]["value"][1]) for series in by_metric.values())
+    assert samples > 0 and epoch >= 1 and 0.0 <= auc <= 1.0, by_metric
