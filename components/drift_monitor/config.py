@@ -78,6 +78,12 @@ class DriftSettings(BaseModel):
     equalised-odds gap may grow this much over the gate's, before it is a finding."""
     bias_min_group_rows: int = Field(default=30, ge=1)
     """Bias drift: fewest rows of a group (of each label class, for the equalised-odds gap) to be judged."""
+    attribution_rows: int = Field(default=2000, ge=0)
+    """Attribution drift: rows of the window's sample the served version's shuffle importance is measured on,
+    against the model-validation gate's ranking (0: not checked)."""
+    attribution_min_agreement: float = Field(default=0.8, gt=-1, lt=1)
+    """Attribution drift: the window's importance ranking has changed (a finding) when its Spearman rank
+    agreement with the gate's falls below this."""
     feature_methods: dict[str, str] = Field(default_factory=dict)
     """Per-feature test, overriding the defaults, e.g. {"income": "psi"}."""
     feature_thresholds: dict[str, float] = Field(default_factory=dict)

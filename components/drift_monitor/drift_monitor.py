@@ -81,8 +81,11 @@ class DriftResult:
     performance_drop: bool = False
     bias: list[dict[str, Any]] = field(default_factory=list)
     """Per protected attribute and group, the window's figures against the gate's (feedback named the groups)."""
+    attribution: dict[str, Any] = field(default_factory=dict)
+    """Attribution drift: rank agreement, whether the ranking changed, the features that moved most, and the
+    window's and the gate's importances; or ``not_checked`` with the reason (empty: switched off)."""
     findings: list[str] = field(default_factory=list)
-    """Monitoring findings that do not ask for a retraining: bias drift, or why it was not checked."""
+    """Monitoring findings that do not ask for a retraining: bias and attribution drift, or why they were not checked."""
     rows_from_summaries: int = 0
     """Rows of the window counted from stored daily summaries, not read again from the request log."""
     summary_days: list[str] = field(default_factory=list)

@@ -7,6 +7,7 @@ triggered.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,8 @@ from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, VALIDATION_REPORT_FILE, VALIDATION_RUN_TAG
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from components.drift_monitor.bias_drift import GateReference
     from mlops.governance.alerts import AlertSettings
 
@@ -34,6 +37,9 @@ class Check:
     result: DriftResult
     profile: ReferenceProfile
     sample: Reservoir
+    """A uniform sample of the window's rows: the HTML report's and the attribution's."""
+    report_rows: int
+    """Rows of ``sample`` the HTML report shows (0: no HTML report)."""
 
 
 def resolve_version(store: TrackingStore, model_name: str, version: str) -> str:
@@ -59,7 +65,7 @@ def check_window(
     profile = store.reference_profile(window.model_name, version)
     calibrate = Calibrator(profile.calibration)
     summary = empty_summary(profile, start, end, version)
-    sample = Reservoir(window.report_rows)
+    sample = Reservoir(max(window.report_rows, drift.attribution_rows))
     columns = [*profile.feature_names, "prediction"]
 
     summarise_window(
@@ -72,13 +78,13 @@ def check_window(
         on_table=lambda t: sample.add(t, columns),
     )
     sampled = 0 if sample.frame is None else len(sample.frame)
-    if sampled < window.report_rows:  # the stored days give counts, the HTML report's picture needs rows
+    if sampled < sample.size:  # the stored days give counts; the report's picture and the attribution need rows
         sample_stored_days(
             log_root,
             window.model_name,
             summary,
             profile,
-            window.report_rows - sampled,
+            sample.size - sampled,
             lambda t: sample.add(t, columns),
         )
     if summary.rows < window.min_rows:
@@ -88,8 +94,70 @@ def check_window(
             f"{window.model_name} v{version} under {log_root} (min_rows {window.min_rows}){others}; widen "
             "--since/--until, check the request log location, or lower min_rows. Nothing was triggered"
         )
-    gate = gate_reference(store, window.model_name, version) if summary.grouped else None
-    return Check(judge(window.model_name, profile, summary, drift, gate), profile, sample)
+    gate = (
+        gate_reference(store, window.model_name, version)
+        if summary.grouped or drift.attribution_rows
+        else None
+    )
+    result = judge(window.model_name, profile, summary, drift, gate if summary.grouped else None)
+    if drift.attribution_rows and sample.frame is not None:
+        check_attribution(result, store, gate, sample.frame.head(drift.attribution_rows), drift)
+    return Check(result, profile, sample, window.report_rows)
+
+
+def check_attribution(
+    result: DriftResult,
+    store: TrackingStore,
+    gate: GateReference | None,
+    rows: pd.DataFrame,
+    drift: DriftSettings,
+) -> None:
+    """Attribution drift of the served version on the window's ``rows``, against the gate's ranking: a finding
+    when the ranking changed; ``result.attribution["not_checked"]`` says why it could not be measured (a
+    version never judged by the gate, a model that cannot be read): that never fails the check."""
+    import tempfile
+
+    import numpy as np
+
+    from components.drift_monitor.bias_drift import attribution_drift, shuffle_importance
+    from mlops.model.onnx_model import OnnxScorer
+
+    if gate is None or len(gate.importance) < 3:
+        result.attribution = {
+            "not_checked": "the version has no model-validation report with feature importances to compare with"
+        }
+        return
+    try:
+        with tempfile.TemporaryDirectory(prefix="mlops-attribution-") as folder:
+            local = store.download_version(result.model_name, result.version, folder)
+            store.verify_version(result.model_name, result.version, local)  # nothing unverified is loaded
+            files = sorted(local.rglob("*.onnx"))
+            scorer = OnnxScorer.load(next((f for f in files if f.name == "model.onnx"), files[0]))
+            x = scorer.spec.encode(rows)
+            names = list(scorer.spec.names)
+
+            def score(columns: dict[str, np.ndarray]) -> np.ndarray:
+                return scorer.predict_encoded(np.column_stack([columns[n] for n in names]).astype(np.float32))
+
+            window = shuffle_importance(score, {n: x[:, j] for j, n in enumerate(names)})
+        measured = attribution_drift(window, gate.importance, drift.attribution_min_agreement)
+    except Exception as exc:  # a model or report that cannot be read: said, never a failed check
+        result.attribution = {"not_checked": f"{type(exc).__name__}: {exc}"}
+        return
+    result.attribution = {
+        "agreement": measured.agreement,
+        "changed": measured.changed,
+        "movers": measured.movers,
+        "rows": len(rows),
+        "window": measured.window,
+        "reference": measured.reference,
+    }
+    if measured.changed:
+        result.findings.append(
+            f"attribution drift: the feature-importance ranking changed (rank agreement {measured.agreement:.2f} "
+            f"< {drift.attribution_min_agreement:.2f} on {len(rows)} rows); moved most: "
+            f"{', '.join(measured.movers[:5])}"
+        )
 
 
 def gate_reference(store: TrackingStore, model_name: str, version: str) -> GateReference | None:
@@ -119,6 +187,7 @@ def metrics_of(result: DriftResult) -> dict[str, float]:
         **{f"realised_{k}": v for k, v in result.realised.items()},
         "performance_drop": float(result.performance_drop),
         "bias_findings": float(sum(f.startswith("bias drift:") for f in result.findings)),
+        "attribution_agreement": float(result.attribution.get("agreement", math.nan)),
         **{
             f"{kind}_{metric}_{end}": band[end]
             for kind, bands in (
@@ -170,8 +239,9 @@ def write_reports(check: Check, drift: DriftSettings, json_path: Path, html_path
     from components.drift_monitor.drift_report import write_html, write_json
 
     written = {JSON_REPORT: write_json(check.result, json_path)}
-    if check.sample.frame is not None and len(check.sample.frame):
-        written[HTML_REPORT] = write_html(check.profile, check.sample.frame, drift, html_path)
+    if check.report_rows and check.sample.frame is not None and len(check.sample.frame):
+        rows = check.sample.frame.head(check.report_rows)
+        written[HTML_REPORT] = write_html(check.profile, rows, drift, html_path)
     return written
 
 
@@ -223,6 +293,9 @@ def notify_check(result: DriftResult, settings: AlertSettings | None = None) -> 
     breaches = [f for f in result.findings if f.startswith("bias drift:")]
     if breaches and alerts.send("bias_drift", subject, "; ".join(breaches), window, settings):
         sent.append("bias_drift")
+    changed = [f for f in result.findings if f.startswith("attribution drift:")]
+    if changed and alerts.send("drift", subject, "; ".join(changed), window, settings):
+        sent.append("drift")
     if result.drifted_features or result.dataset_drift or result.prediction_drift:
         summary = (
             f"{len(result.drifted_features)} feature(s) drifted ({', '.join(result.drifted_features) or 'none'}); "

@@ -266,3 +266,43 @@ def test_feedback_naming_groups_shows_bias_drift_against_the_gates_figures(
     with webhook_receiver() as receiver:
         assert "bias_drift" in notify_check(result, AlertSettings(alert_webhook_url=receiver.url))
     assert receiver.posts[0].body["text"].startswith("[mlops] bias_drift: credit-default/1: bias drift: sex=")
+
+
+def test_attribution_is_measured_on_the_window_and_a_changed_ranking_is_a_finding(model: Monitored) -> None:
+    """Day 5: normal traffic, except that the two features the gate found most important hold one value."""
+    from mlops.vocabulary import VALIDATION_RUN_TAG
+
+    model.store.client.delete_model_version_tag(MODEL, model.version, VALIDATION_RUN_TAG)
+    unjudged = check(model, 0)
+    assert unjudged.attribution == {
+        "not_checked": "the version has no model-validation report with feature importances to compare with"
+    }
+    assert not any(f.startswith("attribution") for f in unjudged.findings)
+    log_gate_report(model)
+    normal = check(model, 0)
+    assert normal.attribution["rows"] == 2000 and not normal.attribution["changed"]
+    assert normal.attribution["agreement"] >= 0.8, normal.attribution
+    assert not any(f.startswith("attribution") for f in normal.findings)
+    assert set(normal.attribution["window"]) == set(normal.attribution["reference"])
+
+    reference = normal.attribution["reference"]
+    top = sorted(reference, key=reference.__getitem__, reverse=True)[:2]
+    frame = traffic(ROWS, seed=55)
+    for column in top:
+        frame[column] = frame[column].median()
+    write_log(model, frame, T0 + timedelta(days=5, hours=6), request_ids=ids("flat"))
+    flat = check(model, 5)
+    assert flat.attribution["changed"] and flat.attribution["agreement"] < 0.8, flat.attribution
+    assert set(flat.attribution["movers"][:2]) == set(top)
+    assert all(flat.attribution["window"][c] == 0.0 for c in top)
+    finding = next(f for f in flat.findings if f.startswith("attribution drift:"))
+    assert f"rank agreement {flat.attribution['agreement']:.2f} < 0.80 on 2000 rows" in finding
+    assert set(finding.split("moved most: ")[1].split(", ")[:2]) == set(top)
+    # A looser agreement floor accepts the same window; switched off, nothing is measured.
+    assert not check(model, 5, attribution_min_agreement=-0.9).attribution["changed"]
+    assert check(model, 5, attribution_rows=0).attribution == {}
+    with webhook_receiver() as receiver:
+        assert "drift" in notify_check(flat, AlertSettings(alert_webhook_url=receiver.url))
+    assert any(
+        "attribution drift: the feature-importance ranking changed" in p.body["text"] for p in receiver.posts
+    )
