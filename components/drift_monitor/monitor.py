@@ -78,7 +78,8 @@ def check_window(
         on_table=lambda t: sample.add(t, columns),
     )
     sampled = 0 if sample.frame is None else len(sample.frame)
-    if sampled < sample.size:  # the stored days give counts; the report's picture and the attribution need rows
+    # The stored days give counts; the report's picture and the attribution need rows.
+    if sampled < sample.size:
         sample_stored_days(
             log_root,
             window.model_name,
