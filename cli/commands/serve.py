@@ -125,7 +125,8 @@ def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
             f"workspace {workspace.root} has no MLflow store ({workspace.tracking_db}); "
             "run `mlops run training` first, or pass --workspace / --tracking-uri or set MLFLOW_TRACKING_URI"
         )
-    check_reachable(resolved.tracking_uri)
+    if args.model_name is not None:  # without a name, choosing the model has already asked the server
+        check_reachable(resolved.tracking_uri)
     if config.request_log_uri:
         storage.check_access(config.request_log_uri)  # fail now, not on the first flush minutes later
     print("\n".join(["Serving with:", *resolved.describe()[:1]]), flush=True)

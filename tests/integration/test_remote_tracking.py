@@ -232,12 +232,14 @@ def test_serve_with_wrong_s3_keys_for_the_request_log_fails_before_serving(
     assert_clean_config_error(result, f"cannot access {log_uri}", "S3 refused the credentials")
 
 
-def test_serve_against_an_unreachable_server_exits_2_fast(tmp_path: Path) -> None:
+@pytest.mark.parametrize("named", [[], ["--model-name", "credit-default"]], ids=["chosen", "named"])
+def test_serve_against_an_unreachable_server_exits_2_fast(tmp_path: Path, named: list[str]) -> None:
+    """Checked once either way: by the model choice without a name, by the serve command with one."""
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}}
     env["MLFLOW_TRACKING_URI"] = f"http://127.0.0.1:{port}"
     started = time.monotonic()
-    result = mlops(["--workspace", str(tmp_path / "ws"), "serve"], tmp_path, env, timeout_s=120)
+    result = mlops(["--workspace", str(tmp_path / "ws"), "serve", *named], tmp_path, env, timeout_s=120)
     assert_clean_config_error(result, f"127.0.0.1:{port} is unreachable", "MLFLOW_TRACKING_URI")
     assert time.monotonic() - started < 30  # not MLflow's minutes of retries
     assert not (tmp_path / "ws").exists()
