@@ -123,7 +123,18 @@ def test_drift_notebook_serves_monitors_and_retrains_on_the_drifted_window(tmp_p
     assert "prediction drift" in text and "credit_score" in text  # the last window's reasons and table
     assert "image/png" in mimes  # the trend plot
     assert re.search(r"version 2: aliases \[.*'challenger'.*\], trigger drift-monitor run \w+", text)
-    print(f"03_drift ran in {seconds:.0f}s")
+    # The estimate of each window with its band, against the champion's test band.
+    bands = re.findall(
+        r"drift 1\.0: estimated roc_auc (\S+) \[(\S+), (\S+)\], champion's test (\S+) \[", text
+    )
+    assert len(bands) == 1 and float(bands[0][1]) <= float(bands[0][0]) <= float(bands[0][2]), text
+    # The alerts the monitor posted to the webhook: the drifted window's drift and its retraining trigger.
+    alerts = text.split("alerts received:")[1]
+    assert "[mlops] drift: credit-default/" in alerts and "[mlops] retrain_triggered" in alerts, alerts
+    # The quality canary decided before its 20,000 requests ran out.
+    decided = re.search(r"canary verdict after (\d+) labelled requests per model: (promote|rollback)", text)
+    assert decided and int(decided.group(1)) < 20_000, text
+    print(f"03_drift ran in {seconds:.0f}s; canary decided after {decided.group(1)} requests")
 
 
 @pytest.mark.parametrize(

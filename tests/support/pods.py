@@ -85,11 +85,23 @@ def task_parameters(
 
 
 def executor_input(
-    parameters: dict[str, Any], output_artifacts: dict[str, tuple[str, str]], output_parameters: list[str]
+    parameters: dict[str, Any],
+    output_artifacts: dict[str, tuple[str, str]],
+    output_parameters: list[str],
+    input_artifacts: dict[str, tuple[str, str, dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """The executor input of a task: parameter values, output artifacts as ``name: (schema title, uri)``."""
+    """The executor input of a task: parameter values, output artifacts as ``name: (schema title, uri)``,
+    input artifacts (an upstream task's outputs) as ``name: (schema title, uri, metadata)``."""
+    inputs: dict[str, Any] = {"parameterValues": parameters}
+    if input_artifacts:
+        inputs["artifacts"] = {
+            name: {
+                "artifacts": [{"name": name, "type": {"schemaTitle": title}, "uri": uri, "metadata": meta}]
+            }
+            for name, (title, uri, meta) in input_artifacts.items()
+        }
     return {
-        "inputs": {"parameterValues": parameters},
+        "inputs": inputs,
         "outputs": {
             "artifacts": {
                 name: {
@@ -158,6 +170,48 @@ def component_pod(
             ],
         ),
     )
+
+
+def platform_config(pipeline_yaml: Path, component: str) -> dict[str, Any]:
+    """The task's Kubernetes platform config in the compiled YAML (``kfp-kubernetes``); empty when it has none."""
+    docs = list(yaml.safe_load_all(pipeline_yaml.read_text(encoding="utf-8")))
+    executors = docs[1]["platforms"]["kubernetes"]["deploymentSpec"]["executors"] if len(docs) > 1 else {}
+    return dict(executors.get(f"exec-{component}", {}))
+
+
+def apply_platform_config(pod: Any, config: dict[str, Any]) -> Any:
+    """``pod`` with the platform config applied as KFP's driver applies it to a task's pod: Secrets as
+    volumes and as environment, pod-field environment, pod annotations and labels. (The driver cannot run
+    here; this stand-in reads the same compiled keys, so a key the compiler wrote differently fails here.)"""
+    from kubernetes import client
+
+    known = {"secretAsVolume", "secretAsEnv", "fieldPathAsEnv", "podMetadata"}
+    unknown = set(config) - known
+    if unknown:
+        raise AssertionError(f"platform config keys this stand-in does not apply: {sorted(unknown)}")
+    main = pod.spec.containers[0]
+    for index, entry in enumerate(config.get("secretAsVolume", [])):
+        name = f"kfp-secret-{index}"
+        source = client.V1SecretVolumeSource(secret_name=entry["secretName"], optional=entry.get("optional"))
+        pod.spec.volumes.append(client.V1Volume(name=name, secret=source))
+        main.volume_mounts.append(client.V1VolumeMount(name=name, mount_path=entry["mountPath"]))
+    for entry in config.get("secretAsEnv", []):
+        for pair in entry["keyToEnv"]:
+            ref = client.V1SecretKeySelector(
+                name=entry["secretName"], key=pair["secretKey"], optional=entry.get("optional")
+            )
+            main.env.append(
+                client.V1EnvVar(name=pair["envVar"], value_from=client.V1EnvVarSource(secret_key_ref=ref))
+            )
+    for entry in config.get("fieldPathAsEnv", []):
+        field = client.V1ObjectFieldSelector(field_path=entry["fieldPath"])
+        main.env.append(
+            client.V1EnvVar(name=entry["name"], value_from=client.V1EnvVarSource(field_ref=field))
+        )
+    metadata = config.get("podMetadata", {})
+    pod.metadata.annotations = {**(pod.metadata.annotations or {}), **metadata.get("annotations", {})}
+    pod.metadata.labels = {**(pod.metadata.labels or {}), **metadata.get("labels", {})}
+    return pod
 
 
 def executor_output(logs: str) -> dict[str, Any]:
