@@ -105,7 +105,13 @@ def predictor(model_name: str, alias: str, spec: PredictorSpec) -> dict[str, Any
         "volumes": [
             {
                 "name": "serving-secret",
-                "secret": {"secretName": "mlops-serving", "items": [{"key": "token", "path": "token"}]},
+                "secret": {
+                    "secretName": "mlops-serving",
+                    "items": [
+                        {"key": "token", "path": "token"},
+                        {"key": "admin-token", "path": "admin-token"},
+                    ],
+                },
             },
             {
                 "name": "signing-public-key",

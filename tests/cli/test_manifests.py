@@ -15,6 +15,7 @@ from cli import manifests
 from cli.main import main
 from mlops.images import PLATFORM_IMAGE
 from serving.metrics import ServingMetrics
+from tests.support.mounted_files import file_flags, missing_files
 
 
 @cache
@@ -34,6 +35,29 @@ def containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
         jobs = spec["template"]["spec"]["replicatedJobs"]
         return [c for job in jobs for c in job["template"]["spec"]["template"]["spec"]["containers"]]
     return list(spec["template"]["spec"]["containers"]) if "template" in spec else []
+
+
+def pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    if obj["kind"] == "InferenceService":
+        return dict(spec["predictor"])
+    return dict(spec["template"]["spec"]) if "template" in spec else {}
+
+
+@pytest.mark.parametrize("overlay", ["dev", "prod"])
+def test_every_file_a_container_is_told_to_read_is_mounted(overlay: str) -> None:
+    flagged = [
+        (obj["metadata"]["name"], c) for obj in rendered(overlay) for c in containers(obj) if file_flags(c)
+    ]
+    assert any("--admin-token-file" in file_flags(c) for _, c in flagged), flagged
+    missing = {
+        f"{obj['kind']}/{obj['metadata']['name']}": gaps
+        for obj in rendered(overlay)
+        if obj["kind"] != "ClusterTrainingRuntime"
+        for c in containers(obj)
+        if (gaps := missing_files(pod_spec(obj), c))
+    }
+    assert missing == {}
 
 
 @pytest.mark.parametrize("overlay", ["dev", "prod"])

@@ -33,6 +33,7 @@ from delivery.targets.local import LocalServerTarget
 from mlops.vocabulary import CHAMPION
 from tests.services.kubernetes import KubeCluster
 from tests.support.k8s_controller import install_crds
+from tests.support.mounted_files import file_flags, missing_files
 from tests.support.serving import DemoStore, ServerProcess, encoded, register, running_server, v2_body
 
 pytestmark = pytest.mark.slow
@@ -255,3 +256,10 @@ def _requests(text: str, model: str) -> float:
             if sample.name == "mlops_serving_requests_total" and sample.labels.get("model") == model:
                 total += sample.value
     return total
+
+
+def test_every_file_the_predictor_is_told_to_read_is_mounted() -> None:
+    predictor = inference_service("files", NAMESPACE, "m", PredictorSpec(image="img"))["spec"]["predictor"]
+    container = predictor["containers"][0]
+    assert "--admin-token-file" in file_flags(container)
+    assert missing_files(predictor, container) == {}
