@@ -101,6 +101,9 @@ def _run_register(
     # Only settings travel as plain environment; the credentials and the key come from the Secrets.
     env = {k: v for k, v in s3.env.items() if k not in PLAIN_ENV_KEPT_OUT}
     env["MLFLOW_S3_ENDPOINT_URL"] = node.from_pod(s3.endpoint)
+    # The server presigns S3 URLs for the endpoint it knows (127.0.0.1 here, unreachable from a pod):
+    # download through the server instead, as a pod that cannot reach S3 directly must.
+    env["MLFLOW_ENABLE_PROXY_MULTIPART_DOWNLOAD"] = "false"
     pod = apply_platform_config(
         component_pod(node, TASK, compiled_container(TRAINING_YAML, TASK), executor, env),
         platform_config(TRAINING_YAML, TASK),
