@@ -77,6 +77,14 @@ def _best_trial(task_dir: Path, params: dict[str, Any], artifacts: dict[str, dic
     return f"best validation AUC {_auc(auc)}" if auc is not None else ""
 
 
+def _drift_checked(task_dir: Path, params: dict[str, Any], artifacts: dict[str, dict[str, Any]]) -> str:
+    """The check's decision and the kinds of finding (bias drift, attribution drift) its report holds."""
+    report = _read_json(task_dir / "report_json")
+    kinds = dict.fromkeys(str(f).split(":", 1)[0] for f in report.get("findings", []))
+    found = f"; findings: {', '.join(kinds)}" if kinds else ""
+    return f"decision: {params.get('Output') or report.get('decision') or '?'}{found}"
+
+
 FIGURES: dict[str, Callable[[Path, dict[str, Any], dict[str, dict[str, Any]]], str]] = {
     "prepare-data": lambda d, p, a: (
         f"{_number(a.get('sample', {}).get('rows'))} sample rows" if "rows" in a.get("sample", {}) else ""
@@ -92,6 +100,7 @@ FIGURES: dict[str, Callable[[Path, dict[str, Any], dict[str, dict[str, Any]]], s
     "promote-to-champion": lambda d, p, a: f"champion (before: {p.get('Output') or 'none'})",
     "run-tuning-worker": _output("trials run: "),
     "select-best-trial": _best_trial,
+    "check-drift": _drift_checked,
 }
 """Per component (the task's name without kfp's ``-2`` suffix): its key figure."""
 

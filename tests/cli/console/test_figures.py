@@ -41,6 +41,21 @@ def test_step_figures_come_from_the_steps_outputs(tmp_path: Path) -> None:
     assert step_figure("some-new-step", tmp_path / "train-model") == ""
 
 
+def test_the_drift_check_shows_its_decision_and_the_kinds_of_finding(tmp_path: Path) -> None:
+    _executor_output(tmp_path / "check-drift", {"Output": "none"}, {})
+    assert step_figure("check-drift", tmp_path / "check-drift") == "decision: none"
+    findings = [
+        "bias drift: sex=female selection rate 0.31 …",
+        "attribution drift: the feature-importance ranking changed …",
+        "bias drift: sex=male selection rate 0.12 …",
+    ]
+    (tmp_path / "check-drift" / "report_json").write_text(json.dumps({"findings": findings}))
+    assert (
+        step_figure("check-drift", tmp_path / "check-drift")
+        == "decision: none; findings: bias drift, attribution drift"
+    )
+
+
 def test_reasons_split_on_top_level_semicolons_only() -> None:
     text = "metrics gate: auc 0.6 < 0.7; model_validation gate: a (1 of 2; worst 3); b [x; y]"
     assert split_reasons(text) == [
