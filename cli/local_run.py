@@ -26,7 +26,8 @@ from cli.console.display import Step
 from cli.console.kfp_lines import ANSI
 from mlops.workspace import Workspace
 
-_FAILED_TASK = re.compile(r"Inner task failed: '?([\w.-]+?)'?\.?$")
+_FAILED_TASK = re.compile(r"Inner task failed: '?([\w.-]+?)'?(?: inside '[\w.-]+')?\.?$")
+"""kfp.local's failure message; a task under a ``dsl.If`` or ``ParallelFor`` is named "inside" its group."""
 
 
 class PipelineFailed(RuntimeError):

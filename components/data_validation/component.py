@@ -45,9 +45,10 @@ def validate_data(
     behavioural = from_values(
         BehaviouralSuite, dict(model_validation).get("behavioural"), "model_validation.behavioural"
     )
+    settings = from_section(DataValidationSettings, validation)
     declaration = resolve(
         from_section(DatasetSchema, schema),
-        from_section(DataValidationSettings, validation),
+        settings,
         sample=is_sample,
         invariance=list(behavioural.invariance),
         directional=list(behavioural.directional),
@@ -61,6 +62,11 @@ def validate_data(
         dataset_out_path=Path(dataset.path),
         html_path=Path(report_html.path),
         json_path=Path(report_json.path),
+        # What the run was told to read (the sample's generated file is not a source to retrain on).
+        source_settings={
+            "data.uri": "" if is_sample else data_uri,
+            "validation.schema_uri": settings.schema_uri,
+        },
     )
     dataset.metadata.update(
         {

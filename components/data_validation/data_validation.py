@@ -22,6 +22,8 @@ from mlops.data.dataset import DatasetError, DatasetSchema, label_text, load_tab
 from mlops.tracking.store import TrackingStore
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
 
 __all__ = [
@@ -195,8 +197,12 @@ def run_validation(
     dataset_out_path: Path,
     html_path: Path,
     json_path: Path,
+    source_settings: Mapping[str, str] | None = None,
 ) -> tuple[str, str]:
     """Validate ``data_uri`` and return ``(dataset_digest, suite_version)``.
+
+    ``source_settings``: the run's data settings by address (``data.uri``, ``validation.schema_uri``; empty
+    ones left out), logged as parameters so a triggered retraining can train on the same source.
 
     Both reports are written and logged in every outcome; the validated, prepared table
     (declared columns only, missing markers as NaN, label 0/1) is written as Parquet only on
@@ -211,6 +217,7 @@ def run_validation(
 
     with store.task_run("data_validation"):
         mlflow.log_param("data_uri", data_uri)
+        mlflow.log_params({k: v for k, v in (source_settings or {}).items() if v})
         try:
             suite = load_suite(suite_path or DEFAULT_SUITE_PATH)
         except SuiteError as exc:

@@ -55,12 +55,48 @@ def cooldown_left(last: str | None, now: datetime, hours: float) -> timedelta | 
     return left if left > timedelta(0) else None
 
 
-def command(settings: RetrainSettings, model_name: str, tracking_uri: str, trigger: str) -> list[str]:
+SOURCE_SETTINGS = ("data.uri", "validation.schema_uri")
+"""The data settings a retraining takes from the champion's own training run (its validate-data step logs them)."""
+
+
+def champion_source(store: TrackingStore, model_name: str) -> dict[str, str]:
+    """``data.uri`` and ``validation.schema_uri`` the champion was trained with (by address; those set only).
+
+    A model trained on the user's own table retrains on the same source (the table at that URI now,
+    which the user refreshes), never on the built-in sample; a champion trained on the sample, or
+    registered before these were recorded, gives none.
+    """
+    from mlops.vocabulary import CHAMPION, PIPELINE_RUN_ID_TAG, TAG_PREFIX
+
+    version = store.alias_version(model_name, CHAMPION)
+    if version is None:
+        return {}
+    tags = store.client.get_model_version(model_name, version).tags
+    train_run, pipeline_run = tags.get(f"{TAG_PREFIX}train_run_id"), tags.get(f"{TAG_PREFIX}kfp_run_id")
+    if not train_run or not pipeline_run:
+        return {}
+    experiment = store.client.get_run(train_run).info.experiment_id
+    runs = store.client.search_runs(
+        [experiment],
+        f"tags.`{PIPELINE_RUN_ID_TAG}` = '{pipeline_run}' and tags.`mlflow.runName` = 'data_validation'",
+        max_results=1,
+    )
+    params = runs[0].data.params if runs else {}
+    return {key: params[key] for key in SOURCE_SETTINGS if params.get(key)}
+
+
+def command(
+    settings: RetrainSettings,
+    model_name: str,
+    tracking_uri: str,
+    trigger: str,
+    source: dict[str, str] | None = None,
+) -> list[str]:
     """The ``mlops`` command line that starts the retraining; every setting it passes is ``--set address=value``.
 
     The model and the trigger are this monitor's (``settings.overrides`` cannot replace them); locally the
     tracking URI is too, unless the overrides (training settings by address, e.g. ``{"train.epochs": "5"}``)
-    name another.
+    name another. ``source`` (:func:`champion_source`) names the data to train on; the overrides win over it.
     """
     ours = {MODEL_NAME: model_name, TRIGGER: trigger}
     if settings.target == "local":
@@ -75,7 +111,8 @@ def command(settings: RetrainSettings, model_name: str, tracking_uri: str, trigg
         head = ["submit", "--pipeline", settings.kfp_pipeline, "--experiment", settings.kfp_experiment]
         if settings.kfp_host:
             head += ["--host", settings.kfp_host]
-    sets = {**ours, **{k: v for k, v in settings.overrides.items() if k not in (MODEL_NAME, TRIGGER)}}
+    given = {k: v for k, v in settings.overrides.items() if k not in (MODEL_NAME, TRIGGER)}
+    sets = {**ours, **{k: v for k, v in (source or {}).items() if k not in given}, **given}
     return [sys.executable, "-m", "cli.main", *head, *(f"--set={k}={v}" for k, v in sets.items())]
 
 
@@ -87,9 +124,9 @@ def run_command(argv: list[str]) -> str:
     result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     print(result.stdout[-4000:], flush=True)
     if result.returncode != 0:
-        raise TriggerError(
-            f"the triggered retraining failed (exit {result.returncode}): {result.stderr.strip()[-2000:]}"
-        )
+        # mlops prints a failed run's reasons with its summary on stdout; an early refusal goes to stderr.
+        said = result.stderr.strip() or "\n".join(result.stdout.strip().splitlines()[-12:])
+        raise TriggerError(f"the triggered retraining failed (exit {result.returncode}): {said[-2000:]}")
     return result.stdout
 
 
@@ -125,7 +162,7 @@ def maybe_trigger(
             "retrain.suppressed", model_name, {**details, "why": reason}, links=links, workspace_root=root
         )
         return Outcome(COOLDOWN, reason, trigger)
-    argv = command(settings, model_name, store.tracking_uri, trigger)
+    argv = command(settings, model_name, store.tracking_uri, trigger, champion_source(store, model_name))
     details["command"] = argv[3:]
     audit.record("retrain.triggered", model_name, details, links=links, workspace_root=root)
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -43,11 +44,12 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Monitored:
     return monitored_model(tmp_path_factory.mktemp("monitoring-pipeline"))
 
 
-def arguments(model: Monitored, since: datetime, until: datetime) -> dict[str, object]:
+def arguments(model: Monitored, since: datetime, until: datetime, **extra: object) -> dict[str, object]:
     """The monitoring pipeline's arguments (per-run parameters and whole sections) for this window."""
     ws = model.workspace
     return FORM.arguments(
         {
+            **extra,
             "window.since": since.isoformat(),
             "window.until": until.isoformat(),
             "tracking.tracking_uri": ws.tracking_uri,
@@ -128,3 +130,23 @@ def test_drifted_traffic_to_the_served_champion_triggers_a_retraining_once(model
     assert main([*monitor, "--set=window.report_rows=0"]) == 0
     assert len(versions(model)) == len(before) + 1
     assert audit.read_events(model.workspace.root)[-1].action == "retrain.suppressed"
+
+
+def test_a_retraining_that_fails_fails_the_run_with_what_the_training_run_said(
+    model: Monitored, tmp_path: Path
+) -> None:
+    """The trigger runs inside the pipeline's condition: its failure is named like any step's, with the reason
+    the triggered `mlops run training` printed (on stdout, with its summary), not a traceback."""
+    write_log(model, traffic(600, seed=53, drift=1.0), T0 + timedelta(days=3, hours=1))
+    missing = tmp_path / "no-such-table.csv"
+    window = arguments(
+        model,
+        T0 + timedelta(days=3),
+        T0 + timedelta(days=4),
+        **{"retrain.overrides": {"data.uri": str(missing)}, "retrain.force": True},
+    )
+    with pytest.raises(PipelineFailed) as failed:
+        run_locally(monitoring_pipeline, window, model.workspace)
+    assert failed.value.task == "trigger-retraining"
+    said = " ".join([failed.value.reason, *failed.value.details])
+    assert "the triggered retraining failed (exit" in said and str(missing) in said, said

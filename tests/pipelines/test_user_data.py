@@ -85,6 +85,13 @@ def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> Non
     client = _client(workspace)
     version = client.get_model_version("census", "1")
     assert "challenger" in version.aliases  # the gates decided, so the version became the challenger
+    # What the run was told to read, by address: a triggered retraining trains on the same source.
+    (checked,) = client.search_runs(
+        [client.get_run(version.tags["mlops.train_run_id"]).info.experiment_id],
+        "tags.`mlflow.runName` = 'data_validation'",
+    )
+    assert checked.data.params["data.uri"] == str(data)
+    assert checked.data.params["validation.schema_uri"] == str(schema_path)
     # The served model names the label values: its probability is of ">50K".
     # The version's files through the seam's registry (MLflow's models:/ download reads a global URI).
     local = TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db").download_version(

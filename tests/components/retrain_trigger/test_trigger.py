@@ -13,6 +13,7 @@ from components.retrain_trigger.retrain_trigger import (
     COOLDOWN,
     TRIGGERED,
     TriggerError,
+    champion_source,
     command,
     maybe_trigger,
     run_command,
@@ -98,5 +99,57 @@ def test_a_failed_retraining_is_recorded_and_does_not_start_the_cooldown(
     with pytest.raises(TriggerError, match=r"failed \(exit 1\): no data"):
         maybe_trigger(settings, "credit-default", registry, "run-2", "drift", NOW, run=failing)
     assert [e.action for e in audit.read_events(tmp_path)] == ["retrain.triggered", "retrain.failed"]
+
+    def refused_on_stdout(argv: list[str]) -> str:  # what `mlops run training` does with a refused run
+        script = "print('step one ok'); print('train-model: declare the columns the champion uses'); exit(1)"
+        return run_command([sys.executable, "-c", script])
+
+    with pytest.raises(TriggerError, match=r"\(exit 1\): step one ok\ntrain-model: declare the columns"):
+        maybe_trigger(settings, "credit-default", registry, "run-3", "drift", NOW, run=refused_on_stdout)
     client = registry.client
     assert LAST_RETRAIN_TAG not in client.get_registered_model("credit-default").tags
+
+
+def _champion_trained_on(registry: TrackingStore, params: dict[str, str]) -> None:
+    """A champion version whose training pipeline run's validate-data step logged ``params``."""
+    from mlops.vocabulary import CHAMPION, PIPELINE_RUN_ID_TAG
+
+    client = registry.client
+    experiment = client.create_experiment("training")
+    for name, logged in (("data_validation", params), ("train", {"data.train_rows": "400"})):
+        run = client.create_run(experiment, tags={PIPELINE_RUN_ID_TAG: "kfp-7", "mlflow.runName": name})
+        for key, value in logged.items():
+            client.log_param(run.info.run_id, key, value)
+        if name == "train":
+            train_run = run.info.run_id
+    other = client.create_run(
+        experiment, tags={PIPELINE_RUN_ID_TAG: "kfp-8", "mlflow.runName": "data_validation"}
+    )
+    client.log_param(other.info.run_id, "data.uri", "/data/another-runs-table.csv")  # not the champion's run
+    version = client.create_model_version(
+        "credit-default", "file:///m", tags={"mlops.kfp_run_id": "kfp-7", "mlops.train_run_id": train_run}
+    )
+    client.set_registered_model_alias("credit-default", CHAMPION, version.version)
+
+
+def test_a_retraining_trains_on_the_champions_own_data_and_schema_unless_told_otherwise(
+    registry: TrackingStore,
+) -> None:
+    assert champion_source(registry, "credit-default") == {}  # no champion yet
+    source = {"data.uri": "/data/loans.csv", "validation.schema_uri": "/data/loans.schema.yaml"}
+    _champion_trained_on(registry, {"data_uri": "/data/loans.csv", **source})
+    assert champion_source(registry, "credit-default") == source
+    local = RetrainSettings(workspace="/ws", overrides={"data.uri": "/data/loans-2026-11.csv"})
+    argv = command(
+        local, "credit-default", "sqlite:////ws/mlflow.db", "t", champion_source(registry, "credit-default")
+    )
+    assert argv[argv.index("training") + 1 :] == [
+        "--set=registration.model_name=credit-default", "--set=registration.trigger=t",
+        "--set=tracking.tracking_uri=sqlite:////ws/mlflow.db",
+        "--set=validation.schema_uri=/data/loans.schema.yaml", "--set=data.uri=/data/loans-2026-11.csv",
+    ]  # fmt: skip
+
+
+def test_a_champion_trained_on_the_sample_retrains_on_the_sample(registry: TrackingStore) -> None:
+    _champion_trained_on(registry, {"data_uri": "/ws/pipeline-runs/x/prepare-data/sample"})
+    assert champion_source(registry, "credit-default") == {}
