@@ -63,8 +63,8 @@ def champion_source(store: TrackingStore, model_name: str) -> dict[str, str]:
     """``data.uri`` and ``validation.schema_uri`` the champion was trained with (by address; those set only).
 
     A model trained on the user's own table retrains on the same source (the table at that URI now,
-    which the user refreshes), never on the built-in sample; a champion trained on the sample, or
-    registered before these were recorded, gives none.
+    which the user refreshes), never on the built-in sample; a champion trained on the sample, registered
+    before these were recorded, or whose training run is gone, gives none.
     """
     from mlops.vocabulary import CHAMPION, PIPELINE_RUN_ID_TAG, TAG_PREFIX
 
@@ -75,7 +75,12 @@ def champion_source(store: TrackingStore, model_name: str) -> dict[str, str]:
     train_run, pipeline_run = tags.get(f"{TAG_PREFIX}train_run_id"), tags.get(f"{TAG_PREFIX}kfp_run_id")
     if not train_run or not pipeline_run:
         return {}
-    experiment = store.client.get_run(train_run).info.experiment_id
+    from mlflow.exceptions import MlflowException
+
+    try:
+        experiment = store.client.get_run(train_run).info.experiment_id
+    except MlflowException:  # the training run was deleted (or never logged here): nothing recorded to reuse
+        return {}
     runs = store.client.search_runs(
         [experiment],
         f"tags.`{PIPELINE_RUN_ID_TAG}` = '{pipeline_run}' and tags.`mlflow.runName` = 'data_validation'",

@@ -183,8 +183,15 @@ def test_every_training_panel_returns_data_from_a_training_rank(
         prometheus.scrape("training", [f"127.0.0.1:{port}"], {"namespace": NAMESPACE, "pod": f"{job_name}-0"})
         queries = [(title, concrete(expr)) for title, expr in panels("mlops_training_")]
         missing = _wait_for_data(prometheus, deadline_s=120, queries=queries)
+        # The gauges exist (at 0) from the rank's start: wait for a scrape after the first epoch.
+        deadline = time.monotonic() + 120
+        while True:
+            by_metric = {expr: prometheus.query(expr) for _, expr in queries}
+            first = [float(series[0]["value"][1]) if series else 0.0 for series in by_metric.values()]
+            if (first[0] > 0 and first[1] >= 1) or time.monotonic() > deadline or rank.poll() is not None:
+                break
+            time.sleep(1)
         running = rank.poll() is None
-        by_metric = {expr: prometheus.query(expr) for _, expr in queries}
     finally:
         rank.terminate()  # torchrun stops its rank (in a session of its own) and exits
         try:

@@ -153,3 +153,13 @@ def test_a_retraining_trains_on_the_champions_own_data_and_schema_unless_told_ot
 def test_a_champion_trained_on_the_sample_retrains_on_the_sample(registry: TrackingStore) -> None:
     _champion_trained_on(registry, {"data_uri": "/ws/pipeline-runs/x/prepare-data/sample"})
     assert champion_source(registry, "credit-default") == {}
+
+
+def test_a_champion_whose_training_run_is_gone_retrains_on_the_defaults(registry: TrackingStore) -> None:
+    from mlops.vocabulary import CHAMPION
+
+    client = registry.client
+    tags = {"mlops.kfp_run_id": "kfp-9", "mlops.train_run_id": "deleted-run"}
+    version = client.create_model_version("credit-default", "file:///m", tags=tags)
+    client.set_registered_model_alias("credit-default", CHAMPION, version.version)
+    assert champion_source(registry, "credit-default") == {}
