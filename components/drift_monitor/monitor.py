@@ -121,7 +121,7 @@ def check_attribution(
     import numpy as np
 
     from components.drift_monitor.bias_drift import attribution_drift, shuffle_importance
-    from mlops.model.onnx_model import OnnxScorer
+    from mlops.model.onnx_model import OnnxModelError, OnnxScorer, onnx_file
 
     if gate is None or len(gate.importance) < 3:
         result.attribution = {
@@ -132,8 +132,10 @@ def check_attribution(
         with tempfile.TemporaryDirectory(prefix="mlops-attribution-") as folder:
             local = store.download_version(result.model_name, result.version, folder)
             store.verify_version(result.model_name, result.version, local)  # nothing unverified is loaded
-            files = sorted(local.rglob("*.onnx"))
-            scorer = OnnxScorer.load(next((f for f in files if f.name == "model.onnx"), files[0]))
+            preferred = onnx_file(local)
+            if preferred is None:
+                raise OnnxModelError(f"version {result.version} holds no .onnx file")
+            scorer = OnnxScorer.load(preferred)
             x = scorer.spec.encode(rows)
             names = list(scorer.spec.names)
 

@@ -167,7 +167,7 @@ def champion_metrics(
     """Score the registry's ``champion`` of ``model_name`` (in ``store``) on the rows of ``test_frame`` it
     did not learn from; ``None`` if there is none. The champion's files are verified against its signature
     before they are scored."""
-    from mlops.model.onnx_model import OnnxScorer
+    from mlops.model.onnx_model import OnnxScorer, onnx_file
 
     if not model_name.strip():
         raise EvaluationError("model_name is empty; pass the registered model name, e.g. 'credit-default'")
@@ -183,14 +183,13 @@ def champion_metrics(
         # By version, not alias: a promotion during the download must not mix two versions.
         local = store.download_version(model_name, version, tmp)
         store.verify_version(model_name, version, local)
-        candidates = sorted(local.rglob("*.onnx"))
-        preferred = [p for p in candidates if p.name == "model.onnx"] or candidates
-        if not preferred:
+        preferred = onnx_file(local)
+        if preferred is None:
             raise EvaluationError(
                 f"{who} holds no .onnx file "
                 f"(found {sorted(p.name for p in local.rglob('*'))}); register models with mlflow.onnx"
             )
-        scorer = OnnxScorer.load(preferred[0])
+        scorer = OnnxScorer.load(preferred)
         probability = scorer.predict_encoded(_encode(scorer.spec, test_frame, who))
     if unseen is not None:
         kept = labels[unseen]

@@ -37,7 +37,7 @@ def compared_version(store: TrackingStore, model_name: str) -> tuple[str, str] |
 def champion_spec(store: TrackingStore, model_name: str) -> tuple[str, str, FeatureSpec] | None:
     """The compared version, what it is, and its input contract (from its verified ONNX file); None when
     the model has no version yet."""
-    from mlops.model.onnx_model import OnnxScorer
+    from mlops.model.onnx_model import OnnxScorer, onnx_file
 
     found = compared_version(store, model_name)
     if found is None:
@@ -46,10 +46,9 @@ def champion_spec(store: TrackingStore, model_name: str) -> tuple[str, str, Feat
     with tempfile.TemporaryDirectory(prefix="champion-contract-") as tmp:
         local = store.download_version(model_name, version, tmp)
         store.verify_version(model_name, version, local)
-        files = sorted(local.rglob("*.onnx"))
-        if not files:
+        preferred = onnx_file(local)
+        if preferred is None:
             return None  # evaluate-model reports a champion without an ONNX file
-        preferred = next((f for f in files if f.name == "model.onnx"), files[0])
         return version, role, OnnxScorer.load(preferred).spec
 
 

@@ -26,6 +26,13 @@ SPEC_KEY = "mlops.feature_spec"
 CONFIG_KEY = "mlops.model_config"
 
 
+def onnx_file(folder: Path) -> Path | None:
+    """The model file of a downloaded registry version: its ``model.onnx``, else its first ``.onnx`` file in
+    path order; None when it holds none."""
+    files = sorted(Path(folder).rglob("*.onnx"))
+    return next((f for f in files if f.name == "model.onnx"), files[0] if files else None)
+
+
 class OnnxModelError(ValueError):
     """An ONNX file cannot be scored as a model of this platform; the message says why."""
 
