@@ -9,8 +9,11 @@ from pydantic import BaseModel, Field, model_validator
 from mlops.settings import SETTINGS_CONFIG
 from mlops.vocabulary import NAME_PATTERN
 
-Method = Literal["wasserstein", "jensenshannon", "psi"]
-METHODS: tuple[str, ...] = ("wasserstein", "jensenshannon", "psi")
+Method = Literal["auto", "wasserstein", "jensenshannon", "psi", "ks", "chisquare"]
+METHODS: tuple[str, ...] = ("auto", "wasserstein", "jensenshannon", "psi", "ks", "chisquare")
+TESTS: tuple[str, ...] = ("ks", "chisquare")
+"""Methods whose score is a p-value, drifting below the threshold (``p_value``); the others are distances,
+drifting at or above theirs."""
 Trigger = Literal["drift", "performance", "both"]
 
 
@@ -38,16 +41,28 @@ class WindowSettings(BaseModel):
 
 
 class DriftSettings(BaseModel):
-    """Drift tests and thresholds; the defaults are Evidently's for large samples."""
+    """Drift tests and thresholds; the defaults are Evidently's: tests for small samples, distances for large."""
 
     model_config = SETTINGS_CONFIG
     section: ClassVar[str] = "drift"
 
-    numeric_method: Method = "wasserstein"
-    """Test for numeric features (Evidently's default for >1000 reference rows: normalised Wasserstein).
-    Numeric features with at most 5 distinct reference values use jensenshannon, as Evidently does."""
-    categorical_method: Method = "jensenshannon"
-    """Test for categorical features (Evidently's default for >1000 reference rows: Jensen-Shannon distance)."""
+    numeric_method: Method = "auto"
+    """Test for numeric features. ``auto`` (Evidently's rule, by sample size): a two-sample Kolmogorov-Smirnov
+    test (``ks``) when the reference or the window holds at most ``small_sample_rows`` values of the feature,
+    else the normalised Wasserstein distance (``wasserstein``). Numeric features with at most 5 distinct
+    reference values are judged as categories (``chisquare`` / ``jensenshannon``), as Evidently does. A named
+    method is used at every size."""
+    categorical_method: Method = "auto"
+    """Test for categorical features. ``auto``: the chi-squared test of homogeneity (``chisquare``) for small
+    samples (``small_sample_rows``), else the Jensen-Shannon distance (``jensenshannon``)."""
+    small_sample_rows: int = Field(default=1000, ge=0)
+    """``auto`` judges a feature with a statistical test when its reference or its window holds at most this
+    many values (Evidently: at most 1000 reference rows); above it, with a distance. Distances alarm on
+    sampling noise below it: a normalised Wasserstein of 0.1 is noise between a 78-row reference and 400 rows.
+    0: distances at every size."""
+    p_value: float = Field(default=0.05, gt=0, lt=1)
+    """A feature judged by a test (``ks``, ``chisquare``) drifts when its p-value is below this (at it: no
+    drift). Also the prediction's, when ``auto`` judges the scores with ``ks``."""
     wasserstein_threshold: float = Field(default=0.1, gt=0)
     """A feature drifts when its Wasserstein distance / reference std is at least this."""
     jensenshannon_threshold: float = Field(default=0.1, gt=0, le=1)
@@ -57,7 +72,9 @@ class DriftSettings(BaseModel):
     share: float = Field(default=0.5, gt=0, le=1)
     """The window drifts (dataset drift) when at least this share of features drift."""
     prediction_threshold: float = Field(default=0.1, gt=0)
-    """Prediction drift when the scores' Wasserstein distance / reference std is at least this."""
+    """Prediction drift when the scores' Wasserstein distance / reference std is at least this. With
+    ``numeric_method`` auto and a small sample of scores (``small_sample_rows``), the scores are judged by
+    the KS test instead (p-value below ``p_value``)."""
     trigger_on_prediction_drift: bool = True
     """Retrain on prediction drift alone too (not only on dataset drift)."""
     trigger: Trigger = "both"
@@ -87,21 +104,37 @@ class DriftSettings(BaseModel):
     feature_methods: dict[str, str] = Field(default_factory=dict)
     """Per-feature test, overriding the defaults, e.g. {"income": "psi"}."""
     feature_thresholds: dict[str, float] = Field(default_factory=dict)
-    """Per-feature threshold, overriding the method's, e.g. {"income": 0.2}."""
+    """Per-feature threshold of the feature's method, overriding the method's, e.g. {"income": 0.2}: a distance
+    for a distance, a p-value (below 1) for a test. A test that ``auto`` picks for a small sample always uses
+    ``p_value`` (the threshold set was the distance's)."""
 
     @model_validator(mode="after")
     def _known_methods(self) -> DriftSettings:
+        if self.categorical_method in ("wasserstein", "ks"):
+            raise ValueError(
+                f"categorical_method {self.categorical_method}: needs numbers; use auto, chisquare, jensenshannon or psi"
+            )
         bad = {k: v for k, v in self.feature_methods.items() if v not in METHODS}
         if bad:
             raise ValueError(f"feature_methods {bad}: each method must be one of {', '.join(METHODS)}")
         negative = {k: v for k, v in self.feature_thresholds.items() if not v > 0}
         if negative:
             raise ValueError(f"feature_thresholds {negative}: thresholds must be > 0")
+        not_p = {
+            k: v
+            for k, v in self.feature_thresholds.items()
+            if self.feature_methods.get(k) in TESTS and v >= 1
+        }
+        if not_p:
+            raise ValueError(f"feature_thresholds {not_p}: a test's threshold is a p-value, below 1")
         return self
 
     def threshold(self, method: str) -> float:
+        """The threshold of a distance, or the p-value of a test (``p_value``)."""
         return {
             "wasserstein": self.wasserstein_threshold,
             "jensenshannon": self.jensenshannon_threshold,
             "psi": self.psi_threshold,
+            "ks": self.p_value,
+            "chisquare": self.p_value,
         }[method]

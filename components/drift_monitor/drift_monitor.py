@@ -1,6 +1,7 @@
 """The drift check: a window of the request log against the version's reference profile.
 
-Per feature a drift score and verdict (Evidently's tests and thresholds by default),
+Per feature a drift score and verdict (Evidently's tests and thresholds by default: a
+statistical test for small samples, a distance for large ones, :func:`choose_method`),
 the share of drifted features, prediction drift, performance estimated from the
 scores alone (CBPE) and, when labels arrived through ``mlops feedback``, realised
 performance. The verdict ``retrain`` or ``none`` and its reasons go to the caller;
@@ -17,7 +18,7 @@ import numpy as np
 
 from components.drift_monitor import stats
 from components.drift_monitor.bias_drift import GateReference, bias_figures
-from components.drift_monitor.config import DriftSettings, WindowSettings
+from components.drift_monitor.config import TESTS, DriftSettings, WindowSettings
 from components.drift_monitor.performance_bands import (
     Band,
     estimated_bands,
@@ -44,11 +45,24 @@ class FeatureDrift:
     name: str
     kind: str
     method: str
+    """The test or distance the verdict comes from: wasserstein, jensenshannon, psi (distances), ks, chisquare."""
     score: float
+    """The figure judged against ``threshold``: the distance, or the test's p-value."""
     threshold: float
+    """A distance drifts at or above it; a test's p-value drifts below it."""
     drifted: bool
     reference_missing_rate: float
     window_missing_rate: float
+    statistic: float = float("nan")
+    """The test's statistic (KS D, chi²) or the distance itself."""
+    p_value: float | None = None
+    """The test's p-value (the score); None for a distance."""
+    reference_rows: int = 0
+    """Non-missing reference values of the feature (the sample size the method was chosen by)."""
+    window_rows: int = 0
+    """Non-missing window values of the feature."""
+    rule: str = ""
+    """Why this method and threshold, in words: the setting that chose it and the drift rule."""
 
 
 @dataclass
@@ -63,6 +77,7 @@ class DriftResult:
     share_drifted: float
     dataset_drift: bool
     prediction_score: float
+    """The scores' normalised Wasserstein distance (reported at every size; judged when the sample is large)."""
     prediction_drift: bool
     estimated: dict[str, float]
     """CBPE from calibrated scores: accuracy and ROC AUC without labels."""
@@ -90,6 +105,8 @@ class DriftResult:
     """Rows of the window counted from stored daily summaries, not read again from the request log."""
     summary_days: list[str] = field(default_factory=list)
     """Days (YYYY-MM-DD) served from stored summaries."""
+    prediction: dict[str, Any] = field(default_factory=dict)
+    """How the scores were judged: method (wasserstein or ks), statistic, p_value, threshold, rule, sizes."""
     decision: str = NO_ACTION
     reasons: list[str] = field(default_factory=list)
 
@@ -124,67 +141,196 @@ def window_bounds(settings: WindowSettings, now: datetime | None = None) -> tupl
     return start, end
 
 
-def _method(name: str, default: str, settings: DriftSettings) -> str:
-    return settings.feature_methods.get(name, default)
+def small_sample(reference_rows: int, window_rows: int, settings: DriftSettings) -> bool:
+    """A sample too small for a distance: the reference or the window holds at most ``small_sample_rows`` values.
+
+    Evidently's rule looks at the reference alone (at most 1000 rows: tests); the window counts
+    too here, since a distance's sampling noise grows as ``sqrt(1/n_ref + 1/n_window)``: a 100-row
+    window against a 5000-row reference puts the normalised Wasserstein of undrifted normal data
+    at or above 0.1 about three times in four.
+    """
+    return min(reference_rows, window_rows) <= settings.small_sample_rows
+
+
+def choose_method(
+    name: str, categorical: bool, reference_rows: int, window_rows: int, settings: DriftSettings, default: str
+) -> tuple[str, bool, str]:
+    """The feature's method, whether ``auto`` chose it, and the setting that did, in words.
+
+    ``default`` names the setting that applies without a per-feature method (``numeric_method`` or
+    ``categorical_method``); a per-feature or named method is used at every sample size.
+
+    ``categorical`` covers numeric features with at most 5 distinct reference values, judged as
+    categories. ``auto`` follows Evidently's choice by sample size (:func:`small_sample`): the
+    two-sample KS test for numbers and the chi-squared test for categories when small, the
+    normalised Wasserstein and Jensen-Shannon distances when large. Tests judge whether the
+    two samples could come from one distribution, so their false alarms stay at the p-value
+    whatever the size; a fixed distance threshold is only safe once the samples are large
+    enough for the distance's own noise to sit well below it. The reference profile keeps
+    per-bin counts (every distinct value of a small reference), which is all both tests need.
+    """
+    explicit = settings.feature_methods.get(name, "auto")
+    source = f"drift.feature_methods[{name!r}]" if explicit != "auto" else f"drift.{default}"
+    method = explicit if explicit != "auto" else getattr(settings, default)
+    if method != "auto":
+        if categorical and source == "drift.numeric_method":  # few distinct values: judged as categories
+            method = "chisquare" if method == "ks" else "jensenshannon"
+            source += " (at most 5 distinct values: as categories)"
+        return method, False, source
+    small = small_sample(reference_rows, window_rows, settings)
+    if small:
+        method = "chisquare" if categorical else "ks"
+    else:
+        method = "jensenshannon" if categorical else "wasserstein"
+    sizes = f"{reference_rows} reference and {window_rows} window values"
+    bound = settings.small_sample_rows
+    why = f"{sizes}, {'the fewer at most' if small else 'both above'} drift.small_sample_rows {bound}"
+    return method, True, f"auto: {why}"
 
 
 def numeric_drift(counts: NumericCounts, settings: DriftSettings) -> FeatureDrift:
     ref = counts.profile
-    few_values = ref.discrete and len(ref.edges) <= 5  # Evidently: <= 5 distinct values -> Jensen-Shannon
-    method = _method(ref.name, "jensenshannon" if few_values else settings.numeric_method, settings)
+    few_values = ref.discrete and len(ref.edges) <= 5  # Evidently: <= 5 distinct values -> as categories
+    method, auto, source = choose_method(
+        ref.name, few_values, ref.rows, counts.rows, settings, "numeric_method"
+    )
     reference = np.asarray(ref.counts, dtype=float)
     current = counts.counts.astype(float)
+    p_value = None
     if method == "wasserstein":
-        score = stats.wasserstein_norm(ref, counts)
+        score = statistic = stats.wasserstein_norm(ref, counts)
     elif method == "jensenshannon":
-        score = stats.jensenshannon(reference, current)
+        score = statistic = stats.jensenshannon(reference, current)
+    elif method == "psi":
+        score = statistic = stats.psi(
+            *(stats.deciles(reference, current) if not ref.discrete else (reference, current))
+        )
     else:
-        score = stats.psi(*(stats.deciles(reference, current) if not ref.discrete else (reference, current)))
+        test = stats.ks_binned if method == "ks" else stats.chi_square
+        statistic, score = test(np.asarray(ref.counts), counts.counts)
+        p_value = score
     return _verdict(
-        ref.name, "numeric", method, score, settings, ref.missing, ref.rows, counts.missing, counts.rows
+        ref.name,
+        "numeric",
+        method,
+        (score, statistic, p_value),
+        (auto, source),
+        settings,
+        (ref.missing, ref.rows, counts.missing, counts.rows),
     )
 
 
 def categorical_drift(counts: CategoricalCounts, settings: DriftSettings) -> FeatureDrift:
     ref = counts.profile
-    method = _method(ref.name, settings.categorical_method, settings)
-    if method == "wasserstein":
+    method, auto, source = choose_method(
+        ref.name, True, ref.rows, counts.rows, settings, "categorical_method"
+    )
+    if method in ("wasserstein", "ks"):
         raise WindowError(
-            f"feature {ref.name!r} is categorical; wasserstein needs numbers: use jensenshannon or psi"
+            f"feature {ref.name!r} is categorical; {method} needs numbers: use chisquare, jensenshannon or psi"
         )
     reference, current = stats.categorical_vectors(ref.categories, ref.counts, counts.counts)
-    score = (
-        stats.jensenshannon(reference, current)
-        if method == "jensenshannon"
-        else stats.psi(reference, current)
-    )
+    p_value = None
+    if method == "chisquare":
+        statistic, score = stats.chi_square(reference, current)
+        p_value = score
+    elif method == "jensenshannon":
+        score = statistic = stats.jensenshannon(reference, current)
+    else:
+        score = statistic = stats.psi(reference, current)
     return _verdict(
-        ref.name, "categorical", method, score, settings, ref.missing, ref.rows, counts.missing, counts.rows
+        ref.name,
+        "categorical",
+        method,
+        (score, statistic, p_value),
+        (auto, source),
+        settings,
+        (ref.missing, ref.rows, counts.missing, counts.rows),
     )
+
+
+def drifted_by(method: str, score: float, threshold: float) -> bool:
+    """A test's p-value below its threshold (at it: no drift, as Evidently), a distance at or above it.
+
+    NaN (a column with no values in the window) is no drift either way.
+    """
+    return bool(score < threshold) if method in TESTS else bool(score >= threshold)
+
+
+def rule_text(method: str, threshold: float, source: str) -> str:
+    """The drift rule and what chose the method, e.g. ``ks p-value < 0.05 (auto: …)``."""
+    judged = f"p-value < {threshold:g}" if method in TESTS else f"distance >= {threshold:g}"
+    return f"{method} {judged} ({source})"
 
 
 def _verdict(
     name: str,
     kind: str,
     method: str,
-    score: float,
+    figures: tuple[float, float, float | None],
+    chosen: tuple[bool, str],
     settings: DriftSettings,
-    ref_missing: int,
-    ref_rows: int,
-    missing: int,
-    rows: int,
+    sizes: tuple[int, int, int, int],
 ) -> FeatureDrift:
-    threshold = settings.feature_thresholds.get(name, settings.threshold(method))
+    score, statistic, p_value = figures
+    auto, source = chosen
+    ref_missing, ref_rows, missing, rows = sizes
+    if auto and method in TESTS:  # a per-feature threshold was set for the distance of large samples
+        threshold = settings.p_value
+    else:
+        threshold = settings.feature_thresholds.get(name, settings.threshold(method))
+    if method in TESTS and threshold >= 1:
+        raise WindowError(
+            f"feature {name!r} is judged by {method}, whose threshold is a p-value, but "
+            f"drift.feature_thresholds gives it {threshold}: set a p-value below 1 or name a distance"
+        )
     return FeatureDrift(
         name=name,
         kind=kind,
         method=method,
         score=float(score),
         threshold=threshold,
-        drifted=bool(score >= threshold),  # NaN (a column with no values in the window) is no drift
+        drifted=drifted_by(method, score, threshold),
         reference_missing_rate=ref_missing / max(ref_missing + ref_rows, 1),
         window_missing_rate=missing / max(missing + rows, 1),
+        statistic=float(statistic),
+        p_value=None if p_value is None else float(p_value),
+        reference_rows=ref_rows,
+        window_rows=rows,
+        rule=rule_text(method, threshold, source),
     )
+
+
+def judge_prediction(
+    profile: ReferenceProfile, summary: WindowSummary, settings: DriftSettings
+) -> dict[str, Any]:
+    """The scores' judgement: the normalised Wasserstein distance (always reported as ``score``), judged
+    against ``prediction_threshold``, or, with ``numeric_method`` auto and a small sample of scores, the KS
+    test against ``p_value``."""
+    distance = stats.wasserstein_norm(profile.score, summary.score)
+    ref_rows, rows = profile.score.rows, summary.score.rows
+    if settings.numeric_method == "auto" and small_sample(ref_rows, rows, settings):
+        statistic, p_value = stats.ks_binned(np.asarray(profile.score.counts), summary.score.counts)
+        method, threshold, judged = "ks", settings.p_value, p_value
+        source = (
+            f"auto: {ref_rows} reference and {rows} window scores, the fewer at most drift.small_sample_rows "
+            f"{settings.small_sample_rows}"
+        )
+    else:
+        statistic, p_value = distance, None
+        method, threshold, judged = "wasserstein", settings.prediction_threshold, distance
+        source = "drift.prediction_threshold"
+    return {
+        "method": method,
+        "score": distance,
+        "statistic": statistic,
+        "p_value": p_value,
+        "threshold": threshold,
+        "drifted": drifted_by(method, judged, threshold),
+        "reference_rows": ref_rows,
+        "window_rows": rows,
+        "rule": rule_text(method, threshold, source),
+    }
 
 
 def estimate_performance(summary: ScoreSummary) -> dict[str, float]:
@@ -240,7 +386,7 @@ def judge(
     features += [categorical_drift(c, settings) for c in summary.categorical]
     count = sum(f.drifted for f in features)
     share = count / len(features)
-    prediction = stats.wasserstein_norm(profile.score, summary.score)
+    prediction = judge_prediction(profile, summary, settings)
     estimated = estimate_performance(summary.estimate)
     labelled_scores, labels = labelled_rows(summary.labelled)
     result = DriftResult(
@@ -253,8 +399,8 @@ def judge(
         features=features,
         share_drifted=share,
         dataset_drift=dataset_drifted(count, len(features), settings.share),
-        prediction_score=prediction,
-        prediction_drift=prediction >= settings.prediction_threshold,
+        prediction_score=prediction["score"],
+        prediction_drift=prediction["drifted"],
         estimated=estimated,
         reference_metrics=dict(profile.metrics),
         realised=realised_performance(summary.labelled),
@@ -262,6 +408,7 @@ def judge(
         trigger=settings.trigger,
         rows_from_summaries=summary.summarised_rows,
         summary_days=list(summary.summarised_days),
+        prediction=prediction,
     )
     result.estimated_bands = as_dicts(
         estimated_bands(
@@ -324,10 +471,13 @@ def _drift_reasons(result: DriftResult, settings: DriftSettings) -> list[str]:
             f"dataset drift: {result.share_drifted:.0%} of features drifted (>= {settings.share:.0%}): {drifted}"
         )
     if result.prediction_drift and settings.trigger_on_prediction_drift:
-        reasons.append(
-            f"prediction drift: score distance {result.prediction_score:.3f} >= {settings.prediction_threshold}"
-            f" (drifted features: {drifted})"
+        judged = (
+            f"scores' KS p-value {result.prediction['p_value']:.3g} < {result.prediction['threshold']:g}"
+            f" ({result.prediction['reference_rows']} reference, {result.prediction['window_rows']} window scores)"
+            if result.prediction.get("method") == "ks"
+            else f"score distance {result.prediction_score:.3f} >= {settings.prediction_threshold}"
         )
+        reasons.append(f"prediction drift: {judged} (drifted features: {drifted})")
     return reasons
 
 

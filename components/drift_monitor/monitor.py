@@ -184,7 +184,12 @@ def metrics_of(result: DriftResult) -> dict[str, float]:
         "dataset_drift": float(result.dataset_drift),
         "prediction_drift_score": result.prediction_score,
         "retrain": float(result.decision == "retrain"),
-        **{f"drift_{f.name}": f.score for f in result.features},
+        # a distance and a p-value never share a series: a feature's method can change with the window's size
+        **{f"drift_{f.name}": f.score for f in result.features if f.p_value is None},
+        **{f"drift_{f.name}_p_value": f.p_value for f in result.features if f.p_value is not None},
+        "prediction_drift_p_value": float(
+            math.nan if result.prediction.get("p_value") is None else result.prediction["p_value"]
+        ),
         **{f"estimated_{k}": v for k, v in result.estimated.items()},
         **{f"reference_{k}": v for k, v in result.reference_metrics.items()},
         **{f"realised_{k}": v for k, v in result.realised.items()},
@@ -244,7 +249,7 @@ def write_reports(check: Check, drift: DriftSettings, json_path: Path, html_path
     written = {JSON_REPORT: write_json(check.result, json_path)}
     if check.report_rows and check.sample.frame is not None and len(check.sample.frame):
         rows = check.sample.frame.head(check.report_rows)
-        written[HTML_REPORT] = write_html(check.profile, rows, drift, html_path)
+        written[HTML_REPORT] = write_html(check.profile, rows, check.result, drift, html_path)
     return written
 
 

@@ -6,6 +6,11 @@ standard deviation (floored at 0.001), Jensen-Shannon *distance* with the natura
 distance uses each bin's count *and sum of values*, which give the exact integral of the
 CDF over the bin; the result is exact unless the two CDFs cross inside a bin (the
 benchmark reports the error against scipy on the raw values).
+
+The two small-sample tests (Evidently's choice for a reference of at most 1000 rows) are
+computed from the same counts: the two-sample Kolmogorov-Smirnov test on the binned CDFs
+(:func:`ks_binned`) and the chi-squared test of homogeneity on category or value counts
+(:func:`chi_square`), each returning its statistic and p-value from scipy.
 """
 
 from __future__ import annotations
@@ -34,6 +39,61 @@ def wasserstein_norm(reference: NumericProfile, window: NumericCounts) -> float:
     cur = _bin_integrals(edges, window.counts, window.sums, window.rows)
     tails = (window.below + window.above) / max(window.rows, 1)
     return (float(np.sum(np.abs(cur - ref))) + tails) / max(reference.std, 0.001)
+
+
+EXACT_KS_ROWS = 10_000
+"""scipy's limit for the exact two-sample KS distribution (``ks_2samp``'s ``MAX_AUTO_N``)."""
+
+
+def ks_binned(reference: np.ndarray, current: np.ndarray) -> tuple[float, float]:
+    """Two-sample Kolmogorov-Smirnov statistic and p-value from counts over the same ordered bins.
+
+    ``D`` is the largest gap between the two empirical CDFs at the bin edges. When the
+    reference profile is ``discrete`` the edges are every distinct reference value, so the
+    reference's CDF is exact; in general ``D`` is a lower bound of the raw statistic, short
+    by at most the larger share of one bin (the window's values inside a bin, or the
+    reference's inside a quantile bin), which errs towards no drift. The p-value is scipy's
+    for that ``D`` and the two sample sizes: ``ks_2samp``'s exact distribution when both
+    samples hold at most :data:`EXACT_KS_ROWS` values (scipy's own rule; the samples passed
+    are the bin indices repeated by their counts, whose CDFs are the binned ones), else the
+    asymptotic one ``ks_2samp`` uses for large samples, ``kstwo.sf(D, round(n m / (n + m)))``.
+    ``(nan, nan)`` when either side has no value.
+    """
+    from scipy import stats as scipy_stats
+
+    reference = np.asarray(reference, dtype=np.int64)
+    current = np.asarray(current, dtype=np.int64)
+    n, m = int(reference.sum()), int(current.sum())
+    if n == 0 or m == 0:
+        return float("nan"), float("nan")
+    if max(n, m) <= EXACT_KS_ROWS:
+        bins = np.arange(len(reference))
+        result = scipy_stats.ks_2samp(np.repeat(bins, reference), np.repeat(bins, current), method="auto")
+        return float(result.statistic), float(result.pvalue)
+    d = float(np.max(np.abs(np.cumsum(reference) / n - np.cumsum(current) / m)))
+    return d, float(scipy_stats.kstwo.sf(d, np.round(n * m / (n + m))))
+
+
+def chi_square(reference: np.ndarray, current: np.ndarray) -> tuple[float, float]:
+    """Chi-squared test of homogeneity of two count vectors over the same categories: statistic, p-value.
+
+    Both sides are samples, so the test is the two-sample one (scipy's ``chi2_contingency`` on
+    the 2 x k table, no continuity correction): with two categories it is the two-proportion
+    z-test Evidently uses for binary columns (chi² = z²). Evidently's ``chisquare`` instead takes
+    the reference shares as exact, which overstates drift when the reference is a few dozen
+    rows. Categories empty on both sides are dropped; a single category left is no evidence of
+    drift (statistic 0, p-value 1). ``(nan, nan)`` when either side has no value.
+    """
+    from scipy import stats as scipy_stats
+
+    table = np.vstack([np.asarray(reference, dtype=float), np.asarray(current, dtype=float)])
+    if table[0].sum() == 0 or table[1].sum() == 0:
+        return float("nan"), float("nan")
+    table = table[:, table.sum(axis=0) > 0]
+    if table.shape[1] < 2:
+        return 0.0, 1.0
+    result = scipy_stats.chi2_contingency(table, correction=False)
+    return float(result.statistic), float(result.pvalue)
 
 
 def jensenshannon(reference: np.ndarray, current: np.ndarray) -> float:
