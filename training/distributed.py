@@ -26,6 +26,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from training.memory_cgroup import killed_because, memory_cgroup
+
 HOST = "127.0.0.1"
 TIMEOUT = timedelta(minutes=30)
 """Longest a rank waits for the others (rendezvous or a collective) before failing instead of hanging."""
@@ -82,6 +84,8 @@ def launch(fn: Callable[..., Any], nproc: int, backend: str, args: tuple[Any, ..
     if nproc < 2:
         raise ValueError(f"launch needs nproc >= 2, got {nproc}; call the function directly for one process")
     store = dist.TCPStore(HOST, 0, world_size=None, is_master=True, timeout=TIMEOUT, wait_for_workers=False)
+    cgroup = memory_cgroup()  # the ranks share it: its OOM-kill count tells the OOM killer from a kill -9
+    kills_before = cgroup.oom_kills() if cgroup is not None else None
     with tempfile.TemporaryDirectory(prefix="mlops-ranks-") as error_dir:
         try:
             mp.start_processes(
@@ -101,6 +105,12 @@ def launch(fn: Callable[..., Any], nproc: int, backend: str, args: tuple[Any, ..
                 rank, error = cause
                 raise DistributedTrainingError(f"training process {rank} of {nproc} failed: {error}") from exc
             code = getattr(exc, "exit_code", None)
+            because = killed_because(getattr(exc, "signal_name", None), cgroup, kills_before)
+            if because:
+                raise DistributedTrainingError(
+                    f"training process {exc.error_index} of {nproc} was killed before finishing: {because}. "
+                    "A re-run resumes from the last checkpoint"
+                ) from exc
             raise DistributedTrainingError(
                 f"training process {exc.error_index} of {nproc} exited with code {code} before finishing "
                 "(killed, out of memory, or failed while starting: its traceback is in the log above; spawned "
