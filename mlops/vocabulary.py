@@ -143,3 +143,12 @@ VALIDATION_RUN_TAG = f"{TAG_PREFIX}model_validation.run_id"
 """Version tag naming the gate's MLflow run (components.model_validation writes it)."""
 VALIDATION_REPORT_FILE = "model_validation/report.json"
 """The gate's JSON report in that run: per-group fairness figures and permutation importances."""
+
+# --- what a retraining reads from the champion's own training run ---
+DATA_URI_SETTING = "data.uri"
+"""Address of the table a run trains on (``components.prepare_data.config.DataSettings.uri``)."""
+SCHEMA_URI_SETTING = "validation.schema_uri"
+"""Address of the schema file it was checked against (``DataValidationSettings.schema_uri``)."""
+SOURCE_SETTINGS = (DATA_URI_SETTING, SCHEMA_URI_SETTING)
+"""Logged by validate-data, read back by the retrain trigger: one spelling for both (components may not
+import each other); ``tests/pipelines/test_source_settings.py`` checks each names a real setting."""

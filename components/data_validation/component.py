@@ -41,6 +41,7 @@ def validate_data(
     from mlops.data.dataset import SCHEMA_METADATA_KEY, DatasetSchema
     from mlops.settings import from_section, from_values, section_values
     from mlops.tracking.store import TrackingStore
+    from mlops.vocabulary import DATA_URI_SETTING, SCHEMA_URI_SETTING
 
     behavioural = from_values(
         BehaviouralSuite, dict(model_validation).get("behavioural"), "model_validation.behavioural"
@@ -64,8 +65,8 @@ def validate_data(
         json_path=Path(report_json.path),
         # What the run was told to read (the sample's generated file is not a source to retrain on).
         source_settings={
-            "data.uri": "" if is_sample else data_uri,
-            "validation.schema_uri": settings.schema_uri,
+            DATA_URI_SETTING: "" if is_sample else data_uri,
+            SCHEMA_URI_SETTING: settings.schema_uri,
         },
     )
     dataset.metadata.update(

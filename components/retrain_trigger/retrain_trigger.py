@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from components.retrain_trigger.config import RetrainSettings
 from mlops.tracking.context import TrackingSettings
-from mlops.vocabulary import LAST_RETRAIN_TAG, RegistrationSettings
+from mlops.vocabulary import LAST_RETRAIN_TAG, SOURCE_SETTINGS, RegistrationSettings
 
 if TYPE_CHECKING:
     from mlops.tracking.store import TrackingStore
@@ -53,10 +53,6 @@ def cooldown_left(last: str | None, now: datetime, hours: float) -> timedelta | 
         return None
     left = datetime.fromisoformat(last) + timedelta(hours=hours) - now
     return left if left > timedelta(0) else None
-
-
-SOURCE_SETTINGS = ("data.uri", "validation.schema_uri")
-"""The data settings a retraining takes from the champion's own training run (its validate-data step logs them)."""
 
 
 def champion_source(store: TrackingStore, model_name: str) -> dict[str, str]:
