@@ -387,7 +387,7 @@ def _last_line(path: Path) -> Any:
         handle.seek(0, os.SEEK_END)
         size = handle.tell()
         handle.seek(max(0, size - (1 << 16)))
-        tail = handle.read().rstrip(b"\n")
+        tail = handle.read().rstrip()  # all trailing whitespace: entries() skips blank lines too
     if b"\n" not in tail and size > (1 << 16):
-        tail = path.read_bytes().rstrip(b"\n")
+        tail = path.read_bytes().rstrip()
     return _parse(tail.rsplit(b"\n", 1)[-1].decode())
