@@ -25,10 +25,9 @@ def log_reference_profile(
     frame: pd.DataFrame,
     label: str | None,
     model_name: str,
-    version: str,
 ) -> str:
-    """Profile ``frame`` (and the model's scores on it) into the register run ``run_id``; tag the version;
-    return the URI (empty, with no tag, when the model scores no row finitely)."""
+    """Profile ``frame`` (and the model's scores on it) into the register run ``run_id``; return the URI the
+    version will name (empty, and no tag, when the model scores no row finitely)."""
     import numpy as np
 
     labels = frame[label].to_numpy() if label and label in frame.columns else None
@@ -36,9 +35,7 @@ def log_reference_profile(
     if not np.isfinite(scores).any():
         # A model that scores nothing has no score distribution to drift from; the gates reject it
         # (its test AUC is undefined) and monitoring refuses the version for want of a profile.
-        print(
-            f"{model_name} version {version} scores no finite value on the reference rows: no reference profile"
-        )
+        print(f"the {model_name} model scores no finite value on the reference rows: no reference profile")
         return ""
     profile = build_profile(frame, scorer.spec, scores, labels)
-    return store.write_reference_profile(run_id, model_name, version, profile)
+    return store.log_reference_profile(run_id, profile)

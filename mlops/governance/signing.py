@@ -165,26 +165,27 @@ def verify_directory(model_dir: Path, signature: Path, public_key: Path, what: s
 class Signed:
     signature_uri: str
     key_id: str
+    files: tuple[str, ...] = ()
+    """The signed files' names (the version's artifacts, without MLflow's registry download files)."""
+
+    def version_tags(self) -> dict[str, str]:
+        """The tags that name this signature on a version (what every loader reads)."""
+        from mlops.vocabulary import SIGNATURE_URI_TAG, SIGNING_KEY_ID_TAG
+
+        return {SIGNATURE_URI_TAG: self.signature_uri, SIGNING_KEY_ID_TAG: self.key_id}
 
 
-def sign_registered_version(
-    client: MlflowClient, model_name: str, version: str, local_dir: Path, pipeline_run_id: str = ""
-) -> Signed:
-    """Inside the registering MLflow run: sign ``local_dir`` (the version's downloaded artifacts),
-    log the bundle, tag the version and record ``model.signed`` in the audit trail.
-
-    ``client`` is the task's store client (:meth:`mlops.tracking.store.TrackingStore.sign_version`):
-    the bundle goes into the open run through it, and the keys default to its workspace.
-    """
+def sign_run_files(client: MlflowClient, local_dir: Path) -> Signed:
+    """Inside the registering MLflow run: sign ``local_dir`` (the model's stored artifacts, as downloaded)
+    and log the bundle into the run. Nothing names a version yet: registration creates the version with
+    :meth:`Signed.version_tags` in the same request, so no version ever exists unsigned."""
     import mlflow
 
-    from mlops.governance.audit import record_in_run
-    from mlops.vocabulary import SIGNATURE_URI_TAG, SIGNING_KEY_ID_TAG
     from mlops.workspace import workspace_of
 
     run = mlflow.active_run()
     if run is None:
-        raise SignatureError("sign_registered_version must run inside the registering MLflow run")
+        raise SignatureError("signing must run inside the registering MLflow run")
     workspace = workspace_of(client.tracking_uri)
     private = SigningSettings.from_env().private_key(workspace)
     with tempfile.TemporaryDirectory(prefix="mlops-signature-") as tmp:
@@ -194,27 +195,41 @@ def sign_registered_version(
         signed = Path(tmp) / "model"
         shutil.copytree(local_dir, signed, ignore=shutil.ignore_patterns(*REGISTRY_DOWNLOAD_FILES))
         sign_directory(signed, bundle, private)
-        files = sorted(p.name for p in signed.iterdir())
+        files = tuple(sorted(p.name for p in signed.iterdir()))
         public = Path(tmp) / PUBLIC_KEY_FILE
         public.write_bytes(public_key_of(private))
         signer = key_id(public)
         client.log_artifact(run.info.run_id, str(bundle), artifact_path=SIGNATURE_ARTIFACT_DIR)
-    uri = f"runs:/{run.info.run_id}/{SIGNATURE_ARTIFACT_DIR}/{SIGNATURE_FILE}"
-    client.set_model_version_tag(model_name, version, SIGNATURE_URI_TAG, uri)
-    client.set_model_version_tag(model_name, version, SIGNING_KEY_ID_TAG, signer)
+    return Signed(f"runs:/{run.info.run_id}/{SIGNATURE_ARTIFACT_DIR}/{SIGNATURE_FILE}", signer, files)
+
+
+def record_signed(model_name: str, version: str, signed: Signed, pipeline_run_id: str = "") -> None:
+    """Record ``model.signed`` for a version in the audit trail (inside the registering run)."""
+    from mlops.governance.audit import record_in_run
+
     subject = f"{model_name}/{version}"
     record_in_run(
         "model.signed",
         subject,
-        {
-            "signing_key_id": signer,
-            "signature_uri": uri,
-            "files": files,
-        },
+        {"signing_key_id": signed.key_id, "signature_uri": signed.signature_uri, "files": list(signed.files)},
         pipeline_run_id=pipeline_run_id,
         model_version=subject,
     )
-    return Signed(uri, signer)
+
+
+def sign_registered_version(
+    client: MlflowClient, model_name: str, version: str, local_dir: Path, pipeline_run_id: str = ""
+) -> Signed:
+    """Sign a version that already exists (:func:`sign_run_files`), tag it and record ``model.signed``.
+
+    ``client`` is the task's store client (:meth:`mlops.tracking.store.TrackingStore.sign_version`):
+    the bundle goes into the open run through it, and the keys default to its workspace.
+    """
+    signed = sign_run_files(client, local_dir)
+    for key, value in signed.version_tags().items():
+        client.set_model_version_tag(model_name, version, key, value)
+    record_signed(model_name, version, signed, pipeline_run_id)
+    return signed
 
 
 def public_key_for(tags: Mapping[str, str], what: str, tracking_uri: str) -> Path | None:

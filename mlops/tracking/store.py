@@ -339,6 +339,35 @@ class TrackingStore:
 
     # --- tags, gates, aliases -----------------------------------------------------------------
 
+    def create_version(
+        self,
+        model_name: str,
+        source: str,
+        run_id: str,
+        tags: Mapping[str, str],
+        *,
+        model_id: str | None = None,
+    ) -> str:
+        """Create a version of ``model_name`` (the registered model too, on first use) with every tag in the
+        one request that creates it; return its number. The version never exists without its tags."""
+        from mlflow.exceptions import MlflowException
+        from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
+
+        client = self.client
+        try:
+            client.create_registered_model(model_name)
+        except MlflowException as exc:
+            if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+                raise
+        created = client.create_model_version(
+            model_name, source, run_id=run_id, tags=dict(tags), model_id=model_id
+        )
+        return str(created.version)
+
+    def delete_version(self, model_name: str, version: str) -> None:
+        """Delete one version (a registration that could not be completed takes its version back)."""
+        self.client.delete_model_version(model_name, version)
+
     def tag_version(self, model_name: str, version: str, tags: Mapping[str, str]) -> None:
         """Set ``tags`` on one registered version."""
         for key, value in tags.items():
@@ -435,23 +464,34 @@ class TrackingStore:
 
         return sign_registered_version(self.client, model_name, version, local_dir, self.pipeline_run_id)
 
+    def sign_files(self, local_dir: Path) -> Signed:
+        """Inside the registering task run: sign a model's stored files and log the bundle, before any
+        version names it (:func:`mlops.governance.signing.sign_run_files`)."""
+        from mlops.governance.signing import sign_run_files
+
+        return sign_run_files(self.client, local_dir)
+
     def verify_version(self, model_name: str, version: str, local_dir: Path) -> None:
         """Verify a downloaded version against its signature bundle before anything loads it."""
         from mlops.governance.signing import verify_registered
 
         verify_registered(self.client, model_name, version, local_dir)
 
-    def write_reference_profile(
-        self, run_id: str, model_name: str, version: str, profile: ReferenceProfile
-    ) -> str:
-        """Log ``profile`` into run ``run_id`` and name it on the version (``mlops.reference_profile``);
-        return its URI, which the drift monitor reads back through :meth:`reference_profile`."""
+    def log_reference_profile(self, run_id: str, profile: ReferenceProfile) -> str:
+        """Log ``profile`` into run ``run_id``; return the URI a version names in its ``mlops.reference_profile``
+        tag, which the drift monitor reads back through :meth:`reference_profile`."""
         from mlops.model.reference_profile import PROFILE_FILE
 
         client = self.client
         client.log_text(run_id, profile.to_json(), PROFILE_FILE)
-        uri = f"{client.get_run(run_id).info.artifact_uri.rstrip('/')}/{PROFILE_FILE}"
-        client.set_model_version_tag(model_name, version, PROFILE_TAG, uri)
+        return f"{client.get_run(run_id).info.artifact_uri.rstrip('/')}/{PROFILE_FILE}"
+
+    def write_reference_profile(
+        self, run_id: str, model_name: str, version: str, profile: ReferenceProfile
+    ) -> str:
+        """:meth:`log_reference_profile`, then name it on an existing version; return its URI."""
+        uri = self.log_reference_profile(run_id, profile)
+        self.client.set_model_version_tag(model_name, version, PROFILE_TAG, uri)
         return uri
 
     def reference_profile(self, model_name: str, version: str) -> ReferenceProfile:
