@@ -97,7 +97,8 @@ class ModelRegistry:
             tags = dict(self.client.get_model_version(self.model_name, version).tags)
         except MlflowException as exc:
             raise RegistryError(
-                f"model {self.model_name!r} has no version {version!r} in {self.tracking_uri}: {exc.message}"
+                f"model {self.model_name!r} has no version {version!r} in {redact_uri(self.tracking_uri)}: "
+                f"{exc.message}"
             ) from exc
         expected = tags.get(DIGEST_TAG, "")
         if not expected:
