@@ -22,7 +22,7 @@ class InvarianceTest(BaseModel):
     """Model feature that must not matter."""
     perturbation: Literal["permute", "shift"] = Field(default="permute")
     """permute: shuffle the column across rows (any feature); shift: add `shift` (numeric only)."""
-    shift: float = Field(default=0.0)
+    shift: float = Field(default=0.0, allow_inf_nan=False)
     """Amount added to the feature when perturbation is 'shift'."""
     max_mean_abs_change: float = Field(default=0.03, ge=0.0, le=1.0)
     """Largest allowed mean |change| in probability over rows."""
@@ -48,7 +48,7 @@ class DirectionalTest(BaseModel):
 
     feature: str = Field(min_length=1)
     """Numeric model feature to raise or lower."""
-    delta: float
+    delta: float = Field(allow_inf_nan=False)
     """Amount added to the feature (negative to lower it); must not be 0."""
     expectation: Literal["non_decreasing", "non_increasing"]
     """non_decreasing: the probability must not fall; non_increasing: it must not rise."""

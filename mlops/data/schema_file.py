@@ -65,7 +65,69 @@ class SchemaFile(DatasetSchema):
         document["invariance"] = [t.model_dump(mode="json") for t in self.invariance]
         document["directional"] = [t.model_dump(mode="json") for t in self.directional]
         comments = "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines())
-        return comments + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+        text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+        if "\x85" in text:  # PyYAML writes a NEL raw in single quotes, and reads it back as a space
+            text = yaml.safe_dump(document, sort_keys=False, allow_unicode=False, width=100)
+        return comments + text
+
+
+def _loader() -> type:
+    """``yaml.safe_load``'s loader, but a key written twice in one mapping is an error (PyYAML would
+    keep the last one silently: a second ``label:`` replacing the first)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *defaults`: keys given beside it override the merged ones, as YAML says
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    twice = key in seen
+                except TypeError:
+                    continue  # an unhashable key: SafeLoader's own error names it
+                if twice:
+                    raise yaml.constructor.ConstructorError(
+                        "while reading a mapping",
+                        node.start_mark,
+                        f"found the key {key!r} twice",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+def _text_keys(value: Any, uri: str, where: str = "") -> None:
+    """Refuse a key YAML read as something other than text (``yes:``, ``1:``, ``~:``), naming it."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(value, dict) and not isinstance(key, str):
+            raise DatasetError(
+                f"schema file {uri}: the key {key!r}{f' in {where}' if where else ''} is not text "
+                f"(YAML reads it as {type(key).__name__}); quote it, e.g. '{key}': …, or remove it"
+            )
+        _text_keys(item, uri, f"{where}.{key}" if where else str(key))
+
+
+def _whole_characters(value: Any, uri: str) -> Any:
+    """``value`` with every UTF-16 surrogate pair joined into its character: YAML reads the escapes of a
+    JSON file written with ``ensure_ascii`` (``"\\ud83d\\ude00"``) one by one, leaving two halves."""
+    if isinstance(value, dict):
+        return {_whole_characters(k, uri): _whole_characters(v, uri) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_characters(item, uri) for item in value]
+    if isinstance(value, str) and any("\ud800" <= c <= "\udfff" for c in value):
+        try:
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(
+                f"schema file {uri}: the text {value!r} holds half of a UTF-16 surrogate pair (an escape "
+                "\\ud800-\\udfff without its other half); write the character itself"
+            ) from exc
+    return value
 
 
 def parse_schema_file(text: str, uri: str) -> SchemaFile:
@@ -73,11 +135,13 @@ def parse_schema_file(text: str, uri: str) -> SchemaFile:
     import yaml
 
     try:
-        raw: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        raw: Any = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: an integer of over 4300 digits
         raise DatasetError(f"schema file {uri} is not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise DatasetError(f"schema file {uri} must be a mapping of settings (label: …, numeric_features: …)")
+    _text_keys(raw, uri)
+    raw = _whole_characters(raw, uri)
     try:
         return SchemaFile.model_validate(raw)
     except ValidationError as exc:

@@ -16,6 +16,8 @@ Rows outside every bin, and missing values, form a slice of their own (``(outsid
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, Field, model_validator
 
 from mlops.settings import SETTINGS_CONFIG
@@ -40,9 +42,10 @@ class SliceSpec(BaseModel):
                 raise ValueError(
                     f"slice bins name {column!r}, which is not one of its columns {list(self.columns)}"
                 )
-            if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+            increasing = all(a < b for a, b in zip(edges, edges[1:], strict=False))  # False beside a NaN
+            if len(edges) < 2 or not increasing or not all(math.isfinite(e) for e in edges):
                 raise ValueError(
-                    f"slice bins of {column!r} must be at least two strictly increasing edges, got {list(edges)}"
+                    f"slice bins of {column!r} must be at least two finite, strictly increasing edges, got {list(edges)}"
                 )
         return self
 
