@@ -23,7 +23,9 @@ the shared 2-core machine, ~50 ms per example: hypothesis drawing ~100 values, o
 round trip, one ONNX Runtime reference call); the issue's 10,000 per door is a hand run, with
 pytest-timeout's 900 s per test lifted:
 ``MLOPS_FUZZ_EXAMPLES=10000 pytest -p no:xdist --timeout=0 tests/serving/test_generated_requests.py -k door``
-(what was run, and its result, in serving/README.md).
+(what was run, and its result, in serving/README.md). The per-column and V1 doors, first run at 2,000
+each there, have since run 10,000 each too (``-k "test_per_column_door or test_v1_door"``, one run, the
+shared 2-core machine beside other jobs): 0 failures, 837 s for the two; so every door has run 10,000.
 """
 
 from __future__ import annotations
