@@ -87,6 +87,16 @@ EXAMPLES = {
 }
 
 
+def _json(raw: str) -> Any:
+    """``raw`` as JSON proper: NaN and Infinity, which Python's reader takes but JSON lacks, are refused
+    (in a JSON-typed setting they would reach the run as null)."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a JSON value")
+
+    return json.loads(raw, parse_constant=refuse)
+
+
 def _scalar(element: Any, raw: str) -> Any:
     if element is int:
         return int(raw)
@@ -114,7 +124,7 @@ def _typed(annotation: Any, raw: str) -> Any:
     element = _element(annotation)
     if element is not None:
         if raw.strip().startswith("["):
-            value = json.loads(raw)
+            value = _json(raw)
             if not isinstance(value, list):
                 raise ValueError(raw)
             return value
@@ -122,11 +132,11 @@ def _typed(annotation: Any, raw: str) -> Any:
             raise ValueError(raw)  # items that are models or dicts only as JSON
         return [_scalar(element, item.strip()) for item in raw.split(",") if item.strip()]
     if annotation is dict or origin is dict:
-        value = json.loads(raw)
+        value = _json(raw)
         if not isinstance(value, dict):
             raise ValueError(raw)
         return value
-    return json.loads(raw)
+    return _json(raw)
 
 
 def coerce(setting: FormSetting, raw: str, flag: bool = False) -> Any:
@@ -203,8 +213,8 @@ def parse_assignment(form: PipelineForm, assignment: str) -> dict[str, Any]:
         raise ParameterError(f"--set {assignment!r} is not section.field=value (e.g. train.epochs=5)")
     if not any(setting.address == address for setting in form.settings) and _is_group(form, address):
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
+            value = _json(raw)
+        except ValueError as exc:  # json.JSONDecodeError, or NaN/Infinity
             raise ParameterError(
                 f"--set {address}={raw!r}: {address} is a group of settings; give a JSON object "
                 f'(e.g. {address}={{"key": 1}}) or one setting as {address}.<field>=value'
