@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.quantize.quantizer import ParityResult, QuantizeConfig, quantize_with_gate
+from mlops.governance.signing import record_signed
+from mlops.tracking.registration_faults import RegistrationProgress, registration_failure
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
     DIGEST_TAG,
@@ -65,32 +67,44 @@ def register_int8(
 
     scorer = OnnxScorer.load(int8_path)
     example = scorer.spec.encode(holdout.head(5))
-    with store.task_run("quantize"):
-        mlflow.log_params({"source_version": source_version, "max_auc_drop": parity.max_auc_drop})
-        mlflow.log_metrics(parity.metrics())
-        info = mlflow.onnx.log_model(
-            onnx.load(str(int8_path)),
-            name="model",
-            signature=infer_signature(example, scorer.predict_encoded(example)),
-            input_example=example,
-            registered_model_name=model_name,
-            save_as_external_data=False,
-        )
-        version = str(info.registered_model_version)
-        stored = store.download_version(model_name, version) / ONNX_FILE
-        tags = {key: source_tags[key] for key in LINEAGE_TAGS if key in source_tags}
-        tags |= {
-            DIGEST_TAG: file_sha256(stored),
-            QUANTIZED_FROM_TAG: source_version,
-            PRECISION_TAG: "int8",
-            f"{TAG_PREFIX}int8.auc_fp32": f"{parity.auc_fp32:.6f}",
-            f"{TAG_PREFIX}int8.auc_int8": f"{parity.auc_int8:.6f}",
-            f"{TAG_PREFIX}int8.auc_drop": f"{parity.auc_drop:.6f}",
-            f"{TAG_PREFIX}int8.max_auc_drop": f"{parity.max_auc_drop:.6f}",
-        }
-        store.tag_version(model_name, version, tags)
-        mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: version})
-        store.sign_version(model_name, version, stored.parent)
+    # As the register step does: everything stored and signed first, then one request creates the version
+    # with every tag, then its audit record; a failure after the creation takes the version back.
+    progress = RegistrationProgress(model_name)
+    try:
+        with store.task_run("quantize") as run:
+            mlflow.log_params({"source_version": source_version, "max_auc_drop": parity.max_auc_drop})
+            mlflow.log_metrics(parity.metrics())
+            info = mlflow.onnx.log_model(
+                onnx.load(str(int8_path)),
+                name="model",
+                signature=infer_signature(example, scorer.predict_encoded(example)),
+                input_example=example,
+                save_as_external_data=False,
+            )
+            with tempfile.TemporaryDirectory(prefix="mlops-int8-") as tmp:
+                stored = store.download(info.model_uri, tmp)
+                digest = file_sha256(stored / ONNX_FILE)
+                signed = store.sign_files(stored)
+            tags = {key: source_tags[key] for key in LINEAGE_TAGS if key in source_tags}
+            tags |= {
+                DIGEST_TAG: digest,
+                QUANTIZED_FROM_TAG: source_version,
+                PRECISION_TAG: "int8",
+                f"{TAG_PREFIX}int8.auc_fp32": f"{parity.auc_fp32:.6f}",
+                f"{TAG_PREFIX}int8.auc_int8": f"{parity.auc_int8:.6f}",
+                f"{TAG_PREFIX}int8.auc_drop": f"{parity.auc_drop:.6f}",
+                f"{TAG_PREFIX}int8.max_auc_drop": f"{parity.max_auc_drop:.6f}",
+                **signed.version_tags(),
+            }
+            version = store.create_version(
+                model_name, info.model_uri, run.info.run_id, tags, model_id=info.model_id
+            )
+            progress.created = version
+            record_signed(model_name, version, signed, store.pipeline_run_id)
+            progress.recorded = True
+            mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: version})
+    except Exception as exc:
+        raise registration_failure(exc, store, progress) from exc
     return version
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.register.profile_upload import log_reference_profile
-from components.register.registration_faults import RegistrationProgress, registration_failure
 from mlops.governance.signing import record_signed
+from mlops.tracking.registration_faults import RegistrationProgress, registration_failure
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
     DIGEST_TAG,

@@ -31,9 +31,9 @@ import pandas as pd
 import pytest
 
 from components.register.register import RegisteredVersion, register_onnx_model
-from components.register.registration_faults import RegistrationError
 from mlops.data.sample_data import SampleDataConfig, generate
 from mlops.governance import audit
+from mlops.tracking.registration_faults import RegistrationError
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
     DIGEST_TAG,
