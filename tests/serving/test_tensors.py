@@ -62,3 +62,20 @@ def test_split_binary_and_from_binary_check_sizes() -> None:
         InvalidInput, match="carries 8 bytes of binary data; shape \\[1, 3\\] of FP64 needs 24"
     ):
         from_binary(b"\0" * 8, "FP64", 1, 3, "input 'features'")
+
+
+@pytest.mark.parametrize(
+    ("datatype", "surplus"), [("FP32", 4), ("FP32", 1), ("FP64", 8), ("FP64", 3)], ids=str
+)
+def test_surplus_bytes_after_a_binary_tensor_are_a_400_naming_the_sizes(datatype: str, surplus: int) -> None:
+    """Issue 27's planted fault: bytes beyond [rows, width] reached numpy's reshape and answered 500."""
+    values = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=f"<f{8 if datatype == 'FP64' else 4}")
+    raw = values.tobytes()
+    assert np.array_equal(from_binary(raw, datatype, 2, 3, "input 'features'"), values)  # exact size: read
+    with pytest.raises(InvalidInput) as refused:
+        from_binary(raw + b"\x01" * surplus, datatype, 2, 3, "input 'features'")
+    assert http_status(refused.value) == 400
+    assert refused.value.message.startswith(
+        f"input 'features' carries {len(raw) + surplus} bytes of binary data; shape [2, 3] of {datatype} "
+        f"needs {len(raw)}"
+    )
