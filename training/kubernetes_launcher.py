@@ -121,6 +121,35 @@ def root_cause(logs: str) -> str | None:
     return None
 
 
+def killed_containers(pods: list[Any]) -> str | None:
+    """What the kubelet says ended a failed pod's container when its log cannot (an OOM kill leaves no
+    traceback): ``OOMKilled`` with the container's memory limit, or another termination by signal."""
+    for pod in pods:
+        for status in (pod.status.container_statuses or []) if pod.status else []:
+            for state in (status.state, status.last_state):
+                ended = getattr(state, "terminated", None) if state is not None else None
+                if ended is None:
+                    continue
+                where = f"container {status.name} of pod {pod.metadata.name}"
+                if ended.reason == "OOMKilled":
+                    limits = next(
+                        (
+                            c.resources.limits or {}
+                            for c in pod.spec.containers
+                            if c.name == status.name and c.resources
+                        ),
+                        {},
+                    )
+                    limit = f" at its memory limit {limits['memory']}" if "memory" in limits else ""
+                    return (
+                        f"OOMKilled: {where} ran out of memory{limit} (exit code {ended.exit_code}); raise "
+                        "memory_per_worker or lower train.batch_size. A re-run resumes from the last checkpoint"
+                    )
+                if ended.exit_code is not None and ended.exit_code > 128:
+                    return f"{where} was killed by signal {ended.exit_code - 128} ({ended.reason or 'no reason given'})"
+    return None
+
+
 class KubernetesLauncher:
     """Runs a :class:`WorkerJob` as a TrainJob (``kind="trainjob"``) or a PyTorchJob on a cluster."""
 
@@ -235,7 +264,7 @@ class KubernetesLauncher:
                 return
             if state.phase == "failed":
                 logs = self._logs(core, checked.namespace, pods)
-                cause = root_cause(logs)
+                cause = root_cause(logs) or killed_containers(pods)
                 raise TrainingJobFailed(
                     f"{kind} {checked.namespace}/{name} failed: {state.detail or 'no reason given'}\n"
                     + (f"cause: {cause}\n" if cause else "")
