@@ -14,8 +14,8 @@ What is compared: per container (one per pod), the request and limit against the
 ``hard`` entry of every ResourceQuota (``requests.X`` and plain ``X``, ``limits.X``, ``pods``) —
 its hard limit, not what is left, so a busy namespace is waited for, never refused; the per-pod
 request x pods against the largest quota one flavor of the ClusterQueue offers for the resource
-(``nominalQuota`` plus ``borrowingLimit``; a queue in a cohort with no borrowing limit may borrow
-without bound here and is not refused). A ClusterQueue the account may not read is reported, not guessed.
+(``nominalQuota`` plus ``borrowingLimit``; in a cohort with no borrowing limit, plus what the cohort's
+other queues hold of that flavor). A ClusterQueue the account may not read is reported, not guessed.
 """
 
 from __future__ import annotations
@@ -141,7 +141,9 @@ def check_resource_quotas(plan: JobPlan, ask: PodAsk, quotas: list[Any]) -> None
 def queue_capacity(
     cluster_queue: dict[str, Any], cohort_members: list[dict[str, Any]]
 ) -> dict[str, Decimal | None]:
-    """Per resource, the most one flavor of ``cluster_queue`` can give a job (None: unbounded by borrowing)."""
+    """Per resource, the most one flavor of ``cluster_queue`` can give a job, borrowing included (the cohort's
+    other queues' nominal quota of that flavor when no ``borrowingLimit`` is set). Never None today; the
+    type keeps room for a queue whose borrowing has no bound."""
     cohort = (cluster_queue.get("spec") or {}).get("cohortName") or (cluster_queue.get("spec") or {}).get(
         "cohort"
     )
