@@ -104,7 +104,10 @@ def register_int8(
             progress.recorded = True
             mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: version})
     except Exception as exc:
-        raise registration_failure(exc, store, progress) from exc
+        failure = registration_failure(exc, store, progress)
+        if failure is None:
+            raise
+        raise failure from exc
     return version
 
 

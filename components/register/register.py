@@ -105,7 +105,10 @@ def register_onnx_model(
             mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
             mlflow.log_params({"model_name": model_name, "model_version": number})
     except Exception as exc:
-        raise registration_failure(exc, store, progress) from exc
+        failure = registration_failure(exc, store, progress)
+        if failure is None:
+            raise
+        raise failure from exc
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
 
 

@@ -37,10 +37,14 @@ class RegistrationProgress:
 
 def registration_failure(
     exc: BaseException, store: TrackingStore, progress: RegistrationProgress
-) -> RegistrationError:
+) -> RegistrationError | None:
     """The error to raise for ``exc``. A version created but not recorded in the audit trail is deleted
-    here (when the registry still answers); a recorded one is whole and stays."""
+    here (when the registry still answers); a recorded one is whole and stays. None: no service failed and
+    no version was created, so ``exc`` (bad input, a bug) is raised as it is, with its own message."""
     name, number = progress.model_name, progress.created
+    service = failed_service(exc, store)
+    if service is None and not number:
+        return None
     cleanup = "nothing needs cleaning up by hand"
     if not number:
         state = f"No version of {name!r} was registered."
@@ -54,12 +58,16 @@ def registration_failure(
         if not deleted:
             cleanup = "delete that version first"
     return RegistrationError(
-        f"registering {name!r} failed: {failed_service(exc, store)}: {_first_line(exc)}. {state} "
-        f"Bring the service back and re-run this step; {cleanup}."
+        f"registering {name!r} failed: {service or type(exc).__name__}: {_first_line(exc)}. {state} "
+        + (
+            f"Bring the service back and re-run this step; {cleanup}."
+            if service
+            else f"Fix the cause; {cleanup}."
+        )
     )
 
 
-def failed_service(exc: BaseException, store: TrackingStore) -> str:
+def failed_service(exc: BaseException, store: TrackingStore) -> str | None:
     """Which service failed: S3 when boto3 (the audit trail, direct artifacts) raised; for a tracking server,
     whether it still answers (a dead server also breaks artifact downloads, so the text alone cannot tell)."""
     from mlops.tracking.store import redact_uri
@@ -75,7 +83,7 @@ def failed_service(exc: BaseException, store: TrackingStore) -> str:
             return (
                 f"the MLflow server at {server} answers but could not use its artifact store (S3 behind it)"
             )
-    return f"{type(exc).__name__} while registering (tracking server {server})"
+    return None
 
 
 def _answers(tracking_uri: str) -> bool:
