@@ -102,6 +102,10 @@ def test_a_version_created_but_not_recorded_is_deleted_again(tmp_path: Any) -> N
         in said
     )
     assert said.endswith("nothing needs cleaning up by hand.")
+    from mlops.governance import audit
+
+    (event,) = audit.read_events(tracking_uri=store.tracking_uri)
+    assert event.action == "model.registration_withdrawn" and event.links == {}  # no pipeline run: no link
 
 
 def test_when_the_delete_fails_too_the_user_is_told_which_version_to_delete(tmp_path: Any) -> None:
@@ -120,3 +124,46 @@ def test_a_recorded_version_stays_whatever_fails_after(tmp_path: Any) -> None:
     assert store.deleted == []
     assert said is not None and "credit version 7 is registered whole" in said
     assert said.endswith("Fix the cause; nothing needs cleaning up by hand.")
+
+
+def test_a_version_taken_back_is_recorded_as_withdrawn_in_the_audit_trail(tmp_path: Any) -> None:
+    from mlops.governance import audit
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    store = Registry(uri, pipeline_run_id="run-9")
+    failure(RuntimeError("the audit head could not be written\nsecond line"), store, created="7")
+    (event,) = [e for e in audit.read_events(tracking_uri=uri) if e.action == "model.registration_withdrawn"]
+    assert event.subject == "credit/7"
+    assert event.details == {"reason": "the audit head could not be written"}
+    assert event.links == {"pipeline_run_id": "run-9"}
+    assert audit.verify(tracking_uri=uri).intact
+
+
+def test_the_whole_messages(tmp_path: Any) -> None:
+    store = Registry(f"sqlite:///{tmp_path}/m.db")
+    assert failure(ValueError(""), store, created="3", recorded=True) == (
+        "registering 'credit' failed: ValueError: ValueError. credit version 3 is registered whole (files, digest, "
+        "signature, audit record); only the run's own bookkeeping failed, and no gate has judged the version, so no "
+        "alias will reach it. Fix the cause; nothing needs cleaning up by hand."
+    )
+    said = failure(RuntimeError("x" * 400), store, created="4", recorded=True)
+    assert said is not None and "x" * 300 + ". credit version 4" in said and "x" * 301 not in said
+
+
+@pytest.mark.parametrize("module", ["boto3.exceptions", "s3transfer.exceptions", "botocore.exceptions"])
+def test_each_s3_library_counts_as_s3(tmp_path: Any, module: str) -> None:
+    error = type("Failure", (Exception,), {"__module__": module})("gone")
+    said = failure(error, Registry(f"sqlite:///{tmp_path}/m.db"))
+    assert said is not None and "the S3 store (audit trail or artifacts) did not answer: gone" in said
+
+
+def test_an_https_server_that_does_not_answer_is_named() -> None:
+    uri = f"https://127.0.0.1:{closed_port()}/"
+    said = failure(requests.ConnectionError("refused"), Registry(uri))
+    assert said is not None and "the MLflow tracking server at https://127.0.0.1:" in said
+
+
+def test_a_server_with_a_trailing_slash_is_asked_at_its_health_path(healthy_server: str) -> None:
+    exc = RuntimeError("API request to …/api/2.0/mlflow-artifacts/artifacts/x failed with error code 500")
+    said = failure(exc, Registry(healthy_server + "/"))
+    assert said is not None and "answers but could not use its artifact store" in said
