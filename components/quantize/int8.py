@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.quantize.quantizer import ParityResult, QuantizeConfig, quantize_with_gate
-from mlops.governance.signing import record_signed
-from mlops.tracking.registration_faults import RegistrationProgress, registration_failure
+from mlops.tracking.registration_faults import RegistrationProgress, registering
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
-    DIGEST_TAG,
     MODEL_NAME_TAG,
     MODEL_VERSION_TAG,
     ONNX_FILE,
@@ -27,7 +25,6 @@ from mlops.vocabulary import (
     QUANTIZED_FROM_TAG,
     TAG_PREFIX,
     Lineage,
-    file_sha256,
 )
 from serving.model_source import ModelRegistry
 
@@ -67,47 +64,29 @@ def register_int8(
 
     scorer = OnnxScorer.load(int8_path)
     example = scorer.spec.encode(holdout.head(5))
-    # As the register step does: everything stored and signed first, then one request creates the version
-    # with every tag, then its audit record; a failure after the creation takes the version back.
+    # As the register step does: stored and signed first, one request with every tag, then model.signed.
     progress = RegistrationProgress(model_name)
-    try:
-        with store.task_run("quantize") as run:
-            mlflow.log_params({"source_version": source_version, "max_auc_drop": parity.max_auc_drop})
-            mlflow.log_metrics(parity.metrics())
-            info = mlflow.onnx.log_model(
-                onnx.load(str(int8_path)),
-                name="model",
-                signature=infer_signature(example, scorer.predict_encoded(example)),
-                input_example=example,
-                save_as_external_data=False,
-            )
-            with tempfile.TemporaryDirectory(prefix="mlops-int8-") as tmp:
-                stored = store.download(info.model_uri, tmp)
-                digest = file_sha256(stored / ONNX_FILE)
-                signed = store.sign_files(stored)
-            tags = {key: source_tags[key] for key in LINEAGE_TAGS if key in source_tags}
-            tags |= {
-                DIGEST_TAG: digest,
-                QUANTIZED_FROM_TAG: source_version,
-                PRECISION_TAG: "int8",
-                f"{TAG_PREFIX}int8.auc_fp32": f"{parity.auc_fp32:.6f}",
-                f"{TAG_PREFIX}int8.auc_int8": f"{parity.auc_int8:.6f}",
-                f"{TAG_PREFIX}int8.auc_drop": f"{parity.auc_drop:.6f}",
-                f"{TAG_PREFIX}int8.max_auc_drop": f"{parity.max_auc_drop:.6f}",
-                **signed.version_tags(),
-            }
-            version = store.create_version(
-                model_name, info.model_uri, run.info.run_id, tags, model_id=info.model_id
-            )
-            progress.created = version
-            record_signed(model_name, version, signed, store.pipeline_run_id)
-            progress.recorded = True
-            mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: version})
-    except Exception as exc:
-        failure = registration_failure(exc, store, progress)
-        if failure is None:
-            raise
-        raise failure from exc
+    with registering(store, progress), store.task_run("quantize") as run:
+        mlflow.log_params({"source_version": source_version, "max_auc_drop": parity.max_auc_drop})
+        mlflow.log_metrics(parity.metrics())
+        info = mlflow.onnx.log_model(
+            onnx.load(str(int8_path)),
+            name="model",
+            signature=infer_signature(example, scorer.predict_encoded(example)),
+            input_example=example,
+            save_as_external_data=False,
+        )
+        tags = {key: source_tags[key] for key in LINEAGE_TAGS if key in source_tags}
+        tags |= {
+            QUANTIZED_FROM_TAG: source_version,
+            PRECISION_TAG: "int8",
+            f"{TAG_PREFIX}int8.auc_fp32": f"{parity.auc_fp32:.6f}",
+            f"{TAG_PREFIX}int8.auc_int8": f"{parity.auc_int8:.6f}",
+            f"{TAG_PREFIX}int8.auc_drop": f"{parity.auc_drop:.6f}",
+            f"{TAG_PREFIX}int8.max_auc_drop": f"{parity.max_auc_drop:.6f}",
+        }
+        version, _ = store.create_signed_version(model_name, info, run.info.run_id, tags, progress)
+        mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: version})
     return version
 
 

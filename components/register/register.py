@@ -7,23 +7,19 @@ and the SHA-256 of its ONNX file, which the server checks before loading.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.register.profile_upload import log_reference_profile
-from mlops.governance.signing import record_signed
-from mlops.tracking.registration_faults import RegistrationProgress, registration_failure
+from mlops.tracking.registration_faults import RegistrationProgress, registering
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
-    DIGEST_TAG,
     MODEL_NAME_TAG,
     MODEL_VERSION_TAG,
     ONNX_FILE,
     PROFILE_TAG,
     Lineage,
-    file_sha256,
 )
 
 if TYPE_CHECKING:
@@ -72,43 +68,34 @@ def register_onnx_model(
     signature = infer_signature(example, scorer.predict_encoded(example))
 
     # Every part of a version is stored, read back and signed BEFORE the version exists; the version is then
-    # created with every tag in one request, and recorded. A fault anywhere before that request (MLflow or
-    # S3 down, the process killed) registers nothing; after it, only the audit record can fail, and then
-    # the version is deleted again (registration_faults.py says what is said and the one window left).
+    # created with every tag in one request, and recorded (TrackingStore.create_signed_version). A fault
+    # before that request registers nothing; after it, only the audit record can fail, and then the version
+    # is deleted again (registration_faults.py says what is said and the one window left).
     progress = RegistrationProgress(model_name)
-    try:
-        with store.task_run("register") as run:
-            run_id = run.info.run_id
-            # One self-contained file: the digest below then covers every weight the server will load.
-            info = mlflow.onnx.log_model(
-                onnx.load(str(onnx_path)),
-                name="model",
-                signature=signature,
-                input_example=example,
-                save_as_external_data=False,
-                # Stated, not inferred: inference scans imports (~2 s) and could pick up torch.
-                pip_requirements=[f"onnx=={version('onnx')}", f"onnxruntime=={version('onnxruntime')}"],
-            )
-            with tempfile.TemporaryDirectory(prefix="mlops-register-") as tmp:
-                stored = store.download(info.model_uri, tmp)  # what the artifact store holds, not our copy
-                onnx_sha256 = file_sha256(stored / ONNX_FILE)
-                signed = store.sign_files(stored)
-            profile_uri = log_reference_profile(store, run_id, scorer, example_frame, label, model_name)
-            tags = {**lineage.tags(), DIGEST_TAG: onnx_sha256, **signed.version_tags()}
-            if profile_uri:
-                tags[PROFILE_TAG] = profile_uri
-            number = store.create_version(model_name, info.model_uri, run_id, tags, model_id=info.model_id)
-            progress.created = number
-            _audit_registration(model_name, number, onnx_sha256, lineage)
-            record_signed(model_name, number, signed, store.pipeline_run_id)
-            progress.recorded = True  # whatever fails from here on leaves a whole version behind
-            mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
-            mlflow.log_params({"model_name": model_name, "model_version": number})
-    except Exception as exc:
-        failure = registration_failure(exc, store, progress)
-        if failure is None:
-            raise
-        raise failure from exc
+    with registering(store, progress), store.task_run("register") as run:
+        run_id = run.info.run_id
+        # One self-contained file: the digest below then covers every weight the server will load.
+        info = mlflow.onnx.log_model(
+            onnx.load(str(onnx_path)),
+            name="model",
+            signature=signature,
+            input_example=example,
+            save_as_external_data=False,
+            # Stated, not inferred: inference scans imports (~2 s) and could pick up torch.
+            pip_requirements=[f"onnx=={version('onnx')}", f"onnxruntime=={version('onnxruntime')}"],
+        )
+        profile_uri = log_reference_profile(store, run_id, scorer, example_frame, label, model_name)
+        tags = {**lineage.tags(), **({PROFILE_TAG: profile_uri} if profile_uri else {})}
+        number, onnx_sha256 = store.create_signed_version(
+            model_name,
+            info,
+            run_id,
+            tags,
+            progress,
+            record=lambda number, digest: _audit_registration(model_name, number, digest, lineage),
+        )
+        mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
+        mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
 
 

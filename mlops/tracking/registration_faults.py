@@ -15,8 +15,11 @@ trail in one transaction, which MLflow does not offer.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
+
+from mlops.tracking.store import RegistrationProgress
 
 if TYPE_CHECKING:
     from mlops.tracking.store import TrackingStore
@@ -26,13 +29,17 @@ class RegistrationError(RuntimeError):
     """A registration failed; the message names the service, what is left in the registry, and the fix."""
 
 
-@dataclass
-class RegistrationProgress:
-    """How far a registration got: the version it created, and whether that version is recorded."""
-
-    model_name: str
-    created: str = ""
-    recorded: bool = False
+@contextmanager
+def registering(store: TrackingStore, progress: RegistrationProgress) -> Iterator[None]:
+    """Around a registration: a failure becomes :func:`registration_failure`'s error (taking back a version
+    created but not recorded), or is raised as it is when no service failed and nothing was created."""
+    try:
+        yield
+    except Exception as exc:
+        failure = registration_failure(exc, store, progress)
+        if failure is None:
+            raise
+        raise failure from exc
 
 
 def registration_failure(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from mlflow import ActiveRun, MlflowClient
     from mlflow.entities import Experiment
+    from mlflow.models.model import ModelInfo
 
     from mlops.governance.signing import Signed
     from mlops.model.reference_profile import ReferenceProfile
@@ -85,6 +86,16 @@ _FLUENT = threading.RLock()
 
 class TrackingError(ValueError):
     """Tracking is misconfigured (unreachable server, clashing artifact location); the message says the fix."""
+
+
+@dataclass
+class RegistrationProgress:
+    """How far a registration got: the version it created, and whether that version is recorded (what
+    :mod:`mlops.tracking.registration_faults` reads to say what is left)."""
+
+    model_name: str
+    created: str = ""
+    recorded: bool = False
 
 
 @dataclass(frozen=True)
@@ -363,6 +374,42 @@ class TrackingStore:
             model_name, source, run_id=run_id, tags=dict(tags), model_id=model_id
         )
         return str(created.version)
+
+    def create_signed_version(
+        self,
+        model_name: str,
+        logged: ModelInfo,
+        run_id: str,
+        tags: Mapping[str, str],
+        progress: RegistrationProgress,
+        record: Callable[[str, str], None] = lambda number, digest: None,
+    ) -> tuple[str, str]:
+        """Register a model logged in the open run ``run_id`` as a whole version; return its number and digest.
+
+        The stored files are read back (the digest covers what the server will load) and signed; one request
+        creates the version with ``tags``, the digest and the signature; then ``record(number, digest)`` and
+        ``model.signed`` go to the audit trail. ``progress`` says how far it got, for
+        :func:`mlops.tracking.registration_faults.registration_failure`.
+        """
+        from mlops.governance.signing import record_signed
+        from mlops.vocabulary import DIGEST_TAG, ONNX_FILE, file_sha256
+
+        with tempfile.TemporaryDirectory(prefix="mlops-register-") as tmp:
+            stored = self.download(logged.model_uri, tmp)  # what the artifact store holds, not our copy
+            digest = file_sha256(stored / ONNX_FILE)
+            signed = self.sign_files(stored)
+        number = self.create_version(
+            model_name,
+            logged.model_uri,
+            run_id,
+            {**tags, DIGEST_TAG: digest, **signed.version_tags()},
+            model_id=logged.model_id,
+        )
+        progress.created = number
+        record(number, digest)
+        record_signed(model_name, number, signed, self.pipeline_run_id)
+        progress.recorded = True  # whatever fails from here on leaves a whole version behind
+        return number, digest
 
     def delete_version(self, model_name: str, version: str) -> None:
         """Delete one version (a registration that could not be completed takes its version back)."""
