@@ -15,6 +15,8 @@ TRIGGER_TASK = "trigger-retraining"
 
 def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: LocalRun) -> None:
     """The check's decision, scores and reports (``settings``: the run's settings by address)."""
+    from components.drift_monitor.drift_monitor import prediction_text  # numpy: only when a summary prints
+
     run_dir = result.run_dir
     report = run_dir / CHECK_TASK / "report_json" if run_dir else None
     lines = ["", f"Monitoring finished: decision {result.output}."]
@@ -27,7 +29,8 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
             f"  {'drifted features':<17} {', '.join(data['drifted_features']) or 'none'} "
             f"({data['share_drifted']:.0%})"
         )
-        lines.append(f"  {'prediction drift':<17} {data['prediction_score']:.3f}")
+        judged = prediction_text(data.get("prediction", {}), data["prediction_score"])
+        lines.append(f"  {'prediction drift':<17} {judged}")
         for label, values in (
             ("estimated", data["estimated"]),
             ("reference (test)", data["reference_metrics"]),

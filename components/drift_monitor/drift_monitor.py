@@ -10,6 +10,7 @@ every score goes to the JSON report.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -255,6 +256,23 @@ def drifted_by(method: str, score: float, threshold: float) -> bool:
     NaN (a column with no values in the window) is no drift either way.
     """
     return bool(score < threshold) if method in TESTS else bool(score >= threshold)
+
+
+def prediction_text(prediction: Mapping[str, Any], distance: float) -> str:
+    """The scores' judgement in words, by the method that decided it: the KS test's p-value on small samples
+    (the distance would read as drift there, being mostly sampling noise), else the distance."""
+    if prediction.get("method") == "ks":
+        p_value, threshold = float(prediction["p_value"]), float(prediction["threshold"])
+        versus = "<" if drifted_by("ks", p_value, threshold) else ">="
+        return (
+            f"KS p-value {p_value:.3g} ({versus} {threshold:g}; {prediction['reference_rows']} reference, "
+            f"{prediction['window_rows']} window scores)"
+        )
+    threshold = prediction.get("threshold")
+    if threshold is None:  # a report written before the method was recorded
+        return f"distance {distance:.3g}"
+    versus = ">=" if drifted_by("wasserstein", distance, float(threshold)) else "<"
+    return f"distance {distance:.3g} ({versus} {float(threshold):g})"
 
 
 def rule_text(method: str, threshold: float, source: str) -> str:
@@ -539,5 +557,6 @@ def _no_action(result: DriftResult, settings: DriftSettings, drift_reasons: list
         )
     return (
         f"no drift: {result.share_drifted:.0%} of features drifted (< {settings.share:.0%}: "
-        f"{_drifted_text(result)}), prediction distance {result.prediction_score:.3f}; {performance}{versus}"
+        f"{_drifted_text(result)}), prediction {prediction_text(result.prediction, result.prediction_score)}; "
+        f"{performance}{versus}"
     )

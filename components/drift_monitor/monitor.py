@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.day_summaries import sample_stored_days, summarise_window
-from components.drift_monitor.drift_monitor import DriftResult, judge, window_bounds
+from components.drift_monitor.drift_monitor import DriftResult, judge, prediction_text, window_bounds
 from components.drift_monitor.request_window import Calibrator, WindowError, empty_summary
 from components.drift_monitor.sample import Reservoir
 from mlops.model.reference_profile import ReferenceProfile
@@ -307,7 +307,7 @@ def notify_check(result: DriftResult, settings: AlertSettings | None = None) -> 
     if result.drifted_features or result.dataset_drift or result.prediction_drift:
         summary = (
             f"{len(result.drifted_features)} feature(s) drifted ({', '.join(result.drifted_features) or 'none'}); "
-            f"prediction distance {result.prediction_score:.3f}"
+            f"prediction {prediction_text(result.prediction, result.prediction_score)}"
         )
         if alerts.send("drift", subject, summary, window, settings):
             sent.append("drift")

@@ -729,3 +729,17 @@ def test_groups_named_without_a_gate_report_are_a_finding_not_a_reason() -> None
         "to compare with"
     ]
     assert judged.decision == "none" and judged.bias == []
+
+
+def test_the_prediction_line_names_the_method_that_decided() -> None:
+    from components.drift_monitor.drift_monitor import prediction_text
+
+    ks = {"method": "ks", "p_value": 0.0312, "threshold": 0.05, "reference_rows": 78, "window_rows": 300}
+    assert prediction_text(ks, 0.2) == "KS p-value 0.0312 (< 0.05; 78 reference, 300 window scores)"
+    assert prediction_text({**ks, "p_value": 0.05}, 0.2) == (
+        "KS p-value 0.05 (>= 0.05; 78 reference, 300 window scores)"  # at the threshold: no drift
+    )
+    distance = {"method": "wasserstein", "threshold": 0.1}
+    assert prediction_text(distance, 0.1) == "distance 0.1 (>= 0.1)"  # at the threshold: drift
+    assert prediction_text(distance, 0.0999) == "distance 0.0999 (< 0.1)"
+    assert prediction_text({}, 0.0594) == "distance 0.0594"  # a report from before the method was recorded

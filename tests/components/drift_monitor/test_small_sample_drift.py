@@ -108,6 +108,11 @@ def test_the_models_own_training_rows_are_not_drift(cancer: Cancer) -> None:
     assert after.drifted_features == [] and after.share_drifted == 0.0
     assert not after.prediction_drift and after.decision == "none", after.reasons
     assert min(f.p_value for f in after.features if f.p_value is not None) > 0.05
+    # The reason states the test that decided, not the distance that would have read as drift here.
+    assert (
+        "prediction KS p-value " in after.reasons[0]
+        and "(>= 0.05; 78 reference, 397 window scores)" in (after.reasons[0])
+    ), after.reasons
 
 
 def test_a_feature_shifted_by_one_standard_deviation_is_found(cancer: Cancer) -> None:
