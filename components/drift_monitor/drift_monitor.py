@@ -268,11 +268,11 @@ def prediction_text(prediction: Mapping[str, Any], distance: float) -> str:
             f"KS p-value {p_value:.3g} ({versus} {threshold:g}; {prediction['reference_rows']} reference, "
             f"{prediction['window_rows']} window scores)"
         )
-    threshold = prediction.get("threshold")
-    if threshold is None:  # a report written before the method was recorded
+    if prediction.get("threshold") is None:  # a report written before the method was recorded
         return f"distance {distance:.3g}"
-    versus = ">=" if drifted_by("wasserstein", distance, float(threshold)) else "<"
-    return f"distance {distance:.3g} ({versus} {float(threshold):g})"
+    limit = float(prediction["threshold"])
+    versus = ">=" if drifted_by("wasserstein", distance, limit) else "<"
+    return f"distance {distance:.3g} ({versus} {limit:g})"
 
 
 def rule_text(method: str, threshold: float, source: str) -> str:
