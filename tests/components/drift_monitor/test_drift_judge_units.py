@@ -743,3 +743,61 @@ def test_the_prediction_line_names_the_method_that_decided() -> None:
     assert prediction_text(distance, 0.1) == "distance 0.1 (>= 0.1)"  # at the threshold: drift
     assert prediction_text(distance, 0.0999) == "distance 0.0999 (< 0.1)"
     assert prediction_text({}, 0.0594) == "distance 0.0594"  # a report from before the method was recorded
+
+
+def grouped_feedback() -> list:
+    """Feedback naming ``sex``: 40 rows of group f selected 90 % of the time, 40 of m selected half the time."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    f_scores = np.where(np.arange(40) < 36, 0.9, 0.1)
+    m_scores = np.where(np.arange(40) < 20, 0.9, 0.1)
+    frame = pd.DataFrame(
+        {
+            "sex": ["f"] * 40 + ["m"] * 40,
+            "prediction": np.concatenate([f_scores, m_scores]),
+            "label": rng.integers(0, 2, 80),
+        }
+    )
+    return [frame.iloc[:50], frame.iloc[50:]]  # two days' feedback, concatenated by the check
+
+
+def test_bias_is_judged_against_the_gate_with_the_settings_and_never_retrains() -> None:
+    from components.drift_monitor.bias_drift import GateReference, bias_figures
+    from components.drift_monitor.drift_monitor import judge
+
+    gate = GateReference({"sex": {"f": 0.5, "m": 0.5}}, {"sex": 0.0}, {"income": 0.1})
+    profile, summary = window_of(0.0)
+    summary.grouped = grouped_feedback()
+    settings = LARGE.model_copy(update={"bias_tolerance": 0.1, "bias_min_group_rows": 40, "confidence": 0.9})
+    judged = judge("m", profile, summary, settings, gate)
+    figures, breaches = bias_figures(summary.grouped, gate, 0.1, 40, 0.9)
+    assert judged.bias == figures and judged.findings == breaches
+    assert [f for f in judged.findings if f.startswith("bias drift: sex=f selection rate 0.900")], (
+        judged.findings
+    )
+    assert not [f for f in judged.findings if "sex=m" in f]  # 0.5 as the gate saw it
+    assert "(tolerance 0.1)" in judged.findings[0]
+    assert judged.decision == "none"  # a finding for people, not a retraining
+    # each setting reaches the figures: one more row than a group has turns its breach off
+    fewer = judge("m", profile, summary, settings.model_copy(update={"bias_min_group_rows": 41}), gate)
+    assert not [f for f in fewer.findings if f.startswith("bias drift: sex=f selection rate")]
+    wide = judge("m", profile, summary, settings.model_copy(update={"bias_tolerance": 0.3}), gate)
+    assert not [f for f in wide.findings if f.startswith("bias drift: sex=f selection rate")]
+    assert wide.bias != judged.bias or wide.findings != judged.findings
+    strict = judge("m", profile, summary, settings.model_copy(update={"confidence": 0.99}), gate)
+    assert strict.bias != judged.bias  # the bands widen with the confidence
+
+
+def test_bias_without_a_gate_report_is_a_finding_that_says_why_and_no_feedback_is_no_finding() -> None:
+    from components.drift_monitor.drift_monitor import judge
+
+    profile, summary = window_of(0.0)
+    assert judge("m", profile, summary, LARGE).findings == []  # no grouped feedback: nothing to say
+    summary.grouped = grouped_feedback()
+    judged = judge("m", profile, summary, LARGE)
+    assert judged.bias == [] and judged.findings == [
+        "bias drift not checked: feedback named protected groups, but the version has no model-validation "
+        "report to compare with"
+    ]
+    assert judged.decision == "none"
