@@ -18,7 +18,11 @@ METHOD = "/inference.GRPCInferenceService/ModelInfer"
 
 
 def _worker(
-    target: str, request: bytes, connections: int, duration_s: float
+    target: str,
+    request: bytes,
+    metadata: tuple[tuple[str, str], ...],
+    connections: int,
+    duration_s: float,
 ) -> tuple[list[float], int, float]:
     import grpc
 
@@ -31,7 +35,7 @@ def _worker(
         while time.perf_counter() < until:
             begun = time.perf_counter()
             try:
-                await call(request, timeout=10)
+                await call(request, timeout=10, metadata=metadata or None)
             except grpc.aio.AioRpcError:
                 errors += 1
             latencies.append(time.perf_counter() - begun)
@@ -46,8 +50,17 @@ def _worker(
     return latencies, errors, time.perf_counter() - started
 
 
-def run_grpc_load(target: str, request: bytes, concurrency: int, duration_s: float) -> LoadResult:
-    """Load ``target`` (``127.0.0.1:port``) with ``concurrency`` calls in flight for ``duration_s`` seconds."""
+def run_grpc_load(
+    target: str,
+    request: bytes,
+    concurrency: int,
+    duration_s: float,
+    metadata: tuple[tuple[str, str], ...] = (),
+) -> LoadResult:
+    """Load ``target`` (``127.0.0.1:port``) with ``concurrency`` calls in flight for ``duration_s`` seconds;
+    ``metadata`` (e.g. ``(("authorization", "Bearer <token>"),)``) goes with every call."""
     if not target.startswith("127.0.0.1:"):
         raise ValueError(f"load is only generated against 127.0.0.1, not {target}")
-    return fan_out(_worker, (target, request), concurrency, duration_s, "python-grpc", f"call to {target}")
+    return fan_out(
+        _worker, (target, request, metadata), concurrency, duration_s, "python-grpc", f"call to {target}"
+    )

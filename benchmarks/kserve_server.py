@@ -8,7 +8,10 @@ Runtime and numpy. Usage (what ``bench_serving.py`` runs):
         --http_port PORT --enable_grpc false --enable_latency_logging false
 
 Per-request access logging is switched off so that kserve is measured, like our
-server, without a log line per request.
+server, without a log line per request. ``--enable_grpc true --grpc_port PORT`` also serves
+kserve's gRPC V2 endpoint (what ``bench_serving_peers.py`` runs); REST answers binary
+tensors when the request asks for them (``"parameters": {"binary_data_output": true}``), gRPC
+answers raw contents when the request sent raw contents.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ class OnnxModel(Model):
         )
         (y,) = self.session.run(["probability"], {"features": x})
         output = InferOutput(name="probability", shape=list(y.shape), datatype="FP32")
-        output.set_data_from_numpy(y, binary_data=False)
+        output.set_data_from_numpy(y, binary_data=bool(payload.use_binary_outputs))
         return InferResponse(
             model_name=self.name, infer_outputs=[output], response_id=payload.id or str(uuid.uuid4())
         )
@@ -73,9 +76,12 @@ def main() -> None:
     # Filters survive the dictConfig kserve applies at start; a per-request log line would dominate the cost.
     for name in ("uvicorn.access", "kserve.trace"):
         logging.getLogger(name).addFilter(lambda record: False)
-    ModelServer(http_port=args.http_port, enable_grpc=False, enable_latency_logging=False).start(
-        [OnnxModel(args.model_name, args.model_path)]
-    )
+    ModelServer(
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        enable_grpc=args.enable_grpc,
+        enable_latency_logging=False,
+    ).start([OnnxModel(args.model_name, args.model_path)])
 
 
 if __name__ == "__main__":

@@ -178,10 +178,9 @@ def run_python(
     url: str, body: bytes, concurrency: int, duration_s: float, headers: dict[str, str]
 ) -> LoadResult:
     host, port, path = _check_local(url)
-    extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    extra = "".join(f"{k}: {v}\r\n" for k, v in {"Content-Type": "application/json", **headers}.items())
     request = (
-        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n{extra}"
-        f"Content-Length: {len(body)}\r\n\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
     ).encode() + body
     return fan_out(_worker, (host, port, request), concurrency, duration_s, "python", f"request to {url}")
 
