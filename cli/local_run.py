@@ -100,6 +100,7 @@ def run_locally(
     from cli.console.figures import step_figure
     from cli.console.kfp_lines import run_dir_pattern
     from cli.console.streams import TaskStreams
+    from cli.step_cache import producer
 
     workspace.create()
     _use_this_python()
@@ -115,6 +116,7 @@ def run_locally(
         Console(file=out),
         lambda task: step_figure(task, streams.run_dir / task) if streams.run_dir else "",
         not verbose,
+        lambda key: producer(cache_root, key) if cache_root is not None and key else "",
     )
     streams = TaskStreams(
         workspace.pipeline_root / f".logs-{os.getpid()}-{time.time_ns()}",
@@ -141,7 +143,7 @@ def run_locally(
         if not match:
             raise
         failed = next((s.name for s in display.steps if s.status == "failed"), match.group(1))
-        _finish(run, streams, pipeline.name)
+        _finish(run, streams, pipeline.name, cache_root)
         raise _failure(failed, run) from exc
     finally:
         builtins.print = original_print
@@ -149,15 +151,19 @@ def run_locally(
         root.removeHandler(cache_hits)
         root.setLevel(level)
         streams.close()
-    _finish(run, streams, pipeline.name)
+    _finish(run, streams, pipeline.name, cache_root)
     return run
 
 
-def _finish(run: LocalRun, streams: Any, pipeline_name: str) -> None:
+def _finish(run: LocalRun, streams: Any, pipeline_name: str, cache_root: Path | None) -> None:
+    from cli.step_cache import note_producers
+
     streams.close()
     run.seconds = time.time() - run.started
     run.log_dir = streams.log_dir
     run.run_dir = streams.run_dir or newest_run_dir(streams.log_dir.parent, pipeline_name, run.started - 1)
+    if cache_root is not None and run.run_dir is not None:
+        note_producers(cache_root, run.run_dir.name, run.started)
 
 
 def _failure(task: str, run: LocalRun) -> PipelineFailed:

@@ -53,3 +53,90 @@ def cache_root(pipeline_root: Path, settings: Mapping[str, Any], file_settings: 
         value = str(settings.get(address) or "")
         digest.update(f"{address}={value}:{_content_digest(value) if value else ''}\n".encode())
     return pipeline_root / ".kfp_cache" / digest.hexdigest()[:16]
+
+
+STORE_MARKER = "tracking-store"
+"""The cache folder's note of the tracking store its entries' MLflow runs and model versions live in."""
+PRODUCERS = "producers.json"
+"""The cache folder's map of entry key → the run (its folder name) whose step wrote the entry."""
+
+
+def store_identity(tracking_uri: str) -> str:
+    """Which tracking store ``tracking_uri`` is: for a SQLite file, its Default experiment's creation time
+    (set once, when MLflow made the file), so a store deleted and made anew reads as another store.
+
+    Cached steps hand on MLflow run ids and model versions (train-model's ``run_id``, register-model's
+    ``version``); their entries are honest only in the store those were made in. ``absent`` when the file
+    does not exist. A server or other store is trusted: its lifetime is its operator's, and its address
+    may change between runs of the same store (a tracking server started per local run).
+    """
+    import sqlite3
+
+    if not tracking_uri.startswith("sqlite:///"):
+        return "a server or other store (trusted)"
+    path = Path(tracking_uri.removeprefix("sqlite:///")).expanduser()
+    if not path.is_file():
+        return f"{tracking_uri} absent"
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            row = db.execute("SELECT creation_time FROM experiments WHERE experiment_id = 0").fetchone()
+    except sqlite3.Error:
+        row = None  # not (yet) an MLflow store: its schema is made by the run
+    return f"{tracking_uri} created {row[0] if row else 'unknown'}"
+
+
+def forget_entries_of_another_store(root: Path, tracking_uri: str) -> str:
+    """Empty the cache folder ``root`` when the tracking store is not the one its entries were written with
+    (the workspace's ``mlflow.db`` deleted or made anew); why, in words, else ``""``.
+
+    kfp.local checks that a hit's output *files* exist, not the MLflow runs and model versions its
+    outputs name: without this a re-run would reuse register-model's ``version`` of a registry that no
+    longer holds it, and fail in the next step that tags it.
+    """
+    marker = root / STORE_MARKER
+    if not marker.is_file():
+        return ""
+    recorded, now = marker.read_text(), store_identity(tracking_uri)
+    if recorded == now:
+        return ""
+    for entry in root.glob("*.json"):
+        entry.unlink()
+    marker.unlink()
+    return f"emptied: its steps recorded to another tracking store than {tracking_uri} (deleted or made anew)"
+
+
+def note_store(root: Path, tracking_uri: str) -> None:
+    """Write which tracking store the entries in ``root`` were recorded to (after a run)."""
+    if root.is_dir():
+        (root / STORE_MARKER).write_text(store_identity(tracking_uri))
+
+
+def note_producers(root: Path, run_id: str, since: float) -> None:
+    """Attribute the entries written (or rewritten) in ``root`` since ``since`` (epoch seconds) to ``run_id``.
+
+    A step answered from the cache has no log and no MLflow run of its own in this run; the entry's
+    producer lets the run's record and console line name the earlier run whose step made its outputs.
+    """
+    import json
+
+    path = root / PRODUCERS
+    producers = _producers(root)
+    for entry in root.glob("*.json"):
+        if entry.name != PRODUCERS and entry.stat().st_mtime >= since:
+            producers[entry.stem] = run_id
+    path.write_text(json.dumps(producers, indent=0, sort_keys=True) + "\n")
+
+
+def producer(root: Path, key_prefix: str) -> str:
+    """The run (folder name) whose step wrote the entry whose key starts with ``key_prefix``; ``""`` unknown."""
+    return next((run for key, run in _producers(root).items() if key.startswith(key_prefix)), "")
+
+
+def _producers(root: Path) -> dict[str, str]:
+    import json
+
+    try:
+        loaded = json.loads((root / PRODUCERS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}

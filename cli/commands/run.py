@@ -149,6 +149,7 @@ def local_arguments(
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.local_run import PipelineFailed, run_locally
+    from cli.step_cache import forget_entries_of_another_store, note_store
     from cli.summaries import summaries
     from cli.summaries.common import print_failure, print_start
     from mlops.governance.signing import workspace_defaults
@@ -163,6 +164,8 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     tracking.check()  # an unreachable server or a mismatched experiment fails here, before any step
     settings = forms()[args.pipeline].values(arguments)  # by address, for the cache key and the summary
     cache = step_cache(args.pipeline, settings, workspace) if use_cache else None
+    if cache is not None and (emptied := forget_entries_of_another_store(cache, tracking.tracking_uri)):
+        print(f"step cache {cache}: {emptied}", flush=True)
     try:
         with workspace_defaults(workspace.create().root, sign=True):
             runner, image = (
@@ -185,6 +188,9 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
         print_failure(failure, workspace)
         save_record(args.pipeline, failure.run, "failed", failure=failure)
         return 1
+    finally:
+        if cache is not None:
+            note_store(cache, tracking.tracking_uri)
     facts = summaries()[args.pipeline](workspace, settings, result)
     save_record(args.pipeline, result, "succeeded", facts=facts)
     return 0

@@ -29,6 +29,8 @@ class Step:
     """``finished``, ``failed`` or ``cached`` (inputs unchanged: outputs reused)."""
     seconds: float
     figure: str = ""
+    reused_from: str = ""
+    """A cached step: the earlier run (its folder name) whose step made the outputs reused; "" unknown."""
 
     def line(self) -> str:
         return f"  {MARKS.get(self.status, self.status):<6} {self.name:<22} {duration(self.seconds):>7}  {self.figure}".rstrip()
@@ -47,14 +49,22 @@ def duration(seconds: float) -> str:
 class StepDisplay:
     """Prints a step's line when it ends; while it runs, a spinner (and a bar once it reports progress).
 
-    ``figure(task)`` gives a finished step's key figure. With ``live=False`` (``-v``, or
+    ``figure(task)`` gives a finished step's key figure; ``reused_from(key)`` the run whose step made a cache
+    hit's entry (by the key prefix kfp.local logs). With ``live=False`` (``-v``, or
     output that is not a terminal) no bar is drawn; the step lines are printed alike.
     """
 
-    def __init__(self, console: Console, figure: Callable[[str], str], live: bool = True) -> None:
+    def __init__(
+        self,
+        console: Console,
+        figure: Callable[[str], str],
+        live: bool = True,
+        reused_from: Callable[[str], str] = lambda key: "",
+    ) -> None:
         self.console = console
         self.steps: list[Step] = []
         self._figure = figure
+        self._reused_from = reused_from
         self._started: dict[str, float] = {}
         self._lock = threading.Lock()
         self._bars: Bars | None = None
@@ -84,9 +94,11 @@ class StepDisplay:
             if row is not None and self._bars is not None:
                 self._bars.remove_task(row)
             figure = self._figure(event.task) if event.kind == "finished" else ""
+            reused_from = self._reused_from(event.key) if event.kind == "cached" else ""
             if event.kind == "cached":
-                figure = "inputs unchanged: outputs of an earlier run reused"
-            step = Step(event.task, event.kind, seconds, figure)
+                source = f"run {reused_from}" if reused_from else "an earlier run"
+                figure = f"inputs unchanged: outputs of {source} reused"
+            step = Step(event.task, event.kind, seconds, figure, reused_from)
             self.steps.append(step)
         self.console.print(step.line(), markup=False, highlight=False, soft_wrap=True)
 

@@ -16,7 +16,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PREFIX = r"^(?:\d\d:\d\d:\d\d\.\d+ - [A-Z]+ - )?"
 _STARTED = re.compile(_PREFIX + r"Executing task '([\w.-]+)'\s*$")
 _FINISHED = re.compile(_PREFIX + r"Task '([\w.-]+)' finished with status (SUCCESS|FAILURE)\s*$")
-_CACHED = re.compile(_PREFIX + r"Task ([\w.-]+) cache hit \(key=")
+_CACHED = re.compile(_PREFIX + r"Task ([\w.-]+) cache hit \(key=([0-9a-f]*)")
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,8 @@ class TaskEvent:
     kind: str
     """``started``, ``finished``, ``failed`` or ``cached``."""
     task: str
+    key: str = ""
+    """A cache hit's entry key as kfp.local logs it (its first 12 hex digits)."""
 
 
 def task_event(line: str) -> TaskEvent | None:
@@ -33,7 +35,7 @@ def task_event(line: str) -> TaskEvent | None:
     if match := _FINISHED.match(line):
         return TaskEvent("finished" if match.group(2) == "SUCCESS" else "failed", match.group(1))
     if match := _CACHED.match(line):
-        return TaskEvent("cached", match.group(1))
+        return TaskEvent("cached", match.group(1), match.group(2))
     return None
 
 

@@ -89,6 +89,27 @@ def test_cache_reuses_steps_whose_inputs_did_not_change(tmp_path: Path) -> None:
         first.run_dir is not None
         and (first.run_dir / "logs" / "check.log").read_text().count("Executing") == 1
     )
+    # A reused step names the run whose step made its outputs, in its line and in the run's steps.
+    assert [s.reused_from for s in again.steps] == [first.run_dir.name] * 2
+    assert changed.steps[0].figure == f"inputs unchanged: outputs of run {first.run_dir.name} reused"
+    assert changed.steps[1].reused_from == ""
+
+
+def test_a_hit_whose_outputs_were_deleted_runs_again(tmp_path: Path) -> None:
+    """kfp.local treats an entry whose output file is gone as a miss; the consumers of the new output run
+    again too (its URI is in their key), and the next hit names the run that made the output anew."""
+    import shutil
+
+    workspace, cache = Workspace(tmp_path / "ws"), tmp_path / "cache"
+    first = run_locally(toy, {"n": 2}, workspace, cache_root=cache)
+    assert first.run_dir is not None
+    shutil.rmtree(first.run_dir / "count")  # a user cleaning the workspace
+    remade = run_locally(toy, {"n": 2}, workspace, cache_root=cache)
+    assert [(s.name, s.status) for s in remade.steps] == [("count", "finished"), ("check", "finished")]
+    assert remade.output == "fine" and remade.run_dir is not None
+    again = run_locally(toy, {"n": 2}, workspace, cache_root=cache)
+    assert [s.status for s in again.steps] == ["cached", "cached"]
+    assert [s.reused_from for s in again.steps] == [remade.run_dir.name] * 2
 
 
 def test_a_print_left_swapped_by_kfp_is_restored_after_the_run(

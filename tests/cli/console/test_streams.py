@@ -38,7 +38,7 @@ def test_kfp_lines_with_colour_codes_are_task_events() -> None:
         "failed", "x"
     )
     assert task_event("Task train-model cache hit (key=0123456789ab); skipping execution.") == TaskEvent(
-        "cached", "train-model"
+        "cached", "train-model", "0123456789ab"
     )
     assert task_event("    Executing task 'x' said the user") is None
 
