@@ -61,9 +61,10 @@ PRODUCERS = "producers.json"
 """The cache folder's map of entry key → the run (its folder name) whose step wrote the entry."""
 
 
-def store_identity(tracking_uri: str) -> str:
+def store_identity(tracking_uri: str, artifact_root: str = "") -> str:
     """Which tracking store ``tracking_uri`` is: for a SQLite file, its Default experiment's creation time
-    (set once, when MLflow made the file), so a store deleted and made anew reads as another store.
+    (set once, when MLflow made the file), so a store deleted and made anew reads as another store; and
+    whether a local ``artifact_root`` folder (where registered versions keep their files) still exists.
 
     Cached steps hand on MLflow run ids and model versions (train-model's ``run_id``, register-model's
     ``version``); their entries are honest only in the store those were made in. ``absent`` when the file
@@ -74,20 +75,24 @@ def store_identity(tracking_uri: str) -> str:
 
     if not tracking_uri.startswith("sqlite:///"):
         return "a server or other store (trusted)"
+    artifacts = ""
+    if artifact_root and "://" not in artifact_root.removeprefix("file://"):
+        folder = Path(artifact_root.removeprefix("file://")).expanduser()
+        artifacts = f"; artifacts {artifact_root} {'present' if folder.is_dir() else 'absent'}"
     path = Path(tracking_uri.removeprefix("sqlite:///")).expanduser()
     if not path.is_file():
-        return f"{tracking_uri} absent"
+        return f"{tracking_uri} absent{artifacts}"
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
             row = db.execute("SELECT creation_time FROM experiments WHERE experiment_id = 0").fetchone()
     except sqlite3.Error:
         row = None  # not (yet) an MLflow store: its schema is made by the run
-    return f"{tracking_uri} created {row[0] if row else 'unknown'}"
+    return f"{tracking_uri} created {row[0] if row else 'unknown'}{artifacts}"
 
 
-def forget_entries_of_another_store(root: Path, tracking_uri: str) -> str:
+def forget_entries_of_another_store(root: Path, tracking_uri: str, artifact_root: str = "") -> str:
     """Empty the cache folder ``root`` when the tracking store is not the one its entries were written with
-    (the workspace's ``mlflow.db`` deleted or made anew); why, in words, else ``""``.
+    (the workspace's ``mlflow.db`` or its artifacts folder deleted or made anew); why, in words, else ``""``.
 
     kfp.local checks that a hit's output *files* exist, not the MLflow runs and model versions its
     outputs name: without this a re-run would reuse register-model's ``version`` of a registry that no
@@ -96,19 +101,22 @@ def forget_entries_of_another_store(root: Path, tracking_uri: str) -> str:
     marker = root / STORE_MARKER
     if not marker.is_file():
         return ""
-    recorded, now = marker.read_text(), store_identity(tracking_uri)
+    recorded, now = marker.read_text(), store_identity(tracking_uri, artifact_root)
     if recorded == now:
         return ""
     for entry in root.glob("*.json"):
         entry.unlink()
     marker.unlink()
-    return f"emptied: its steps recorded to another tracking store than {tracking_uri} (deleted or made anew)"
+    return (
+        f"emptied: its steps recorded to another tracking store than {tracking_uri} (it, or its artifacts "
+        "folder, was deleted or made anew since)"
+    )
 
 
-def note_store(root: Path, tracking_uri: str) -> None:
+def note_store(root: Path, tracking_uri: str, artifact_root: str = "") -> None:
     """Write which tracking store the entries in ``root`` were recorded to (after a run)."""
     if root.is_dir():
-        (root / STORE_MARKER).write_text(store_identity(tracking_uri))
+        (root / STORE_MARKER).write_text(store_identity(tracking_uri, artifact_root))
 
 
 def note_producers(root: Path, run_id: str, since: float) -> None:

@@ -164,7 +164,9 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     tracking.check()  # an unreachable server or a mismatched experiment fails here, before any step
     settings = forms()[args.pipeline].values(arguments)  # by address, for the cache key and the summary
     cache = step_cache(args.pipeline, settings, workspace) if use_cache else None
-    if cache is not None and (emptied := forget_entries_of_another_store(cache, tracking.tracking_uri)):
+    if cache is not None and (
+        emptied := forget_entries_of_another_store(cache, tracking.tracking_uri, tracking.artifact_root)
+    ):
         print(f"step cache {cache}: {emptied}", flush=True)
     try:
         with workspace_defaults(workspace.create().root, sign=True):
@@ -190,7 +192,7 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
         return 1
     finally:
         if cache is not None:
-            note_store(cache, tracking.tracking_uri)
+            note_store(cache, tracking.tracking_uri, tracking.artifact_root)
     facts = summaries()[args.pipeline](workspace, settings, result)
     save_record(args.pipeline, result, "succeeded", facts=facts)
     return 0

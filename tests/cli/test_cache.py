@@ -70,6 +70,27 @@ def test_a_tracking_store_made_anew_empties_the_cache(tmp_path: Path) -> None:
     assert "another tracking store" in forget_entries_of_another_store(cache, uri) and not entry.exists()
 
 
+def test_a_deleted_artifacts_folder_empties_the_cache(tmp_path: Path) -> None:
+    """Registered versions keep their files under the artifact root: with the folder gone, a cached
+    register-model would hand on a version whose model files no longer exist."""
+    from mlflow import MlflowClient
+
+    from cli.step_cache import forget_entries_of_another_store, note_store
+
+    uri, artifacts = f"sqlite:///{tmp_path / 'mlflow.db'}", tmp_path / "artifacts"
+    MlflowClient(uri).search_experiments()
+    artifacts.mkdir()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    entry = cache / "0123abcd.json"
+    entry.write_text('{"version": "1"}')
+    note_store(cache, uri, f"file://{artifacts}")
+    assert forget_entries_of_another_store(cache, uri, f"file://{artifacts}") == "" and entry.is_file()
+    artifacts.rmdir()
+    assert "artifacts folder" in forget_entries_of_another_store(cache, uri, f"file://{artifacts}")
+    assert not entry.exists()
+
+
 def test_entries_name_the_run_that_wrote_them(tmp_path: Path) -> None:
     from cli.step_cache import note_producers, producer
 
