@@ -790,10 +790,14 @@ def test_bias_is_judged_against_the_gate_with_the_settings_and_never_retrains() 
 
 
 def test_bias_without_a_gate_report_is_a_finding_that_says_why_and_no_feedback_is_no_finding() -> None:
+    from components.drift_monitor.bias_drift import GateReference
     from components.drift_monitor.drift_monitor import judge
 
     profile, summary = window_of(0.0)
     assert judge("m", profile, summary, LARGE).findings == []  # no grouped feedback: nothing to say
+    gate = GateReference({"sex": {"f": 0.5}}, {"sex": 0.0}, {})
+    with_gate = judge("m", profile, summary, LARGE, gate)  # a gate report, but no feedback named groups
+    assert (with_gate.bias, with_gate.findings) == ([], [])
     summary.grouped = grouped_feedback()
     judged = judge("m", profile, summary, LARGE)
     assert judged.bias == [] and judged.findings == [
