@@ -1,4 +1,4 @@
-"""The server's background loops (batch worker, reload watcher, request-log flusher): one named task
+"""The server's background loops (batch worker, reload watcher): one named task
 each, started inside the event loop and, on stop, cancelled and awaited until it has ended."""
 
 from __future__ import annotations

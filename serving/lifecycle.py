@@ -70,8 +70,9 @@ class ServerLifecycle:
                 on_error=lambda exc: plane.metrics.error(
                     config.model_name, plane.live_version, "request_log"
                 ),
+                on_drop=lambda rows: plane.metrics.log_dropped(config.model_name, rows),
             )
-            plane.request_log.start()
+            await plane.request_log.start()
         if self.resolve is not None and self.load is not None and config.reload_interval_s > 0:
             self.watcher = ReloadWatcher(
                 plane.router.primary.holder,

@@ -90,6 +90,13 @@ class ServingMetrics:
             ["model", "version", "agreement"],
             registry=self.registry,
         )
+        self.log_dropped_rows = Counter(
+            "mlops_serving_request_log_dropped_rows",
+            "Sampled rows the request log did not keep: its buffer was full while the writer process was "
+            "behind (the requests were answered as usual).",
+            ["model"],
+            registry=self.registry,
+        )
 
         self._children: dict[tuple[str, ...], Any] = {}
 
@@ -130,6 +137,9 @@ class ServingMetrics:
 
     def batch(self, model: str, version: str, rows: int) -> None:
         self._child(self.batch_size, model, version).observe(rows)
+
+    def log_dropped(self, model: str, rows: int) -> None:
+        self._child(self.log_dropped_rows, model).inc(rows)
 
     def error(self, model: str, version: str, reason: str) -> None:
         self._child(self.errors, model, version, reason).inc()
