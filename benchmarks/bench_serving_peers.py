@@ -326,7 +326,7 @@ def build_peers(onnx_path: Path, workspace_root: Path, tracking_uri: str, token:
     peers.append(
         Peer(
             "mlflow", "mlflow models serve", "1 (uvicorn, 1 worker)",
-            "auth none, metrics off (default), access log on (default), input checked against the model "
+            "auth none, no metrics endpoint, access log on (default), input checked against the model "
             "signature", ("rest-json",), mlflow_command, "/ping", "/invocations", "mlflow",
             dialect="mlflow", env=mlflow_env,
         )
@@ -657,7 +657,7 @@ def main() -> int:
         parser.error(str(exc))
     if max(args.rows) > 64 or min(args.rows) < 1:
         parser.error(f"--rows {args.rows}: each must be between 1 and 64 (the checked sample has 64 rows)")
-    command = "python -m benchmarks.bench_serving_peers " + shlex.join(sys.argv[1:])
+    command = " ".join(["python -m benchmarks.bench_serving_peers", shlex.join(sys.argv[1:])]).strip()
     OUT.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()
     started_at = time.monotonic()
