@@ -9,13 +9,17 @@ server is checked to answer correctly before it is loaded.
 
     .venv/bin/python -m benchmarks.bench_protocols [--duration 4] [--skip-mlflow]   # from the repo root
 
-Results: a markdown table on stdout and ``benchmarks/.out/protocols.json``.
+Results: markdown tables (with the command and the load average before and after) on stdout and in
+``benchmarks/.out/protocols.md``, every figure in ``benchmarks/.out/protocols.json``. The last table
+sets the request log at 100 % against ``--no-request-log`` (issue 23's goal: ≥ 0.8× at 64 rows of JSON);
+server CPU counts the request log's writer process too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -173,7 +177,7 @@ def main() -> int:
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     print(f"HTTP load: {'wrk' if wrk_available() else 'python fallback'}; gRPC load: python (grpc.aio)")
-    started_at = time.monotonic()
+    started_at, load_before = time.monotonic(), os.getloadavg()
     workspace_root = OUT / "protocols-workspace"
     if workspace_root.exists():
         import shutil
@@ -203,8 +207,7 @@ def main() -> int:
         scorer.predict_encoded, args,
     )  # fmt: skip
     if args.only_ours:
-        print(summarise(points))
-        return 0
+        return report(points, args, started_at, load_before)
     points += measure_server(
         UVICORN,
         [*ceiling, "--grpc-port", "{grpc_port}"],
@@ -226,14 +229,28 @@ def main() -> int:
         points += measure_server(
             MLFLOW, command, "/ping", "/invocations", ("mlflow-json",), x, scorer.predict_encoded, args, env
         )
-    report = summarise(points)
-    print(report)
-    (OUT / "protocols.md").write_text(report)
+    return report(points, args, started_at, load_before)
+
+
+def report(
+    points: list[Point], args: argparse.Namespace, started_at: float, load_before: tuple[float, ...]
+) -> int:
+    """Print the tables and write them, with the command and the load average, to ``.out/protocols.md``."""
+    load_after = os.getloadavg()
+    text = (
+        f"`{' '.join(['python -m benchmarks.bench_protocols', *sys.argv[1:]])}`; load average (1, 5, 15 min) "
+        f"before {', '.join(f'{v:.2f}' for v in load_before)}, after {', '.join(f'{v:.2f}' for v in load_after)}; "
+        f"{time.monotonic() - started_at:.0f} s\n\n" + summarise(points)
+    )
+    print(text)
+    (OUT / "protocols.md").write_text(text)
     (OUT / "protocols.json").write_text(
         json.dumps(
             {
                 "points": [{**asdict(p), "load": asdict(p.load)} for p in points],
                 "seconds": time.monotonic() - started_at,
+                "load_before": load_before,
+                "load_after": load_after,
             },
             indent=2,
         )
@@ -272,14 +289,32 @@ def summarise(points: list[Point]) -> str:
                     if (s, t, rows) in by
                 ),
                 key=lambda p: p.load.rps,
+                default=None,  # --only-ours: no ceiling measured
             )
             mlflow = by.get((MLFLOW, "mlflow-json", rows))
             cells = [
                 f"{ours.load.rps / own.load.rps:.2f}×" if own else "-",
-                f"{ours.load.rps / fastest.load.rps:.2f}× ({fastest.server.split(':')[1].split(',')[0].strip()} {fastest.transport})",
+                f"{ours.load.rps / fastest.load.rps:.2f}× ({fastest.server.split(':')[1].split(',')[0].strip()} "
+                f"{fastest.transport})"
+                if fastest
+                else "-",
                 f"{ours.load.rps / mlflow.load.rps:.1f}×" if mlflow else "-",
             ]
             lines.append(f"| {transport}, {rows} row(s) | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| request log at 100 % vs off (same transport, rows) | req/s ratio | server CPU µs/req on / off |",
+    ]
+    lines.append("|---|---|---|")
+    for transport in ("rest-json", "rest-binary", "grpc"):
+        for rows in ROWS:
+            on, off = by.get((OURS, transport, rows)), by.get((OURS_NO_LOG, transport, rows))
+            if on is None or off is None:
+                continue
+            lines.append(
+                f"| {transport}, {rows} row(s) | {on.load.rps / off.load.rps:.2f}× | "
+                f"{on.server_cpu_us:.0f} / {off.server_cpu_us:.0f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
