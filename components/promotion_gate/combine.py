@@ -29,20 +29,15 @@ __all__ = ["combine", "record_overall"]
 def record_overall(decision: Decision, model_name: str, version: str, store: TrackingStore) -> None:
     """Tag the verdict on the version, then make it the ``challenger``: the alias moves only once
     every gate has decided (promote or reject), so a run whose gate crashed leaves none behind."""
-    import mlflow
-
-    from mlops.governance.audit import record_in_run
-
-    with store.task_run(f"gate_{OVERALL}"):
+    with store.recording_run(f"gate_{OVERALL}") as run:
         store.tag_version(
             model_name, version, {DECISION_TAG: decision.decision, REASON_TAG: clip(decision.reason)}
         )
-        mlflow.set_tags({DECISION_TAG: decision.decision, MODEL_VERSION_TAG: version})
-        record_in_run(
+        run.set_tags({DECISION_TAG: decision.decision, MODEL_VERSION_TAG: version})
+        run.audit(
             "gate.decided",
             f"{model_name}/{version}",
             {"gate": OVERALL, "decision": decision.decision, "reason": decision.reason},
-            pipeline_run_id=store.pipeline_run_id,
             model_version=f"{model_name}/{version}",
         )
         if not decision.promote:  # alert people (webhook, MLOPS_ALERT_WEBHOOK_URL); never fails the gate
@@ -53,10 +48,9 @@ def record_overall(decision: Decision, model_name: str, version: str, store: Tra
         previous = store.point_alias(model_name, CHALLENGER, version)
         if str(previous) == str(version):  # a --cache re-run re-deciding the same version: nothing moved
             return
-        record_in_run(
+        run.audit(
             "alias.moved",
             f"{model_name}/{version}",
             {"alias": CHALLENGER, "from": previous, "to": version, "decision": decision.decision},
-            pipeline_run_id=store.pipeline_run_id,
             model_version=f"{model_name}/{version}",
         )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from components.promotion_gate.config import MetricsGatePolicy
 from mlops.gates import PROMOTE, REJECT, Decision
-from mlops.tracking.store import TrackingStore
+from mlops.tracking.store import RecordingRun, TrackingStore
 from mlops.vocabulary import CHAMPION, MODEL_VERSION_TAG, gate_tag
 
 __all__ = ["PROMOTE", "REJECT", "Decision", "MetricsGatePolicy", "decide", "promote", "record"]
@@ -104,10 +104,9 @@ def record(
     """Write this gate's decision as version tags, an MLflow run and a JSON report.
 
     The overall ``mlops.decision``/``mlops.reason`` tags are written once, after every
-    gate has decided, by :func:`components.promotion_gate.combine.record_overall`.
+    gate has decided, by :func:`components.promotion_gate.combine.record_overall`. Recorded through
+    :meth:`TrackingStore.recording_run`: on a served store the task never imports MLflow.
     """
-    import mlflow
-
     metrics, null_because = report_metrics(decision.metrics)
     report = {
         **asdict(decision),
@@ -119,19 +118,17 @@ def record(
     }
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=2, default=str, allow_nan=False))
-    with store.task_run(f"gate_{decision.gate}"):
+    with store.recording_run(f"gate_{decision.gate}") as run:
         store.record_gate(model_name, version, decision.gate, decision.decision, decision.reason)
-        mlflow.set_tags({gate_tag(decision.gate, "decision"): decision.decision, MODEL_VERSION_TAG: version})
-        mlflow.log_artifact(str(report_path), artifact_path="gate")
-        audit_decision(decision, model_name, version, store)
+        run.set_tags({gate_tag(decision.gate, "decision"): decision.decision, MODEL_VERSION_TAG: version})
+        run.log_artifact(report_path, artifact_path="gate")
+        audit_decision(decision, model_name, version, run)
 
 
-def audit_decision(decision: Decision, model_name: str, version: str, store: TrackingStore) -> None:
-    """One ``gate.decided`` record (call inside the gate's MLflow run)."""
-    from mlops.governance.audit import record_in_run
-
+def audit_decision(decision: Decision, model_name: str, version: str, run: RecordingRun) -> None:
+    """One ``gate.decided`` record in the gate's task run ``run``."""
     subject = f"{model_name}/{version}"
-    record_in_run(
+    run.audit(
         "gate.decided",
         subject,
         {
@@ -140,7 +137,6 @@ def audit_decision(decision: Decision, model_name: str, version: str, store: Tra
             "reason": decision.reason,
             "metrics": report_metrics(decision.metrics)[0],
         },
-        pipeline_run_id=store.pipeline_run_id,
         model_version=subject,
     )
 

@@ -148,20 +148,30 @@ def record_in_run(
     details: Mapping[str, Any] | None = None,
     *,
     pipeline_run_id: str = "",
+    run_id: str | None = None,
+    tracking_uri: str | None = None,
     **links: str,
 ) -> AuditEvent:
     """:func:`record` from inside a task's MLflow run: the trail follows its tracking store, and the
-    links name the pipeline run and the MLflow run besides ``links``."""
-    import mlflow
+    links name the pipeline run and the MLflow run besides ``links``.
 
-    run = mlflow.active_run()
-    ids = {"pipeline_run_id": pipeline_run_id, "mlflow_run_id": run.info.run_id if run else "", **links}
+    ``run_id`` and ``tracking_uri`` name the run and its store when the caller holds them (a task
+    recording over REST, :meth:`mlops.tracking.store.TrackingStore.recording_run`): then MLflow is not
+    imported; left out, they are MLflow's active run and tracking URI."""
+    if run_id is None or tracking_uri is None:
+        import mlflow
+
+        if run_id is None:
+            run = mlflow.active_run()
+            run_id = run.info.run_id if run else ""
+        tracking_uri = mlflow.get_tracking_uri() if tracking_uri is None else tracking_uri
+    ids = {"pipeline_run_id": pipeline_run_id, "mlflow_run_id": run_id, **links}
     return record(
         action,
         subject,
         details,
         links={k: v for k, v in ids.items() if v},
-        tracking_uri=mlflow.get_tracking_uri(),
+        tracking_uri=tracking_uri,
     )
 
 

@@ -29,11 +29,11 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
 from mlops.settings import SETTINGS_CONFIG
+from mlops.tracking.uris import TrackingError, normalise_location, redact_uri
 from mlops.vocabulary import (
     PIPELINE_RUN_ID_TAG,
     PROFILE_TAG,
@@ -44,14 +44,18 @@ from mlops.vocabulary import (
     gate_tag,
 )
 
+__all__ = ["TrackingError", "TrackingSettings", "TrackingStore", "normalise_location", "redact_uri"]
+
 if TYPE_CHECKING:
     import pandas as pd
     from mlflow import ActiveRun, MlflowClient
     from mlflow.entities import Experiment
     from mlflow.models.model import ModelInfo
 
+    from mlops.governance.audit import AuditEvent
     from mlops.governance.signing import Signed
     from mlops.model.reference_profile import ReferenceProfile
+    from mlops.tracking.rest_client import MlflowRestClient
 
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 """MLflow's own variable: the tracking server a task's environment names when the settings leave it empty."""
@@ -84,10 +88,6 @@ _FLUENT = threading.RLock()
 """MLflow's fluent state is one per process: two threads in two scopes would log into each other's store."""
 
 
-class TrackingError(ValueError):
-    """Tracking is misconfigured (unreachable server, clashing artifact location); the message says the fix."""
-
-
 @dataclass
 class RegistrationProgress:
     """How far a registration got: the version it created, and whether that version is recorded (what
@@ -116,6 +116,12 @@ class TrackingStore:
     """Artifact location for a newly created experiment (``<root>/<experiment>``); empty: the server's default."""
     registry_uri: str = ""
     """Model registry URI; empty: the tracking store's own registry (the platform keeps them together)."""
+    served_url: str = ""
+    """Address of an ``mlflow server`` the local run started on this very store (:mod:`mlops.tracking.served`);
+    set, the light writes of a task (:meth:`recording_run`, version tags, aliases) go there over REST
+    without importing MLflow. Never part of :meth:`settings`: a task's arguments do not change with it."""
+    served_log: str = ""
+    """That server's log file, named in its errors."""
 
     def __post_init__(self) -> None:
         uri = str(self.tracking_uri).strip()
@@ -148,11 +154,16 @@ class TrackingStore:
             )
         values = {key: str(value).strip() for key, value in tracking.items()}
         uri = values.get("tracking_uri", "") or environ.get(TRACKING_URI_ENV, "").strip()
+        from mlops.tracking.served import served_at
+
+        served = served_at(uri, environ) if uri else None
         return cls(
             tracking_uri=uri,
             experiment=values.get("experiment") or DEFAULT_EXPERIMENT,
             pipeline_run_id=str(pipeline_run_id or ""),
             artifact_root=values.get("artifact_root", ""),
+            served_url=served.url if served else "",
+            served_log=served.log if served else "",
         )
 
     @classmethod
@@ -181,6 +192,17 @@ class TrackingStore:
         from mlflow import MlflowClient
 
         return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+
+    @cached_property
+    def rest(self) -> MlflowRestClient | None:
+        """The light REST client of the server this store is served by (:attr:`served_url`); None when it
+        is not served, and every write goes through :attr:`client`."""
+        if not self.served_url:
+            return None
+        from mlops.tracking.rest_client import MlflowRestClient
+        from mlops.tracking.served import START_WAIT_S
+
+        return MlflowRestClient(self.served_url, wait_s=START_WAIT_S, log_hint=self.served_log)
 
     # --- the experiment -----------------------------------------------------------------------
 
@@ -326,6 +348,51 @@ class TrackingStore:
         with self.fluent(), mlflow.start_run(run_id=run_id) as run:
             yield run
 
+    @contextmanager
+    def recording_run(self, task: str, *, run_name: str | None = None) -> Iterator[RecordingRun]:
+        """A task run for a task that only records (a gate, the combined verdict, a promotion): the same run,
+        tags and ending as :meth:`task_run`, through a :class:`RecordingRun` handle instead of MLflow's
+        fluent API, so that on a served store (:attr:`rest`) the task never imports MLflow."""
+        rest = self.rest
+        if rest is None:
+            with self.task_run(task, run_name=run_name) as active:
+                yield _FluentRecordingRun(str(active.info.run_id), self)
+            return
+        experiment_id = self._served_experiment(rest)
+        name = run_name or task
+        tags = {**_run_context_tags(), TASK_TAG: task}
+        if self.pipeline_run_id:
+            tags[PIPELINE_RUN_ID_TAG] = self.pipeline_run_id
+        created = rest.create_run(experiment_id, name, tags)
+        try:
+            yield _RestRecordingRun(created.run_id, self, rest, created.artifact_uri)
+        except BaseException:
+            rest.end_run(created.run_id, "FAILED")
+            raise
+        rest.end_run(created.run_id, "FINISHED")
+
+    def _served_experiment(self, rest: MlflowRestClient) -> str:
+        """:meth:`ensure_experiment` over REST: the experiment's id, created at :attr:`experiment_location` when
+        missing, refused when it stores elsewhere."""
+        cached = self.__dict__.get("_served_experiment_id")
+        if cached is not None:
+            return str(cached)
+        from mlops.tracking.rest_client import TrackingServerError
+
+        existing = rest.experiment_by_name(self.experiment)
+        if existing is None:
+            try:
+                experiment_id = rest.create_experiment(self.experiment, self.experiment_location)
+            except TrackingServerError:
+                existing = rest.experiment_by_name(self.experiment)  # another task created it meanwhile
+                if existing is None:
+                    raise
+            else:
+                existing = rest.experiment(experiment_id)
+        self.check_location(str(existing["artifact_location"]))
+        self.__dict__["_served_experiment_id"] = str(existing["experiment_id"])
+        return str(existing["experiment_id"])
+
     def search_runs(self, **query: Any) -> pd.DataFrame:
         """``mlflow.search_runs`` against this store (notebooks, summaries): reads only, creates nothing."""
         import mlflow
@@ -417,8 +484,9 @@ class TrackingStore:
 
     def tag_version(self, model_name: str, version: str, tags: Mapping[str, str]) -> None:
         """Set ``tags`` on one registered version."""
+        writer = self.rest or self.client
         for key, value in tags.items():
-            self.client.set_model_version_tag(model_name, version, key, str(value))
+            writer.set_model_version_tag(model_name, version, key, str(value))
 
     def record_gate(self, model_name: str, version: str, gate: str, decision: str, reason: str) -> None:
         """A gate's verdict on the version: ``mlops.gate.<gate>.decision`` and ``.reason`` (clipped to
@@ -431,6 +499,8 @@ class TrackingStore:
 
     def alias_version(self, model_name: str, alias: str) -> str | None:
         """The version ``alias`` points at, or None when the model or the alias does not exist."""
+        if self.rest is not None:
+            return self.rest.alias_version(model_name, alias)
         from mlflow.exceptions import MlflowException
 
         try:
@@ -445,7 +515,7 @@ class TrackingStore:
         which a rollback follows (:meth:`move_alias`). The caller records the move in its run.
         """
         previous = self.alias_version(model_name, alias)
-        self.client.set_registered_model_alias(model_name, alias, version)
+        (self.rest or self.client).set_registered_model_alias(model_name, alias, version)
         return previous
 
     def move_alias(
@@ -470,7 +540,7 @@ class TrackingStore:
 
         from mlops.governance.audit import record
 
-        client = self.client
+        client = self.rest or self.client
         client.set_registered_model_alias(model_name, alias, version)
         client.set_model_version_tag(model_name, version, PROMOTED_AT_TAG, datetime.now(UTC).isoformat())
         if previous is not None and previous != version:
@@ -562,6 +632,84 @@ class TrackingStore:
         return ReferenceProfile.from_json(text, f"profile of {model_name} v{version}")
 
 
+class RecordingRun:
+    """An open task run of :meth:`TrackingStore.recording_run`: what a recording task writes into it."""
+
+    def __init__(self, run_id: str, store: TrackingStore) -> None:
+        self.run_id = run_id
+        self.store = store
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        raise NotImplementedError
+
+    def log_artifact(self, local_path: Path, artifact_path: str = "") -> None:
+        """Store ``local_path`` in the run at ``<artifact_path>/<file name>`` (as ``mlflow.log_artifact``)."""
+        raise NotImplementedError
+
+    def audit(
+        self, action: str, subject: str, details: Mapping[str, Any] | None = None, **links: str
+    ) -> AuditEvent:
+        """An audit record linking this run and the store's pipeline run
+        (:func:`mlops.governance.audit.record_in_run`), in the trail of the store's workspace."""
+        from mlops.governance.audit import record_in_run
+
+        return record_in_run(
+            action,
+            subject,
+            details,
+            pipeline_run_id=self.store.pipeline_run_id,
+            run_id=self.run_id,
+            tracking_uri=self.store.tracking_uri,
+            **links,
+        )
+
+
+class _FluentRecordingRun(RecordingRun):
+    """The store opened directly: MLflow's fluent API inside :meth:`TrackingStore.task_run`."""
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        import mlflow
+
+        mlflow.set_tags(dict(tags))
+
+    def log_artifact(self, local_path: Path, artifact_path: str = "") -> None:
+        import mlflow
+
+        mlflow.log_artifact(str(local_path), artifact_path=artifact_path or None)
+
+
+class _RestRecordingRun(RecordingRun):
+    """The store served: the same writes over MLflow's REST API (:mod:`mlops.tracking.rest_client`)."""
+
+    def __init__(self, run_id: str, store: TrackingStore, rest: MlflowRestClient, artifact_uri: str) -> None:
+        super().__init__(run_id, store)
+        self.rest = rest
+        self.artifact_uri = artifact_uri
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        self.rest.set_run_tags(self.run_id, {key: str(value) for key, value in tags.items()})
+
+    def log_artifact(self, local_path: Path, artifact_path: str = "") -> None:
+        self.rest.log_artifact(self.artifact_uri, Path(local_path), artifact_path)
+
+
+def _run_context_tags() -> dict[str, str]:
+    """The tags ``mlflow.start_run`` adds from its default run context (user, source name and type), so a
+    run created over REST carries what one created by the fluent API does."""
+    import getpass
+    import sys
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # MLflow's own fallback when the OS knows no name for the uid
+        user = "unknown"
+    return {
+        "mlflow.user": os.environ.get("MLFLOW_TRACKING_USERNAME") or user,
+        "mlflow.source.name": sys.argv[0] if sys.argv and sys.argv[0] else "<console>",
+        "mlflow.source.type": "LOCAL",
+    }
+
+
 @dataclass(frozen=True)
 class _FluentState:
     """MLflow's process-wide tracking state at one moment (module values and the variables mirroring them)."""
@@ -619,28 +767,6 @@ def _active_run_id() -> str | None:
 
     run = mlflow.active_run()
     return None if run is None else str(run.info.run_id)
-
-
-def normalise_location(location: str) -> str:
-    """One spelling per place: local paths and ``file:`` URIs become ``file:///abs``, no trailing slash."""
-    location = location.strip()
-    parts = urlsplit(location)
-    if parts.scheme == "file":
-        return Path(parts.path).expanduser().resolve().as_uri()
-    if not parts.scheme:
-        return Path(location).expanduser().resolve().as_uri()
-    return location.rstrip("/")
-
-
-def redact_uri(uri: str) -> str:
-    """``scheme://user:***@host/…``: a password in a URI never reaches a log or a summary."""
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    netloc = f"{parts.username}:***@{host}{port}"
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _root_of(location: str, experiment: str) -> str:

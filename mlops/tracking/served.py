@@ -1,0 +1,194 @@
+"""One ``mlflow server`` on the workspace's store for the length of a local run, and how tasks find it.
+
+Why: every task of a local run is a fresh process; opening the SQLite store directly costs each
+one MLflow's import and the store's start-up (~3 s) for a gate's milliseconds of work. The run
+process serves the store once (:func:`serve_store`) and tells its tasks where, through one
+environment variable (:data:`SERVED_AT_ENV`, inherited by kfp.local's subprocess tasks): a
+JSON object from the store's URI to the server's address. The task *arguments* keep the
+store's URI, so a ``--cache`` key does not change from run to run with the server's port.
+
+:meth:`mlops.tracking.store.TrackingStore.for_task` reads the variable: a store whose URI is
+served records its light writes over REST (:mod:`mlops.tracking.rest_client`), and everything
+else opens the store directly, as before. The server is started with a random path prefix
+(``--static-prefix /mlops-<random>``): only the server this run started answers that address,
+so a task never writes to another process that took the port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlops.tracking.uris import TrackingError, normalise_location
+
+SERVED_AT_ENV = "MLOPS_TRACKING_SERVED_AT"
+"""JSON object ``{"<store URI>": {"url": "http://127.0.0.1:PORT/<prefix>", "log": "<server log>"}}``."""
+SERVE_ENV = "MLOPS_SERVE_TRACKING"
+"""``0``: a local run does not serve its store (each task opens it directly, the way it did before)."""
+START_WAIT_S = 180.0
+"""How long a task waits for the run's server to accept connections (it starts beside the first steps)."""
+STOP_WAIT_S = 10.0
+"""How long the server gets to stop on SIGTERM before it is killed."""
+
+
+@dataclass(frozen=True)
+class ServedAt:
+    """Where a store is served: the server's address (prefix included) and its log file."""
+
+    url: str
+    log: str = ""
+
+
+def served_at(tracking_uri: str, environ: Mapping[str, str] = os.environ) -> ServedAt | None:
+    """Where ``tracking_uri`` is served according to :data:`SERVED_AT_ENV`; None when it is not.
+
+    A malformed variable is an error naming it (a task would otherwise silently open the store
+    directly and pay the start-up the variable was meant to save)."""
+    raw = environ.get(SERVED_AT_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        mapping = json.loads(raw)
+        if not isinstance(mapping, dict):
+            raise ValueError("not a JSON object")
+        entries = {_store_key(uri): ServedAt(**value) for uri, value in mapping.items()}
+    except (ValueError, TypeError) as exc:
+        raise TrackingError(
+            f"{SERVED_AT_ENV}={raw[:200]!r} is not a JSON object of store URI -> "
+            f'{{"url": "http://…", "log": "…"}} ({exc}); unset it to open the store directly'
+        ) from exc
+    return entries.get(_store_key(tracking_uri))
+
+
+def _store_key(uri: str) -> str:
+    if uri.startswith("sqlite:///"):
+        return "sqlite:///" + normalise_location(uri.removeprefix("sqlite:///")).removeprefix("file://")
+    return uri.strip().rstrip("/")
+
+
+@dataclass
+class ServedStore:
+    """A running ``mlflow server`` on one store (what :func:`serve_store` yields)."""
+
+    tracking_uri: str
+    url: str
+    log: Path
+    process: subprocess.Popen[bytes]
+
+    def wait_until_healthy(self, timeout_s: float = START_WAIT_S) -> None:
+        """Block until ``/health`` answers OK; :class:`TrackingError` naming the log if it dies or never does."""
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.process.poll() is not None:
+                raise TrackingError(
+                    f"the MLflow server for {self.tracking_uri} exited with code {self.process.returncode} "
+                    f"before answering; see {self.log}"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise TrackingError(
+                    f"the MLflow server for {self.tracking_uri} did not answer {self.url}/health within "
+                    f"{timeout_s:.0f} s; see {self.log}"
+                )
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group (the CLI and its uvicorn worker), then SIGKILL if it lingers."""
+        if self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(STOP_WAIT_S)
+        except ProcessLookupError:
+            pass
+
+
+@contextmanager
+def serve_store(
+    tracking_uri: str,
+    artifact_root: str,
+    log: Path,
+    *,
+    environ: MutableMapping[str, str] = os.environ,
+) -> Iterator[ServedStore]:
+    """Serve ``tracking_uri`` (a ``sqlite:///`` store) with ``mlflow server`` on 127.0.0.1 for the block.
+
+    Does not wait for it to answer (tasks wait, :data:`START_WAIT_S`); call
+    :meth:`ServedStore.wait_until_healthy` to. Sets :data:`SERVED_AT_ENV` in ``environ`` for the
+    block and restores it after; the server is stopped on the way out, also when the body raises
+    (Ctrl-C included). Artifacts stay where the experiments say (``--no-serve-artifacts``): the
+    workspace's experiments store them under ``artifact_root``, which tasks write directly.
+    """
+    if not tracking_uri.startswith("sqlite:///"):
+        raise TrackingError(f"serve_store serves a workspace's sqlite:/// store, not {tracking_uri}")
+    port = _free_port()
+    prefix = f"/mlops-{secrets.token_hex(8)}"
+    url = f"http://127.0.0.1:{port}{prefix}"
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        tracking_uri,
+        "--registry-store-uri",
+        tracking_uri,
+        "--no-serve-artifacts",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--static-prefix",
+        prefix,
+    ]
+    if artifact_root:
+        command += ["--default-artifact-root", artifact_root]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as handle:
+        process = subprocess.Popen(
+            command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    served = ServedStore(tracking_uri, url, log, process)
+    before = environ.get(SERVED_AT_ENV)
+    try:
+        mapping = json.loads(before) if before else {}
+        mapping[tracking_uri] = {"url": url, "log": str(log)}
+        environ[SERVED_AT_ENV] = json.dumps(mapping)
+        yield served
+    finally:
+        try:
+            served.stop()
+        finally:
+            if before is None:
+                environ.pop(SERVED_AT_ENV, None)
+            else:
+                environ[SERVED_AT_ENV] = before
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

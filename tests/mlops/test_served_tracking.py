@@ -1,0 +1,234 @@
+"""The workspace's store served once per local run, and the light REST client trivial tasks record with.
+
+Against a real ``mlflow server`` on a SQLite store (the one :func:`serve_store` starts for ``mlops run``):
+what the gate, combine and promote code records over REST reads back through ``MlflowClient`` the same as
+what it records with the store opened directly; a task doing it never imports MLflow; a server that is
+gone is named in the error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.promotion_gate.combine import combine, record_overall
+from components.promotion_gate.promotion_gate import Decision, promote, record
+from mlops.governance.audit import read_events
+from mlops.tracking.rest_client import MlflowRestClient, TrackingServerError
+from mlops.tracking.served import SERVED_AT_ENV, ServedStore, serve_store, served_at
+from mlops.tracking.store import TrackingError, TrackingStore
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ("direct-model", "served-model")
+"""One registered model per path: the same records on each, compared name for name."""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TrackingStore, ServedStore]]:
+    """A workspace-like store with version 1 of each model, served for the module; its direct store."""
+    tmp = tmp_path_factory.mktemp("served")
+    direct = TrackingStore(
+        f"sqlite:///{tmp}/mlflow.db", "training", "direct-run", (tmp / "artifacts").as_uri()
+    )
+    direct.ensure_experiment()
+    for name in MODELS:
+        _register(direct, name)
+    environ: dict[str, str] = {}
+    with serve_store(
+        direct.tracking_uri, direct.artifact_root, tmp / "server.log", environ=environ
+    ) as server:
+        server.wait_until_healthy()
+        yield direct, server
+    assert server.process.poll() is not None, "the server outlived its block"
+    assert SERVED_AT_ENV not in environ, "the variable outlived its block"
+
+
+def _register(store: TrackingStore, name: str) -> None:
+    store.client.create_registered_model(name)
+    store.client.create_model_version(name, "file:///dev/null")
+
+
+def _served_store(direct: TrackingStore, server: ServedStore) -> TrackingStore:
+    environ = {SERVED_AT_ENV: json.dumps({direct.tracking_uri: {"url": server.url, "log": str(server.log)}})}
+    return TrackingStore.for_task(direct.settings(), "served-run", environ=environ)
+
+
+def _runs(direct: TrackingStore, model: str) -> dict[str, dict[str, Any]]:
+    """The model's task runs by name: tags (model and run ids normalised), status, artifacts."""
+    client = direct.client
+    experiment = direct.ensure_experiment().experiment_id
+    runs = {}
+    for run in client.search_runs([experiment], "tags.`mlops.model_version` = '1'"):
+        tags = dict(run.data.tags)
+        if tags.get("mlops.pipeline_run_id") != ("direct-run" if model == MODELS[0] else "served-run"):
+            continue
+        tags.pop("mlops.pipeline_run_id")
+        tags.pop("mlflow.source.name")  # the running program: pytest here, kfp's executor in a task
+        runs[tags["mlflow.runName"]] = {
+            "tags": tags,
+            "status": run.info.status,
+            "ended": run.info.end_time is not None and run.info.end_time >= run.info.start_time,
+            "artifacts": [a.path for a in client.list_artifacts(run.info.run_id, "gate")],
+        }
+    return runs
+
+
+def _record_everything(store: TrackingStore, model: str, tmp: Path) -> None:
+    metrics = Decision(
+        "metrics", "promote", "test_auc 0.9 >= floor", {"test_auc": 0.9, "champion_auc": float("nan")}
+    )
+    record(metrics, model, "1", store, tmp / model / "report.json")
+    record_overall(combine([metrics]), model, "1", store)
+    assert promote(model, "1", store) is None
+
+
+def test_what_the_light_client_records_reads_back_as_what_mlflow_records(
+    served: tuple[TrackingStore, ServedStore], tmp_path: Path
+) -> None:
+    direct, server = served
+    light = _served_store(direct, server)
+    assert light.rest is not None and direct.rest is None
+    _record_everything(direct, MODELS[0], tmp_path)
+    _record_everything(light, MODELS[1], tmp_path)
+
+    assert _runs(direct, MODELS[0]) == _runs(direct, MODELS[1])
+    assert set(_runs(direct, MODELS[1])) == {"gate_metrics", "gate_overall"}
+    assert _runs(direct, MODELS[1])["gate_metrics"]["artifacts"] == ["gate/report.json"]
+    tags = [dict(direct.client.get_model_version(model, "1").tags) for model in MODELS]
+    stamps = [t.pop("mlops.promoted_at") for t in tags]
+    assert tags[0] == tags[1] and all(stamps)
+    assert [direct.client.get_registered_model(model).aliases for model in MODELS] == [
+        {"challenger": 1, "champion": 1}
+    ] * 2
+    events = {
+        model: [e for e in read_events(tracking_uri=direct.tracking_uri) if e.subject == f"{model}/1"]
+        for model in MODELS
+    }
+
+    def comparable(model: str) -> list[tuple[str, str, list[str]]]:
+        return [(e.action, json.dumps(e.details, sort_keys=True), sorted(e.links)) for e in events[model]]
+
+    assert comparable(MODELS[0]) == comparable(MODELS[1])
+    assert [e.action for e in events[MODELS[1]]] == [
+        "gate.decided",
+        "gate.decided",
+        "alias.moved",
+        "alias.moved",
+    ]
+    runs_by_id = {
+        r.info.run_id for r in direct.client.search_runs([direct.ensure_experiment().experiment_id])
+    }
+    assert all(e.links["mlflow_run_id"] in runs_by_id for e in events[MODELS[1]][:3])
+    assert all(e.links["pipeline_run_id"] == "served-run" for e in events[MODELS[1]])
+
+
+def test_a_gate_task_records_over_rest_without_importing_mlflow(
+    served: tuple[TrackingStore, ServedStore],
+) -> None:
+    direct, server = served
+    _register(direct, "task-model")
+    code = """
+import json, sys, tempfile
+from pathlib import Path
+import kfp.dsl.executor_main
+from components.promotion_gate.combine import combine, record_overall
+from components.promotion_gate.promotion_gate import Decision, promote, record
+from mlops.tracking.store import TrackingStore
+store = TrackingStore.for_task(json.loads(sys.argv[1]), "task-run")
+decision = Decision("metrics", "promote", "fine", {"test_auc": 0.9})
+record(decision, "task-model", "1", store, Path(tempfile.mkdtemp()) / "report.json")
+record_overall(combine([decision]), "task-model", "1", store)
+promote("task-model", "1", store)
+heavy = [name for name in ("mlflow", "sqlalchemy", "alembic", "pandas") if name in sys.modules]
+print(json.dumps(heavy))
+"""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "_KFP_RUNTIME": "true",
+        SERVED_AT_ENV: json.dumps({direct.tracking_uri: {"url": server.url, "log": str(server.log)}}),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(direct.settings())],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    version = direct.client.get_model_version("task-model", "1")
+    assert (
+        version.tags["mlops.gate.metrics.decision"] == "promote"
+        and version.tags["mlops.decision"] == "promote"
+    )
+    assert direct.client.get_registered_model("task-model").aliases == {"challenger": 1, "champion": 1}
+    actions = [e.action for e in read_events(tracking_uri=direct.tracking_uri) if e.subject == "task-model/1"]
+    assert actions == ["gate.decided", "gate.decided", "alias.moved", "alias.moved"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_server_that_is_gone_is_named_with_its_log_and_the_fix() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/mlops-gone"
+    client = MlflowRestClient(url, wait_s=0.3, log_hint="/ws/pipelines/.mlflow-server-1.log")
+    with pytest.raises(TrackingServerError) as caught:
+        client.create_run("0", "gate_metrics", {})
+    message = str(caught.value)
+    assert url in message and "after waiting 0 s" in message
+    assert "/ws/pipelines/.mlflow-server-1.log" in message and SERVED_AT_ENV in message
+
+
+def test_another_server_on_the_port_is_refused_not_written_to(
+    served: tuple[TrackingStore, ServedStore],
+) -> None:
+    _, server = served
+    elsewhere = server.url.rsplit("/", 1)[0] + "/mlops-not-this-run"
+    with pytest.raises(TrackingServerError, match="not the MLflow server this store is served by"):
+        MlflowRestClient(elsewhere).experiment_by_name("training")
+
+
+def test_mlflow_errors_keep_their_code(served: tuple[TrackingStore, ServedStore]) -> None:
+    _, server = served
+    client = MlflowRestClient(server.url)
+    assert client.experiment_by_name("no-such-experiment") is None
+    assert client.alias_version("no-such-model", "champion") is None
+    with pytest.raises(TrackingServerError) as caught:
+        client.set_model_version_tag("no-such-model", "1", "k", "v")
+    assert caught.value.error_code == "RESOURCE_DOES_NOT_EXIST" and server.url in str(caught.value)
+
+
+def test_for_task_finds_where_its_store_is_served_and_keeps_the_arguments() -> None:
+    settings = {"tracking_uri": "sqlite:////ws/mlflow.db", "experiment": "training", "artifact_root": ""}
+    environ = {
+        SERVED_AT_ENV: json.dumps({"sqlite:////ws/./mlflow.db": {"url": "http://127.0.0.1:1/p", "log": "l"}})
+    }
+    store = TrackingStore.for_task(settings, "run", environ=environ)
+    assert (store.served_url, store.served_log) == ("http://127.0.0.1:1/p", "l")
+    assert store.settings() == settings  # the task arguments (and a --cache key) never carry the port
+    other = TrackingStore.for_task(
+        {**settings, "tracking_uri": "sqlite:////elsewhere/mlflow.db"}, "run", environ=environ
+    )
+    assert other.served_url == "" and other.rest is None
+    with pytest.raises(TrackingError, match=SERVED_AT_ENV):
+        served_at("sqlite:////ws/mlflow.db", {SERVED_AT_ENV: "http://127.0.0.1:1"})
+
+
+def test_serve_store_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
+    with (
+        pytest.raises(TrackingError, match="serves a workspace's sqlite"),
+        serve_store("http://mlflow:5000", "", tmp_path / "log", environ={}),
+    ):
+        pass
