@@ -10,7 +10,10 @@ workspace and its request log.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -178,14 +181,15 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
             print_start(args.pipeline, workspace, tracking)
             if image is not None:
                 print_image(image)
-            result = run_locally(
-                pipelines()[args.pipeline],
-                arguments,
-                workspace,
-                verbose=verbose,
-                cache_root=cache,
-                runner=runner,
-            )
+            with served_tracking(tracking, workspace, runner_name):
+                result = run_locally(
+                    pipelines()[args.pipeline],
+                    arguments,
+                    workspace,
+                    verbose=verbose,
+                    cache_root=cache,
+                    runner=runner,
+                )
     except PipelineFailed as failure:
         print_failure(failure, workspace)
         save_record(args.pipeline, failure.run, "failed", failure=failure)
@@ -196,6 +200,31 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     facts = summaries()[args.pipeline](workspace, settings, result)
     save_record(args.pipeline, result, "succeeded", facts=facts)
     return 0
+
+
+@contextmanager
+def served_tracking(tracking: ResolvedTracking, workspace: Workspace, runner_name: str) -> Iterator[None]:
+    """Serve the workspace's tracking store with one ``mlflow server`` for the run (:mod:`mlops.tracking.served`):
+    its recording tasks talk to it over REST instead of each opening the store (~3 s a task).
+
+    Only the workspace's own SQLite store, and only for subprocess steps: Docker steps keep opening the mounted
+    store directly (their environment is fixed when the runner is built, before this). The server starts beside the first
+    steps (tasks wait for it); on a fresh workspace the run waits, so that the server creates the store's
+    tables alone. It stops when the run ends, fails or is interrupted. ``MLOPS_SERVE_TRACKING=0`` turns it
+    off (every task opens the store itself, as before: the baseline of ``benchmarks/bench_task_startup.py``).
+    """
+    from mlops.tracking.served import SERVE_ENV, serve_store
+
+    if not tracking.workspace_store or runner_name != "subprocess" or os.environ.get(SERVE_ENV, "1") == "0":
+        yield
+        return
+
+    log = workspace.pipeline_root / f".mlflow-server-{os.getpid()}.log"
+    fresh = not workspace.tracking_db.is_file()
+    with serve_store(tracking.tracking_uri, tracking.artifact_root, log) as served:
+        if fresh:
+            served.wait_until_healthy()
+        yield
 
 
 def docker_step_runner(
