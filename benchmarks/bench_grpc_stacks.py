@@ -6,6 +6,8 @@ checks: the cost of the stack alone) at concurrency 32 with one-row ModelInfer r
 
 - ``aio-servicer``: ``grpc.aio.server`` with the generated servicer (protobuf decode + a reply built per
   call) — what ``serving/grpc_service.py`` runs on;
+- ``aio-batched``: ``aio-servicer`` whose handler, like ``mlops serve``'s, awaits a future that another
+  task of the event loop resolves (the batcher's hand-off, no model): what waiting on the loop costs;
 - ``aio-generic``: ``grpc.aio.server`` with a generic handler, raw bytes in, one pre-encoded reply out
   (no protobuf work at all: the floor of grpc.aio itself);
 - ``sync-servicer`` / ``sync-generic``: the same on the thread-pool ``grpc.server`` (8 threads);
@@ -39,7 +41,7 @@ from benchmarks.bench_serving import OUT, free_port, started, tree_cpu_seconds
 from benchmarks.grpc_load import METHOD, run_grpc_load
 from benchmarks.serving_load import LoadResult, run_load
 
-STACKS = ("aio-servicer", "aio-generic", "sync-servicer", "sync-generic")
+STACKS = ("aio-servicer", "aio-batched", "aio-generic", "sync-servicer", "sync-generic")
 WIDTH = 20
 SYNC_THREADS = 8
 
@@ -82,11 +84,30 @@ def serve(stack: str, port: int) -> None:
     async def raw_async(request: bytes, context: object) -> bytes:
         return encoded
 
+    waiting: list[asyncio.Future[None]] = []
+    batch_ready = asyncio.Event()
+
+    async def batched_async(request: pb.ModelInferRequest, context: object) -> pb.ModelInferResponse:
+        future = asyncio.get_running_loop().create_future()
+        waiting.append(future)
+        batch_ready.set()
+        await future
+        return parsed(request, context)
+
+    async def batcher() -> None:  # like serving.batching.Batcher: take what queued, resolve each
+        while True:
+            await batch_ready.wait()
+            batch_ready.clear()
+            batch = waiting[:]
+            del waiting[:]
+            for future in batch:
+                future.set_result(None)
+
     if stack.endswith("generic"):
         handler = grpc.unary_unary_rpc_method_handler(raw if sync else raw_async)
     else:
         handler = grpc.unary_unary_rpc_method_handler(
-            parsed if sync else parsed_async,
+            parsed if sync else batched_async if stack == "aio-batched" else parsed_async,
             request_deserializer=pb.ModelInferRequest.FromString,
             response_serializer=pb.ModelInferResponse.SerializeToString,
         )
@@ -101,11 +122,13 @@ def serve(stack: str, port: int) -> None:
         return
 
     async def main() -> None:
+        worker = asyncio.get_running_loop().create_task(batcher())
         server = grpc.aio.server(handlers=[handlers], options=options)
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()
         print("ready", flush=True)
         await server.wait_for_termination()
+        worker.cancel()
 
     del pb_grpc
     asyncio.run(main())
