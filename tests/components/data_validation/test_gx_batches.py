@@ -48,7 +48,8 @@ def test_results_are_those_of_one_run_in_suite_order() -> None:
     frame = pd.DataFrame(
         {"a": [1.0, 2.0, np.nan, 7.0, 12.0] * 4, "b": pd.Series(["x", "y", "x", "z", "y"] * 4, dtype="str")}
     )
-    checks = run_suite(frame, _suite())
+    checks = run_suite(frame, _suite(), per_column=True)
+    assert checks == run_suite(frame, _suite(), per_column=False)
     assert [c.expectation for c in checks] == [s.type for s in _suite().expectations]
     assert [c.success for c in checks] == [True, False, True, False, False, False]
     assert checks[1].observed["unexpected_count"] == 4  # the NaNs
