@@ -1,8 +1,9 @@
 """`mlops run training --cache` as a user relies on it: unchanged inputs skip every step that can be reused,
 one changed setting re-runs exactly the steps downstream of it, and deleted outputs are a miss, not a failure.
 
-evaluate-model is the one step never reused: it scores the registry's current champion, which is state
-outside its inputs (see pipelines/training/pipeline.py).
+evaluate-model and promote-to-champion are never reused: they read or move the registry's current champion,
+state outside their inputs (see pipelines/training/pipeline.py). The tracking store made anew, and the names of
+the runs a reused step came from, are pinned in tests/cli/test_cache.py and tests/cli/console.
 """
 
 from __future__ import annotations
