@@ -23,7 +23,7 @@ from components.promotion_gate.combine import combine, record_overall
 from components.promotion_gate.promotion_gate import Decision, promote, record
 from mlops.governance.audit import read_events
 from mlops.tracking.rest_client import MlflowRestClient, TrackingServerError
-from mlops.tracking.served import SERVED_AT_ENV, ServedStore, serve_store, served_at
+from mlops.tracking.served import SERVED_AT_ENV, ServedAt, ServedStore, serve_store, served_at
 from mlops.tracking.store import TrackingError, TrackingStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,3 +232,19 @@ def test_serve_store_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
         serve_store("http://mlflow:5000", "", tmp_path / "log", environ={}),
     ):
         pass
+
+
+def test_an_interrupted_run_stops_its_server_and_unsets_the_variable(tmp_path: Path) -> None:
+    environ = {"OTHER": "kept"}
+    with (
+        pytest.raises(KeyboardInterrupt),
+        serve_store(
+            f"sqlite:///{tmp_path}/mlflow.db", "", tmp_path / "server.log", environ=environ
+        ) as server,
+    ):
+        assert served_at(f"sqlite:///{tmp_path}/mlflow.db", environ) == ServedAt(
+            server.url, str(tmp_path / "server.log")
+        )
+        raise KeyboardInterrupt  # Ctrl-C while the pipeline runs
+    assert server.process.poll() is not None, "the server outlived an interrupted run"
+    assert environ == {"OTHER": "kept"}
