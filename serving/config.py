@@ -48,6 +48,14 @@ class ServerConfig(BaseModel):
         description="TCP port of the gRPC endpoint (Open Inference Protocol GRPCInferenceService) on the same "
         "host, model, batching, auth and metrics as REST; 0 serves REST only.",
     )
+    grpc_threads: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="0 runs gRPC on grpc.aio in the event loop; N > 0 on a thread-pool grpc.server with N threads, "
+        "each call run on the event loop while its thread waits (faster in most runs on a loaded machine, not "
+        "yet measured quiet: serving/README.md).",
+    )
     intra_op_threads: int = Field(
         default=1,
         ge=1,

@@ -1,6 +1,8 @@
 """gRPC's face of the data plane: the Open Inference Protocol's ``inference.GRPCInferenceService``.
 
-The gRPC server runs in the same process and event loop as the HTTP server and calls
+The gRPC server runs in the same process as the HTTP server — a thread-pool ``grpc.server`` whose
+calls run on the HTTP server's event loop (:class:`ThreadedServer`, ``--grpc-threads N``), or grpc.aio in
+that loop (the default) — and calls
 the same :class:`~serving.dataplane.DataPlane` methods REST does: the same router picks
 the model, the same contract admits the input, the same batcher scores it (gRPC and REST
 requests share batches), and the same metrics (``protocol="grpc"``) and request log
@@ -17,6 +19,7 @@ mirrors the form of the input.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
@@ -224,10 +227,95 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         return response
 
 
-def create_server(plane: DataPlane, config: ServerConfig) -> tuple[grpc.aio.Server, int]:
-    """The gRPC server bound to ``config.host:config.grpc_port`` (not yet started) and the bound port."""
+def create_aio_server(plane: DataPlane, config: ServerConfig) -> tuple[grpc.aio.Server, int]:
+    """The grpc.aio server bound to ``config.host:config.grpc_port`` (not yet started) and the bound port."""
     limit = config.max_payload_bytes
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)])
     pb_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceServicer(plane, config.auth_token), server)
     port = server.add_insecure_port(f"{config.host}:{config.grpc_port}")
     return server, port
+
+
+def create_server(plane: DataPlane, config: ServerConfig) -> grpc.aio.Server | ThreadedServer:
+    """The gRPC server ``config.grpc_threads`` asks for, bound (call inside the event loop), not yet started.
+
+    Both have ``await start()`` and ``await stop(grace)``.
+    """
+    if config.grpc_threads == 0:
+        return create_aio_server(plane, config)[0]
+    return ThreadedServer(plane, config, config.grpc_threads)
+
+
+class _ThreadContext:
+    """A thread-pool call's context as the async servicer uses it (``abort`` awaited on the loop)."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, context: grpc.ServicerContext):
+        self.context = context
+
+    def invocation_metadata(self) -> Any:
+        return self.context.invocation_metadata()
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
+        self.context.abort(code, details)  # records the status on the call and raises
+        raise AssertionError("unreachable: context.abort raises")
+
+
+class ThreadedServicer(pb_grpc.GRPCInferenceServiceServicer):
+    """The :class:`InferenceServicer` behind the thread-pool ``grpc.server``: each call runs the async
+    method on the server's event loop (where the batcher and metrics live) and waits for it."""
+
+    def __init__(self, inner: InferenceServicer, loop: Any):
+        self.inner = inner
+        self.loop = loop
+
+    def _run(self, method: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        return asyncio.run_coroutine_threadsafe(method(request, _ThreadContext(context)), self.loop).result()
+
+    def ServerLive(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._run(self.inner.ServerLive, request, context)
+
+    def ServerReady(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._run(self.inner.ServerReady, request, context)
+
+    def ModelReady(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._run(self.inner.ModelReady, request, context)
+
+    def ServerMetadata(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._run(self.inner.ServerMetadata, request, context)
+
+    def ModelMetadata(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._run(self.inner.ModelMetadata, request, context)
+
+    def ModelInfer(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._run(self.inner.ModelInfer, request, context)
+
+
+class ThreadedServer:
+    """``grpc.server`` on a thread pool, with the async ``start``/``stop`` of ``grpc.aio.Server``.
+
+    ``--grpc-threads N``: each call's thread hands the async servicer's method to the event loop,
+    where the data plane, batcher and metrics live, and waits for it. The alternative to grpc.aio,
+    whose handler, suspended while it waits for its batch, is resumed through grpc's own
+    completion-queue machinery (measured in serving/README.md, "Which gRPC stack").
+    """
+
+    def __init__(self, plane: DataPlane, config: ServerConfig, threads: int):
+        from concurrent.futures import ThreadPoolExecutor
+
+        limit = config.max_payload_bytes
+        self.server = grpc.server(
+            ThreadPoolExecutor(threads, thread_name_prefix="grpc"),
+            options=[("grpc.max_receive_message_length", limit), ("grpc.so_reuseport", 0)],
+        )
+        servicer = ThreadedServicer(InferenceServicer(plane, config.auth_token), asyncio.get_running_loop())
+        pb_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, self.server)
+        self.port = self.server.add_insecure_port(f"{config.host}:{config.grpc_port}")
+
+    async def start(self) -> None:
+        self.server.start()
+
+    async def stop(self, grace: float) -> None:
+        """Refuse new calls, let those in flight finish (up to ``grace`` s): the loop keeps serving them."""
+        await asyncio.to_thread(self.server.stop(grace).wait)

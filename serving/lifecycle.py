@@ -36,7 +36,8 @@ class ServerLifecycle:
     load: Callable[[str], LoadedModel] | None
     watcher: ReloadWatcher | None = field(default=None, init=False)
     grpc: Any = field(default=None, init=False)
-    """The gRPC server (``grpc.aio.Server``) while ``config.grpc_port`` is set and the app runs."""
+    """The gRPC server (:class:`~serving.grpc_service.ThreadedServer` or ``grpc.aio.Server``) while
+    ``config.grpc_port`` is set and the app runs."""
     _retired: list[tuple[str, str, str]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -85,7 +86,7 @@ class ServerLifecycle:
         if config.grpc_port:
             from serving.grpc_service import create_server
 
-            self.grpc, _ = create_server(plane, config)
+            self.grpc = create_server(plane, config)
             await self.grpc.start()
 
     async def stop(self) -> None:
