@@ -18,7 +18,7 @@ from components.data_validation.gx_run import run_suite
 from components.data_validation.numeric_cells import BadCells, coerce_numeric
 from components.data_validation.suite import DEFAULT_SUITE_PATH, Suite, SuiteError, load_suite
 from components.data_validation.suite_scope import NOT_NULL, scope_suite, text_as_missing_columns
-from mlops.data.dataset import DatasetError, DatasetSchema, label_text, load_table, read_missing
+from mlops.data.dataset import DatasetError, DatasetSchema, label_text, labels_text, load_table, read_missing
 from mlops.tracking.store import TrackingStore
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def _fallback_table(frame: pd.DataFrame, schema: DatasetSchema) -> pd.DataFrame:
     declared = set(schema.columns)
     table = schema.read_missing(frame.loc[:, [c for c in frame.columns if c in declared]])
     if schema.label in table.columns and table[schema.label].notna().all():
-        text = table[schema.label].map(label_text)
+        text = labels_text(table[schema.label])
         positive, negative = label_text(schema.positive_label), label_text(schema.negative_label)
         if set(text) <= {positive, negative}:
             table[schema.label] = (text == positive).astype("int64")

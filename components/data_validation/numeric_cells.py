@@ -63,7 +63,7 @@ def coerce_numeric(
     the bad cells of every column that had some."""
     import pandas as pd
 
-    out = frame.copy()
+    out = frame.copy(deep=False)  # copy-on-write (pandas 3): a replaced column never reaches ``frame``
     found: dict[str, BadCells] = {}
     for column in columns:
         if column not in out.columns:

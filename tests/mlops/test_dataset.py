@@ -343,3 +343,20 @@ def test_single_quoted_header_names_are_unquoted_as_statsmodels_files_write_them
     # One quoted name among plain ones is a name that contains quotes, not a quoting style.
     mixed = parse_table(b"'a'\tb\n1\t2\n", "t.csv")
     assert list(mixed.columns) == ["'a'", "b"]
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        pd.Series([0, 1, 1]),
+        pd.Series([0.0, 1.0, np.nan]),
+        pd.Series(["yes", " no", "1.0", None]),
+        pd.Series([True, 1, "1.0"], dtype=object),
+        pd.Series(["a", "b", "a"], dtype="category"),
+        pd.Series([1, 0, None], dtype="Int64"),
+    ],
+)
+def test_labels_text_is_label_text_of_each_row(labels: pd.Series) -> None:
+    from mlops.data.dataset import label_text, labels_text
+
+    assert list(labels_text(labels)) == list(labels.map(label_text))
