@@ -204,14 +204,16 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
 
 @contextmanager
 def served_tracking(tracking: ResolvedTracking, workspace: Workspace, runner_name: str) -> Iterator[None]:
-    """Serve the workspace's tracking store with one ``mlflow server`` for the run (:mod:`mlops.tracking.served`):
-    its recording tasks talk to it over REST instead of each opening the store (~3 s a task).
+    """Serve the workspace's tracking store with one ``mlflow server`` for the run
+    (:mod:`mlops.tracking.served`): its recording tasks talk to it over REST instead of each opening
+    the store (~3 s a task).
 
-    Only the workspace's own SQLite store, and only for subprocess steps: Docker steps keep opening the mounted
-    store directly (their environment is fixed when the runner is built, before this). The server starts beside the first
-    steps (tasks wait for it); on a fresh workspace the run waits, so that the server creates the store's
-    tables alone. It stops when the run ends, fails or is interrupted. ``MLOPS_SERVE_TRACKING=0`` turns it
-    off (every task opens the store itself, as before: the baseline of ``benchmarks/bench_task_startup.py``).
+    Only the workspace's own SQLite store, and only for subprocess steps: Docker steps keep opening the
+    mounted store directly (their environment is fixed when the runner is built, before this). The server
+    starts beside the first steps (tasks wait for it); on a fresh workspace the run first waits until the
+    server has created the store's tables, so that no step creates them at the same time. It stops when
+    the run ends, fails or is interrupted. ``MLOPS_SERVE_TRACKING=0`` turns it off (every task opens the
+    store itself, as before: the baseline of ``benchmarks/bench_task_startup.py``).
     """
     from mlops.tracking.served import SERVE_ENV, serve_store
 
@@ -223,7 +225,7 @@ def served_tracking(tracking: ResolvedTracking, workspace: Workspace, runner_nam
     fresh = not workspace.tracking_db.is_file()
     with serve_store(tracking.tracking_uri, tracking.artifact_root, log) as served:
         if fresh:
-            served.wait_until_healthy()
+            served.wait_until_schema_ready()
         yield
 
 

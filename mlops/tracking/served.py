@@ -110,6 +110,26 @@ class ServedStore:
                 )
             time.sleep(0.2)
 
+    def wait_until_schema_ready(self, timeout_s: float = START_WAIT_S) -> None:
+        """Block until the server has created (or upgraded) the store's tables: its SQLite file's schema
+        version is the installed MLflow's newest (:func:`schema_ready`). Sooner than ``/health`` (the web
+        app starts after), and enough for a task that opens the file itself not to race the server for it."""
+        db = Path(self.tracking_uri.removeprefix("sqlite:///"))
+        head = mlflow_schema_head()
+        deadline = time.monotonic() + timeout_s
+        while not schema_ready(db, head):
+            if self.process.poll() is not None:
+                raise TrackingError(
+                    f"the MLflow server for {self.tracking_uri} exited with code {self.process.returncode} "
+                    f"before creating its tables; see {self.log}"
+                )
+            if time.monotonic() > deadline:
+                raise TrackingError(
+                    f"the MLflow server for {self.tracking_uri} did not create its tables (schema {head}) within "
+                    f"{timeout_s:.0f} s; see {self.log}"
+                )
+            time.sleep(0.1)
+
     def stop(self) -> None:
         """SIGTERM to the server's process group (the CLI and its uvicorn worker), then SIGKILL if it lingers."""
         if self.process.poll() is not None:
@@ -186,6 +206,47 @@ def serve_store(
                 environ.pop(SERVED_AT_ENV, None)
             else:
                 environ[SERVED_AT_ENV] = before
+
+
+def mlflow_schema_head() -> str:
+    """The newest database schema revision of the installed MLflow: the one alembic revision in its
+    ``store/db_migrations/versions`` that no other revision names as its ``down_revision`` (read from the
+    files, so that the run process never imports MLflow for it)."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("mlflow")
+    if spec is None or not spec.submodule_search_locations:
+        raise TrackingError(
+            "MLflow is not installed in this environment: pip install the platform's requirements"
+        )
+    versions = Path(next(iter(spec.submodule_search_locations))) / "store" / "db_migrations" / "versions"
+    revisions, parents = set(), set()
+    for migration in versions.glob("*.py"):
+        text = migration.read_text(encoding="utf-8")
+        revisions.update(re.findall(r'^revision = "(\w+)"', text, re.MULTILINE))
+        parents.update(re.findall(r'^down_revision = "(\w+)"', text, re.MULTILINE))
+    heads = revisions - parents
+    if len(heads) != 1:
+        raise TrackingError(f"cannot tell the newest MLflow schema from {versions}: heads {sorted(heads)}")
+    return heads.pop()
+
+
+def schema_ready(db: Path, head: str) -> bool:
+    """Whether the SQLite file ``db`` exists and its schema is at revision ``head`` (read-only, stdlib)."""
+    import sqlite3
+
+    if not db.is_file():
+        return False
+    try:
+        connection = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=1)
+        try:
+            row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error:  # no table yet, or locked while the server writes it
+        return False
+    return row is not None and row[0] == head
 
 
 def _free_port() -> int:

@@ -23,7 +23,15 @@ from components.promotion_gate.combine import combine, record_overall
 from components.promotion_gate.promotion_gate import Decision, promote, record
 from mlops.governance.audit import read_events
 from mlops.tracking.rest_client import MlflowRestClient, TrackingServerError
-from mlops.tracking.served import SERVED_AT_ENV, ServedAt, ServedStore, serve_store, served_at
+from mlops.tracking.served import (
+    SERVED_AT_ENV,
+    ServedAt,
+    ServedStore,
+    mlflow_schema_head,
+    schema_ready,
+    serve_store,
+    served_at,
+)
 from mlops.tracking.store import TrackingError, TrackingStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,3 +256,13 @@ def test_an_interrupted_run_stops_its_server_and_unsets_the_variable(tmp_path: P
         raise KeyboardInterrupt  # Ctrl-C while the pipeline runs
     assert server.process.poll() is not None, "the server outlived an interrupted run"
     assert environ == {"OTHER": "kept"}
+
+
+def test_a_fresh_store_is_ready_once_the_server_has_created_its_tables(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    with serve_store(uri, "", tmp_path / "server.log", environ={}) as server:
+        assert not schema_ready(tmp_path / "mlflow.db", mlflow_schema_head())
+        server.wait_until_schema_ready()
+        assert schema_ready(tmp_path / "mlflow.db", mlflow_schema_head())
+        # what a step that opens the file itself then finds: the tables, at MLflow's own schema
+        assert [e.name for e in TrackingStore(uri).client.search_experiments()] == ["Default"]
