@@ -27,7 +27,9 @@ response records and the admitted matrix, and nothing is copied on the way.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -213,6 +215,23 @@ def describe(name: str, version: str, spec: FeatureSpec, precision: str) -> Mode
     )
 
 
+class RequestIds:
+    """Ids for requests that came without one: 32 hex digits like ``uuid4().hex``, at a fraction of its cost.
+
+    A random 64-bit prefix drawn once per server, then a counter: unique across the server's life and,
+    with overwhelming probability, across its replicas and restarts (what ``mlops feedback`` joins
+    labels by). ``uuid4`` reads the OS's random source on every call: 2.5 % of the server's CPU on
+    the one-row REST load (py-spy), this a string format.
+    """
+
+    def __init__(self) -> None:
+        self._prefix = secrets.token_hex(8)
+        self._counter = itertools.count()
+
+    def new(self) -> str:
+        return f"{self._prefix}{next(self._counter):016x}"
+
+
 class DataPlane:
     """The server's answers, shared by its transports: one router, one metrics registry, one request log."""
 
@@ -222,6 +241,8 @@ class DataPlane:
         self.metrics = metrics
         self.request_log: RequestLogger | None = None
         """Set by the app's lifespan when request logging is on."""
+        self.request_ids = RequestIds()
+        """Where a request without an id gets one."""
         self._contracts: dict[str, ModelContract] = {}
         self._server = ServerMetadata(SERVER_NAME, package_version(), EXTENSIONS)
 

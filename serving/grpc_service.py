@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import grpc
@@ -209,7 +208,7 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         target = GrpcTarget(request.model_name, request.model_version, context)
         outputs = [output.name for output in request.outputs]
         # The request log keeps the client's id (what mlops feedback joins labels by), else a new one.
-        log_id = request.id or uuid.uuid4().hex
+        log_id = request.id or self.plane.request_ids.new()
         inferred = InferRequest(target, GrpcInputs(request), PROTOCOL, outputs, request.id, log_id, received)
         try:
             answer = await self.plane.infer(inferred)

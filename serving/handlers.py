@@ -12,7 +12,6 @@ orjson out, one await for the model, the Starlette request itself as the router'
 from __future__ import annotations
 
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -92,7 +91,7 @@ class Handlers:
         log_id = (
             str(client_id)
             if client_id is not None
-            else request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
+            else request.headers.get(REQUEST_ID_HEADER) or self.plane.request_ids.new()
         )
         inputs = protocol.V2Inputs(payload, binary)
         try:
@@ -114,7 +113,7 @@ class Handlers:
             payload, _ = self._payload(request, await read_body(request, self.max_payload_bytes))
         except Exception as exc:  # ClientDisconnect included
             return self._refused(exc, V1)
-        log_id = request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
+        log_id = request.headers.get(REQUEST_ID_HEADER) or self.plane.request_ids.new()
         inputs = protocol.V1Inputs(payload)
         try:
             answer = await self.plane.infer(InferRequest(request, inputs, V1, (), None, log_id, received))

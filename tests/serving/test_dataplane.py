@@ -359,3 +359,13 @@ def test_every_error_class_has_a_status_on_each_transport() -> None:
         (ServingError, "internal"),
     ]:
         assert cls("x").reason == reason, cls.__name__
+
+
+def test_request_ids_are_unique_hex_and_differ_between_servers() -> None:
+    from serving.dataplane import RequestIds
+
+    ids, other = RequestIds(), RequestIds()
+    made = [ids.new() for _ in range(10_000)]
+    assert len(set(made)) == len(made)
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in made), "32 hex digits, like uuid4().hex"
+    assert other.new()[:16] != made[0][:16], "each server draws its own random prefix"
