@@ -24,7 +24,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
@@ -367,7 +367,8 @@ class TrackingStore:
         try:
             yield _RestRecordingRun(created.run_id, self, rest, created.artifact_uri)
         except BaseException:
-            rest.end_run(created.run_id, "FAILED")
+            with suppress(TrackingError):  # the body's error is the one to report, not a failed ending
+                rest.end_run(created.run_id, "FAILED")
             raise
         rest.end_run(created.run_id, "FINISHED")
 

@@ -266,3 +266,11 @@ def test_a_fresh_store_is_ready_once_the_server_has_created_its_tables(tmp_path:
         assert schema_ready(tmp_path / "mlflow.db", mlflow_schema_head())
         # what a step that opens the file itself then finds: the tables, at MLflow's own schema
         assert [e.name for e in TrackingStore(uri).client.search_experiments()] == ["Default"]
+
+
+def test_a_recording_run_that_raises_ends_failed_over_rest(served: tuple[TrackingStore, ServedStore]) -> None:
+    direct, server = served
+    light = _served_store(direct, server)
+    with pytest.raises(RuntimeError, match="gate crashed"), light.recording_run("gate_crashing") as run:
+        raise RuntimeError("gate crashed")
+    assert direct.client.get_run(run.run_id).info.status == "FAILED"
