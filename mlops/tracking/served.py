@@ -37,6 +37,10 @@ SERVE_ENV = "MLOPS_SERVE_TRACKING"
 """``0``: a local run does not serve its store (each task opens it directly, the way it did before)."""
 START_WAIT_S = 180.0
 """How long a task waits for the run's server to accept connections (it starts beside the first steps)."""
+SERVER_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+"""Set for the server only: MLflow 3's job execution starts a job runner and seven Huey consumers, each a
+Python process importing MLflow (GenAI evaluation jobs, trace roll-ups); a local run's tracking uses none,
+and they would take the CPU from the pipeline's own steps."""
 STOP_WAIT_S = 10.0
 """How long the server gets to stop on SIGTERM before it is killed."""
 
@@ -189,7 +193,12 @@ def serve_store(
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as handle:
         process = subprocess.Popen(
-            command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            command,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **SERVER_ENVIRONMENT},
         )
     served = ServedStore(tracking_uri, url, log, process)
     before = environ.get(SERVED_AT_ENV)

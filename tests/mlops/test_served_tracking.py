@@ -274,3 +274,19 @@ def test_a_recording_run_that_raises_ends_failed_over_rest(served: tuple[Trackin
     with pytest.raises(RuntimeError, match="gate crashed"), light.recording_run("gate_crashing") as run:
         raise RuntimeError("gate crashed")
     assert direct.client.get_run(run.run_id).info.status == "FAILED"
+
+
+def test_the_server_is_the_web_app_alone_without_mlflows_job_runners(
+    served: tuple[TrackingStore, ServedStore],
+) -> None:
+    _, server = served
+    group = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[2]) == server.process.pid:
+                group.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, ValueError, IndexError):
+            continue
+    assert any("uvicorn" in command for command in group), group
+    assert not [command for command in group if "huey" in command or "_job_runner" in command], group
