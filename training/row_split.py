@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
     import pandas as pd
 
@@ -45,6 +47,24 @@ def cell_text(value: Any) -> str:
     return cell_text(number) if math.isfinite(number) else text
 
 
+CHUNK_ROWS = 100_000
+"""Rows whose cell texts exist at once while hashing: at 5M rows × 21 columns all of them took GBs."""
+
+
+def column_texts(series: pd.Series) -> Sequence[str]:
+    """``[cell_text(v) for v in series]``, with :func:`cell_text` called once per distinct value (the
+    texts shared) where the dtype makes the values one type; an ``object`` column may mix ``1`` and
+    ``True`` (one value to a hash table, two texts), so it keeps a call per cell."""
+    import numpy as np
+    import pandas as pd
+
+    if series.dtype == object:
+        return series.map(cell_text).tolist()
+    codes, uniques = pd.factorize(series)  # missing values get code -1: the last text, ""
+    texts = np.array([*(cell_text(value) for value in uniques), ""], dtype=object)
+    return texts[codes].tolist()
+
+
 @dataclass(frozen=True)
 class SplitRule:
     """How rows were assigned: the key columns and the fractions (what a version records as ``mlops.split``)."""
@@ -66,11 +86,13 @@ class SplitRule:
             raise KeyError(
                 f"split key column(s) {missing} are not in the table; present: {sorted(frame.columns)}"
             )
-        columns = [frame[c].map(cell_text).tolist() for c in self.key_columns]
         out = np.empty(len(frame), dtype=np.float64)
-        for i, cells in enumerate(zip(*columns, strict=True)):
-            digest = hashlib.blake2b(SALT + "\x1f".join(cells).encode("utf-8"), digest_size=8).digest()
-            out[i] = int.from_bytes(digest, "big") / 2.0**64
+        for begin in range(0, len(frame), CHUNK_ROWS):  # the cells' texts of one chunk at a time
+            part = frame.iloc[begin : begin + CHUNK_ROWS]
+            columns = [column_texts(part[c]) for c in self.key_columns]
+            for i, cells in enumerate(zip(*columns, strict=True), start=begin):
+                digest = hashlib.blake2b(SALT + "\x1f".join(cells).encode("utf-8"), digest_size=8).digest()
+                out[i] = int.from_bytes(digest, "big") / 2.0**64
         return out
 
     def assign(self, frame: pd.DataFrame) -> np.ndarray:
