@@ -88,6 +88,9 @@ class ServedStore:
     url: str
     log: Path
     process: subprocess.Popen[bytes]
+    watchdog: subprocess.Popen[bytes] | None = None
+    """A ``sh`` that stops the server's group when the run process dies without stopping it (SIGTERM,
+    SIGKILL, the OOM killer): it reads a pipe only the run process holds open, and the kernel closes it."""
 
     def wait_until_healthy(self, timeout_s: float = START_WAIT_S) -> None:
         """Block until ``/health`` answers OK; :class:`TrackingError` naming the log if it dies or never does."""
@@ -136,6 +139,9 @@ class ServedStore:
 
     def stop(self) -> None:
         """SIGTERM to the server's process group (the CLI and its uvicorn worker), then SIGKILL if it lingers."""
+        if self.watchdog is not None:  # stopped here: the watchdog must not signal a group id reused later
+            self.watchdog.kill()
+            self.watchdog.wait()
         if self.process.poll() is not None:
             return
         try:
@@ -200,7 +206,7 @@ def serve_store(
             start_new_session=True,
             env={**os.environ, **SERVER_ENVIRONMENT},
         )
-    served = ServedStore(tracking_uri, url, log, process)
+    served = ServedStore(tracking_uri, url, log, process, watch_group(process.pid))
     before = environ.get(SERVED_AT_ENV)
     try:
         mapping = json.loads(before) if before else {}
@@ -215,6 +221,23 @@ def serve_store(
                 environ.pop(SERVED_AT_ENV, None)
             else:
                 environ[SERVED_AT_ENV] = before
+
+
+WATCHDOG_SCRIPT = 'read -r _ ; kill -TERM -"$1" 2>/dev/null ; sleep 5 ; kill -KILL -"$1" 2>/dev/null'
+"""Waits for end of file on its stdin (the run process gone), then SIGTERM to the server's group, SIGKILL 5 s later."""
+
+
+def watch_group(group: int) -> subprocess.Popen[bytes]:
+    """Start the watchdog of process group ``group``: a ``finally`` never runs in a process that is killed,
+    but the kernel closes its pipes. The pipe's write end stays only here (Python's pipes are not
+    inherited by the steps' processes), so end of file means the run process itself is gone."""
+    return subprocess.Popen(
+        ["/bin/sh", "-c", WATCHDOG_SCRIPT, "mlops-tracking-watchdog", str(group)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def mlflow_schema_head() -> str:

@@ -290,3 +290,36 @@ def test_the_server_is_the_web_app_alone_without_mlflows_job_runners(
             continue
     assert any("uvicorn" in command for command in group), group
     assert not [command for command in group if "huey" in command or "_job_runner" in command], group
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_a_run_process_killed_takes_its_server_with_it(tmp_path: Path, signal_name: str) -> None:
+    """No ``finally`` runs in a killed process: the watchdog stops the server when the run process dies."""
+    import signal
+    import time
+
+    script = f"""
+import sys, time
+from pathlib import Path
+from mlops.tracking.served import serve_store
+with serve_store("sqlite:///{tmp_path}/mlflow.db", "", Path("{tmp_path}/server.log"), environ={{}}) as server:
+    print(server.process.pid, flush=True)
+    time.sleep(600)
+"""
+    run = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, cwd=Path(__file__).resolve().parents[2]
+    )
+    assert run.stdout is not None
+    server_pid = int(run.stdout.readline())
+    os.kill(server_pid, 0)  # the server is up
+    os.kill(run.pid, getattr(signal, signal_name))
+    run.wait(30)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(server_pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.killpg(server_pid, signal.SIGKILL)
+    pytest.fail(f"the MLflow server (group {server_pid}) outlived its run process killed by {signal_name}")
