@@ -119,7 +119,8 @@ class TrackingStore:
     served_url: str = ""
     """Address of an ``mlflow server`` the local run started on this very store (:mod:`mlops.tracking.served`);
     set, the light writes of a task (:meth:`recording_run`, version tags, aliases) go there over REST
-    without importing MLflow. Never part of :meth:`settings`: a task's arguments do not change with it."""
+    without importing MLflow, and MLflow itself is pointed there too (:attr:`mlflow_uris`), so no task
+    opens the SQLite file. Never part of :meth:`settings`: a task's arguments do not change with it."""
     served_log: str = ""
     """That server's log file, named in its errors."""
 
@@ -191,7 +192,19 @@ class TrackingStore:
         schema check, ~1 s) with both URIs named: it never reads MLflow's process-wide defaults."""
         from mlflow import MlflowClient
 
-        return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.registry_uri)
+        tracking_uri, registry_uri = self.mlflow_uris
+        return MlflowClient(tracking_uri=tracking_uri, registry_uri=registry_uri)
+
+    @property
+    def mlflow_uris(self) -> tuple[str, str]:
+        """The tracking and registry URIs MLflow is given: the server this very store is served by when a
+        local run serves it (:attr:`served_url`; the server pays SQLAlchemy's and alembic's set-up once,
+        not every task), else the store's own. Artifacts are unaffected: the served store keeps them where
+        its experiments say (``--no-serve-artifacts``), which the task writes directly as before."""
+        if not self.served_url:
+            return self.tracking_uri, self.registry_uri
+        registry = self.served_url if self.registry_uri == self.tracking_uri else self.registry_uri
+        return self.served_url, registry
 
     @cached_property
     def rest(self) -> MlflowRestClient | None:
@@ -286,8 +299,9 @@ class TrackingStore:
             open_before = _active_run_id()
             failed = False
             try:
-                mlflow.set_tracking_uri(self.tracking_uri)
-                mlflow.set_registry_uri(self.registry_uri)
+                tracking_uri, registry_uri = self.mlflow_uris
+                mlflow.set_tracking_uri(tracking_uri)
+                mlflow.set_registry_uri(registry_uri)
                 if experiment_id is not None:
                     mlflow.set_experiment(experiment_id=experiment_id)
                 yield
@@ -565,8 +579,8 @@ class TrackingStore:
             mlflow.artifacts.download_artifacts(
                 artifact_uri=artifact_uri,
                 dst_path=None if dst_path is None else str(dst_path),
-                tracking_uri=self.tracking_uri,
-                registry_uri=self.registry_uri,
+                tracking_uri=self.mlflow_uris[0],
+                registry_uri=self.mlflow_uris[1],
             )
         )
 

@@ -323,3 +323,17 @@ with serve_store("sqlite:///{tmp_path}/mlflow.db", "", Path("{tmp_path}/server.l
         time.sleep(0.2)
     os.killpg(server_pid, signal.SIGKILL)
     pytest.fail(f"the MLflow server (group {server_pid}) outlived its run process killed by {signal_name}")
+
+
+def test_mlflow_is_pointed_at_the_served_store_and_only_at_its_own() -> None:
+    """Heavy tasks keep MlflowClient, but talk to the run's server instead of opening the SQLite file."""
+    db = "sqlite:////w/.mlops/mlflow.db"
+    assert TrackingStore(db).mlflow_uris == (db, db)
+    served = TrackingStore(db, served_url="http://127.0.0.1:5/mlops-x")
+    assert served.mlflow_uris == ("http://127.0.0.1:5/mlops-x", "http://127.0.0.1:5/mlops-x")
+    assert served.client.tracking_uri == "http://127.0.0.1:5/mlops-x"
+    assert served.settings()["tracking_uri"] == db  # what tasks are handed never changes
+    other_registry = TrackingStore(
+        db, registry_uri="sqlite:////r.db", served_url="http://127.0.0.1:5/mlops-x"
+    )
+    assert other_registry.mlflow_uris == ("http://127.0.0.1:5/mlops-x", "sqlite:////r.db")
