@@ -131,6 +131,7 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
 
 def run_pipeline(workspace_dir: Path, rows: int, epochs: int) -> float:
     from cli.local_run import run_locally
+    from mlops.governance.signing import workspace_defaults
     from mlops.tracking.served import SERVE_ENV, serve_store
     from mlops.workspace import Workspace
     from pipelines.training.pipeline import FORM, training_pipeline
@@ -148,8 +149,13 @@ def run_pipeline(workspace_dir: Path, rows: int, epochs: int) -> float:
         run_locally(training_pipeline, arguments, workspace)
         return time.perf_counter() - start
     # As `mlops run` does: one tracking server on the workspace's store for the run (its start counted).
+    # and, as `mlops run` does, the audit trail and signing keys named by the environment (a task's
+    # MLflow client then names the server, not the workspace).
     log = workspace.pipeline_root / ".mlflow-server.log"
-    with serve_store(workspace.tracking_uri, workspace.artifact_root, log) as served:
+    with (
+        workspace_defaults(workspace.create().root, sign=True),
+        serve_store(workspace.tracking_uri, workspace.artifact_root, log) as served,
+    ):
         served.wait_until_schema_ready()  # a fresh workspace: no step races the server for the tables
         run_locally(training_pipeline, arguments, workspace)
     return time.perf_counter() - start

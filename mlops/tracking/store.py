@@ -120,7 +120,10 @@ class TrackingStore:
     """Address of an ``mlflow server`` the local run started on this very store (:mod:`mlops.tracking.served`);
     set, the light writes of a task (:meth:`recording_run`, version tags, aliases) go there over REST
     without importing MLflow, and MLflow itself is pointed there too (:attr:`mlflow_uris`), so no task
-    opens the SQLite file. Never part of :meth:`settings`: a task's arguments do not change with it."""
+    opens the SQLite file. Never part of :meth:`settings`: a task's arguments do not change with it.
+    The run that serves a store also names its audit trail and signing keys in the environment
+    (:func:`mlops.governance.signing.workspace_defaults`): MLflow's URI then names the server, from
+    which no workspace can be read (without them the audit write fails loudly, never elsewhere)."""
     served_log: str = ""
     """That server's log file, named in its errors."""
 
