@@ -261,14 +261,13 @@ def _train_speed(workspace: Path) -> float | None:
 def bare_loop(rows: int, epochs: int) -> dict[str, float]:
     """Train the pipeline's model on the same encoded training tensors with a bare loop; samples/s."""
     import torch
-    from torch import nn
 
+    from benchmarks.bench_training_throughput import bare_loop as throughput_bare_loop
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from mlops.settings import section_of
     from pipelines.training.pipeline import FORM
     from training.config import TrainConfig
     from training.data import encode_splits, split_frame
-    from training.model import TabularNet
 
     configs = {section_of(type(c)): c for c in FORM.configs(FORM.arguments(pipeline_settings(rows, epochs)))}
     config = configs["train"]
@@ -276,26 +275,11 @@ def bare_loop(rows: int, epochs: int) -> dict[str, float]:
     frame = generate(SampleDataConfig(rows=rows))
     schema = SAMPLE_SCHEMA.model_copy(update={"protected_attributes": ()})
     data = encode_splits(split_frame(frame, schema, config), schema)
-    torch.manual_seed(config.seed)
-    model = TabularNet(data.spec, config.model)
-    model.train()
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay, fused=True
-    )
-    loss_fn = nn.BCEWithLogitsLoss()
-    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
-    start = time.perf_counter()
-    for _ in range(config.epochs):
-        order = torch.randperm(len(x))
-        for begin in range(0, len(x), config.batch_size):
-            idx = order[begin : begin + config.batch_size]
-            loss = loss_fn(model(x[idx]), y[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-    seconds = time.perf_counter() - start
+    # the same loop as benchmarks/bench_training_throughput.py's baseline (fused AdamW, as the train step)
+    throughput = throughput_bare_loop(data, config, fused=True)
+    x = data.x_train
     return {
-        "samples_per_second": len(x) * config.epochs / seconds,
+        "samples_per_second": throughput.wall,
         "train_rows": float(len(x)),
         "batch_size": float(config.batch_size),
         "threads": float(torch.get_num_threads()),
