@@ -1,6 +1,6 @@
 """The request log's writer process: ``python -m serving.request_log_writer <uri> <model-name>``.
 
-Started by :class:`serving.request_log.WriterProcess`, one per server. It reads pickled
+Started by :class:`serving.request_log.WriterProcess`, one per server. It reads framed
 batches of :class:`~serving.request_log.Block` from stdin, encodes each as Parquet and
 writes it (:func:`serving.request_log.write_blocks`), and answers each batch with one JSON
 line on stdout. Encoding in its own process keeps the serving process's GIL free for

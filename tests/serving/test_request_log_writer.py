@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-import pickle
 import signal
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +16,15 @@ import pytest
 
 from mlops.data.features import FeatureSpec
 from serving.metrics import ServingMetrics
-from serving.request_log import FRAME, Block, RequestLogger, WriteFailed, serve_writes
+from serving.request_log import (
+    FRAME,
+    Block,
+    RequestLogger,
+    WriteFailed,
+    decode_blocks,
+    encode_blocks,
+    serve_writes,
+)
 
 SPEC = FeatureSpec(
     numeric=("amount",),
@@ -123,8 +130,8 @@ def test_a_writer_that_cannot_write_reports_the_cause(tmp_path: Path) -> None:
 def test_the_writer_drops_a_batch_cut_short_and_writes_the_whole_ones(tmp_path: Path) -> None:
     block = Block("7", SPEC, 8)
     block.add(*rows(2), at_us=1, request_id="whole")
-    payload = pickle.dumps([block], protocol=5)
-    assert len(pickle.loads(payload)[0].x) == 2, "only the filled rows cross the pipe"
+    payload = encode_blocks([block])
+    assert len(decode_blocks(payload)[0].x) == 2, "only the filled rows cross the pipe"
     cut = FRAME.pack(len(payload)) + payload + FRAME.pack(len(payload)) + payload[:10]
     answers = io.BytesIO()
     assert serve_writes(str(tmp_path), "m", io.BytesIO(cut), answers) == 1
@@ -137,3 +144,22 @@ def test_the_writer_drops_a_batch_cut_short_and_writes_the_whole_ones(tmp_path: 
 def test_a_server_killed_before_sending_leaves_nothing_half_written(tmp_path: Path, size: int) -> None:
     assert serve_writes(str(tmp_path), "m", io.BytesIO(b"\0" * size), io.BytesIO()) == 0
     assert not (tmp_path / "m").exists()
+
+
+def test_a_batch_crosses_the_pipe_as_data_whole_and_nothing_else() -> None:
+    """No pickle on the pipe (tests/serving/test_no_pickle.py): the framed batch decodes to the same rows."""
+    first, second = Block("7", SPEC, 8), Block("8", SPEC, 4)
+    first.add(*rows(3), at_us=5, request_id="a")
+    first.add(*rows(2), at_us=6, request_id="b")
+    second.add(*rows(1), at_us=7, request_id="c")
+    decoded = decode_blocks(encode_blocks([first, second]))
+    for got, sent in zip(decoded, [first, second], strict=True):
+        assert (got.version, got.spec, got.rows) == (sent.version, sent.spec, sent.rows)
+        assert (got.at_us, got.ids, got.sizes) == (sent.at_us, sent.ids, sent.sizes)
+        assert np.array_equal(got.x, sent.x[: sent.rows], equal_nan=True)
+        assert np.array_equal(got.y, sent.y[: sent.rows])
+    payload = encode_blocks([first])
+    with pytest.raises(ValueError, match="cut short"):
+        decode_blocks(payload[:-4])
+    with pytest.raises(ValueError, match="bytes after its last block"):
+        decode_blocks(payload + b"\0")
