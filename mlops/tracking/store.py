@@ -375,7 +375,7 @@ class TrackingStore:
             with self.task_run(task, run_name=run_name) as active:
                 yield _FluentRecordingRun(str(active.info.run_id), self)
             return
-        experiment_id = self._served_experiment(rest)
+        experiment_id = self._served_experiment_id
         name = run_name or task
         tags = {**_run_context_tags(), TASK_TAG: task}
         if self.pipeline_run_id:
@@ -389,14 +389,14 @@ class TrackingStore:
             raise
         rest.end_run(created.run_id, "FINISHED")
 
-    def _served_experiment(self, rest: MlflowRestClient) -> str:
-        """:meth:`ensure_experiment` over REST: the experiment's id, created at :attr:`experiment_location` when
-        missing, refused when it stores elsewhere."""
-        cached = self.__dict__.get("_served_experiment_id")
-        if cached is not None:
-            return str(cached)
+    @cached_property
+    def _served_experiment_id(self) -> str:
+        """:meth:`ensure_experiment` over REST (:attr:`rest`): the experiment's id, created at
+        :attr:`experiment_location` when missing, refused when it stores elsewhere; asked once per store."""
         from mlops.tracking.rest_client import TrackingServerError
 
+        rest = self.rest
+        assert rest is not None, "only a served store records over REST"
         existing = rest.experiment_by_name(self.experiment)
         if existing is None:
             try:
@@ -408,7 +408,6 @@ class TrackingStore:
             else:
                 existing = rest.experiment(experiment_id)
         self.check_location(str(existing["artifact_location"]))
-        self.__dict__["_served_experiment_id"] = str(existing["experiment_id"])
         return str(existing["experiment_id"])
 
     def search_runs(self, **query: Any) -> pd.DataFrame:
