@@ -9,12 +9,20 @@ peeking an always-valid test must survive).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from statistics import NormalDist
 
 import numpy as np
 import pytest
 
-from delivery.rollout.sequential import AucUnits, BettingTest, CanaryQuality, PairedQuality, accuracy_units
+from delivery.rollout.sequential import (
+    AucUnits,
+    BettingTest,
+    CanaryQuality,
+    PairedQuality,
+    QualityVerdict,
+    accuracy_units,
+)
 
 PREVALENCE = 0.3
 CHAMPION_AUC = 0.80
@@ -106,3 +114,89 @@ def test_paired_quality_pairs_in_arrival_order_and_keeps_the_surplus() -> None:
     paired = PairedQuality(margin=0.01)
     paired.add(np.array([1.0, 0.0]), np.array([0.0, 0.0, 1.0]))
     assert paired.pairs == 2 and paired.mean_difference == 0.5 and paired.waiting_champion == [1.0]
+
+
+# --- the decision threshold itself: each of the two tests spends alpha / 2 --------------------------------
+#
+# The evidence is fed one pair at a time, in steps too small to jump over the band [1/alpha, 2/alpha)
+# (a unit multiplies the wealth by at most 1.5: log 1.5 < log 2), so every stream passes through a state
+# where the wealth has crossed 1/alpha (the full alpha) but not 2/alpha (the alpha each test spends). The
+# verdict must decide exactly when the wealth first reaches 2/alpha: not in the band, not a pair later.
+
+Feed = Callable[[CanaryQuality, float, float], PairedQuality]
+
+
+def estimated_pair(quality: CanaryQuality, challenger: float, champion: float) -> PairedQuality:
+    quality.add_estimated(np.array([challenger]), np.array([champion]))
+    return quality.estimated
+
+
+def realised_pair(quality: CanaryQuality, challenger: float, champion: float) -> PairedQuality:
+    """One labelled (positive, negative) couple per model: its AUC unit is 1 when ordered right, else 0."""
+    right, wrong, labels = np.array([0.9, 0.1]), np.array([0.1, 0.9]), np.array([1, 0])
+    quality.add_labelled((right if challenger else wrong, labels), (right if champion else wrong, labels))
+    return quality.realised
+
+
+def walk(
+    alpha: float, feed: Feed, outcome: str, pattern: list[tuple[float, float]]
+) -> tuple[list[float], QualityVerdict]:
+    """The deciding test's wealth after each pair, until the verdict decides; and that verdict."""
+    quality = CanaryQuality(alpha=alpha, min_units=1)
+    wealth: list[float] = []
+    for step in range(2000):
+        paired = feed(quality, *pattern[step % len(pattern)])
+        test = paired.harm if outcome == "rollback" else paired.non_inferior
+        verdict = quality.verdict()
+        assert verdict.figures["quality_decision_log_wealth"] == pytest.approx(math.log(2 / alpha))
+        wealth.append(math.exp(test.log_wealth))
+        if verdict.outcome != "continue":
+            assert verdict.outcome == outcome, verdict.reason
+            return wealth, verdict
+    raise AssertionError(f"no {outcome} in 2000 pairs: the last wealth was {wealth[-1]:.2f}")
+
+
+WORSE = [(0.0, 1.0), (1.0, 1.0), (1.0, 1.0), (1.0, 1.0)]
+"""The challenger loses every fourth pair and ties the others: harm, in small steps."""
+BETTER = [(1.0, 0.0), (1.0, 1.0), (1.0, 1.0), (1.0, 1.0)]
+"""The challenger wins every fourth pair and ties the others: non-inferiority, in small steps."""
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.2])
+@pytest.mark.parametrize(
+    ("feed", "outcome", "pattern"),
+    [
+        pytest.param(estimated_pair, "rollback", WORSE, id="estimated-harm"),
+        pytest.param(realised_pair, "rollback", WORSE, id="realised-harm"),
+        pytest.param(estimated_pair, "promote", BETTER, id="estimated-non-inferior"),
+        pytest.param(realised_pair, "promote", BETTER, id="realised-non-inferior"),
+    ],
+)
+def test_a_decision_needs_evidence_2_over_alpha_and_comes_the_pair_it_is_reached(
+    alpha: float, feed: Feed, outcome: str, pattern: list[tuple[float, float]]
+) -> None:
+    wealth, _ = walk(alpha, feed, outcome, pattern)
+    *undecided, decided = wealth
+    assert max(undecided) < 2 / alpha, "undecided with evidence at 2/alpha: the threshold is stricter"
+    assert decided >= 2 / alpha, "decided below 2/alpha: the threshold is looser (the full alpha?)"
+    assert [w for w in undecided if 1 / alpha <= w < 2 / alpha], (
+        "the stream never sat between 1/alpha and 2/alpha"
+    )
+
+
+def test_the_reason_names_the_evidence_and_the_bound_each_test_spends() -> None:
+    wealth, verdict = walk(0.05, estimated_pair, "rollback", WORSE)
+    assert (
+        f"evidence {wealth[-1]:.0f} >= 40 (always-valid test, false-rollback bound 0.025)" in verdict.reason
+    )
+    wealth, verdict = walk(0.05, realised_pair, "promote", BETTER)
+    assert verdict.reason.startswith("challenger not worse on realised AUC by 0.01 or more")
+    assert verdict.reason.endswith("(always-valid test, false-promotion bound 0.025)")
+
+
+@pytest.mark.parametrize(("pairs", "outcome"), [(99, "continue"), (100, "rollback")])
+def test_min_units_is_a_floor_on_pairs_not_on_evidence(pairs: int, outcome: str) -> None:
+    """Evidence far past 2/alpha after a few pairs: the verdict still waits for ``min_units`` pairs."""
+    quality = CanaryQuality(alpha=0.05, min_units=100)
+    quality.add_estimated(np.zeros(pairs), np.ones(pairs))
+    assert quality.estimated.harm.log_wealth > math.log(40) and quality.verdict().outcome == outcome
