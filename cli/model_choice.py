@@ -39,27 +39,33 @@ def registered_models(tracking_uri: str) -> list[str]:
     return TrackingStore.from_uri(tracking_uri).registered_model_names()
 
 
-def choose(known: list[str], flag: str, where: str) -> str:
-    """The one model in ``known``; else a :class:`ModelChoiceError` that says what to pass."""
+def choose(known: list[str], flag: str, where: str, usage: str = "") -> str:
+    """The one model in ``known``; else a :class:`ModelChoiceError` that says what to pass.
+
+    ``usage``: for a command that takes the model as an argument rather than a flag, the command line
+    with ``{name}`` where the name goes (``mlops lineage {name}@champion``); the error then shows that
+    line, filled in, for the user to paste.
+    """
     if len(known) == 1:
         return known[0]
     if not known:
+        how = f"or name one: {usage.format(name='NAME')}" if usage else f"or pass {flag} NAME"
         raise ModelChoiceError(
             f"no registered model in {where}; train one first (mlops data init --data FILE --label COL, then "
-            f"mlops run training --data FILE --schema FILE.schema.yaml), or pass {flag} NAME"
+            f"mlops run training --data FILE --schema FILE.schema.yaml), {how}"
         )
-    raise ModelChoiceError(
-        f"{where} holds {len(known)} models ({', '.join(known)}); say which with {flag} NAME, e.g. {flag} {known[0]}"
-    )
+    which = f", e.g. {usage.format(name=known[0])}" if usage else f" with {flag} NAME, e.g. {flag} {known[0]}"
+    raise ModelChoiceError(f"{where} holds {len(known)} models ({', '.join(known)}); say which{which}")
 
 
 def workspace_model(
-    given: str | None, tracking_uri: str, flag: str = "--model-name", fallback: str = ""
+    given: str | None, tracking_uri: str, flag: str = "--model-name", fallback: str = "", usage: str = ""
 ) -> str:
     """``given`` when the user named a model, else the store's only registered model (or a clear error).
 
     ``fallback``: the name to go on with when the registry holds no model at all, for a command whose
-    own check then says what is missing (``mlops serve``: no store, no version).
+    own check then says what is missing (``mlops serve``: no store, no version). ``usage``: as for
+    :func:`choose`.
     """
     if given:
         return given
@@ -68,7 +74,7 @@ def workspace_model(
     known = registered_models(tracking_uri)
     if not known and fallback:
         return fallback
-    return choose(known, flag, f"the model registry {redact_uri(tracking_uri)}")
+    return choose(known, flag, f"the model registry {redact_uri(tracking_uri)}", usage)
 
 
 def schema_model_name(schema_uri: str) -> str:

@@ -51,7 +51,7 @@ def lineage_command(args: argparse.Namespace, workspace: Workspace) -> int:
     if not alias:
         raise ValueError(f"{args.model!r}: write <model-name>@<alias>, e.g. credit-default@champion")
     store = resolve_tracking(workspace, tracking_uri=args.tracking_uri).store
-    name = workspace_model(name, store.tracking_uri, "<model-name>@<alias>")
+    name = workspace_model(name, store.tracking_uri, usage=f"mlops lineage {{name}}@{alias}")
     uri = store.tracking_uri
     try:
         version = store.client.get_model_version_by_alias(name, alias)
@@ -68,6 +68,6 @@ def history_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.governance.provenance import history_lines
     from mlops.tracking.context import resolve_tracking
 
-    name = workspace_model(args.model, resolve_tracking(workspace).tracking_uri, "mlops history")
+    name = workspace_model(args.model, resolve_tracking(workspace).tracking_uri, usage="mlops history {name}")
     print("\n".join(history_lines(name, read_events(workspace.root))))
     return 0

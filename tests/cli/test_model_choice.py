@@ -49,6 +49,28 @@ def test_an_empty_registry_says_how_to_train_one(tmp_path: Path) -> None:
         workspace_model(None, workspace.tracking_uri, "--model")
 
 
+@pytest.mark.parametrize(
+    ("command", "example"),
+    [
+        (["lineage"], "mlops lineage adult@champion"),
+        (["lineage", "@challenger"], "mlops lineage adult@challenger"),
+        (["history"], "mlops history adult"),
+    ],
+)
+def test_lineage_and_history_with_several_models_name_them_and_give_a_line_to_paste(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], example: str
+) -> None:
+    """They take the model as an argument, not a flag: the hint is the command itself, filled in."""
+    workspace = _workspace(tmp_path, "bank", "adult")
+    assert main(["--workspace", str(workspace.root), *command]) == 2
+    error = capsys.readouterr().err
+    assert f"holds 2 models (adult, bank); say which, e.g. {example}\n" in error
+    assert " NAME" not in error and "<model-name>" not in error
+    empty = _workspace(tmp_path / "empty")
+    assert main(["--workspace", str(empty.root), *command]) == 2
+    assert f"or name one: {example.replace('adult', 'NAME')}\n" in capsys.readouterr().err
+
+
 def test_mlops_serve_defaults_to_the_workspace_model_or_asks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
