@@ -26,15 +26,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def verify_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.governance.audit import read_events, verify
-    from mlops.governance.manifest_signing import signed_outputs_problems
+    from mlops.governance.manifest_signing import signed_outputs
 
     result = verify(workspace.root)
     # Signed documents the trail records (model cards): a file edited after signing is named too.
-    problems = [*result.problems, *signed_outputs_problems(read_events(workspace.root))]
+    cards = signed_outputs(read_events(workspace.root))
+    problems = [*result.problems, *cards.problems]
+    gone = f"; {cards.gone} moved or deleted (not checked)" if cards.gone else ""
     print(f"audit trail       {result.location}")
     print(f"records           {result.records}")
     print(f"protection        {result.protection}")
-    return print_verdict(problems, "every record's hash and the chain check out, and every signed card")
+    print(f"signed cards      {cards.checked} compared with the files the trail recorded{gone}")
+    return print_verdict(
+        problems,
+        "every record's hash and the chain check out, and every signed card still on disk is unchanged since signing",
+    )
 
 
 def print_verdict(problems: list[str], intact: str) -> int:

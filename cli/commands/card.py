@@ -4,10 +4,13 @@ The card is read from the registry, the pipeline run's task runs and the audit t
 (:mod:`mlops.tracking.model_facts`); the human-written parts come from the schema file's
 ``card:`` block (``--schema``; without it every such field is listed as empty). It is signed
 with the platform's signing key and recorded (``card.signed``) in the audit trail, so
-``mlops audit verify`` names a card file edited after signing. Offline, with the folder alone::
+``mlops audit verify`` names a card file edited after signing. ``mlops card --verify DIR``
+checks a card folder against a key the verifier trusts (the workspace's public key by default;
+``--trusted-key``, ``--key-id``, ``--trust-key-in-pack`` as for ``mlops evidence --verify``).
+Offline, with the folder and the platform's public key (not the ``signing.pub`` shipped in the
+folder, which proves only that *some* key signed)::
 
-    cd DIR && sha256sum -c SHA256SUMS && openssl dgst -sha256 -verify signing.pub -signature SHA256SUMS.sig SHA256SUMS
-    openssl pkey -pubin -in signing.pub -outform DER | sha256sum   # first 16 hex digits = the key id printed here
+    cd DIR && sha256sum -c SHA256SUMS && openssl dgst -sha256 -verify PLATFORM-signing.pub -signature SHA256SUMS.sig SHA256SUMS
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from cli.commands.evidence_trust import add_trust_options, key_lines, trust_given, trusted_key
 from mlops.workspace import Workspace
 
 CARDS_DIR = "cards"
@@ -26,7 +30,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "card", help="write and sign the model card (JSON + HTML) of the version MODEL@ALIAS serves"
     )
-    parser.add_argument("model", help="<model-name>@<alias>, e.g. credit-default@champion")
+    parser.add_argument(
+        "model", nargs="?", default="", help="<model-name>@<alias>, e.g. credit-default@champion"
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -41,6 +47,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
     )
+    parser.add_argument(
+        "--verify",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="verify a signed card folder instead (against a trusted key)",
+    )
+    add_trust_options(parser, "card")
     parser.set_defaults(handler=card_command)
 
 
@@ -54,6 +68,34 @@ def card_fields(schema: str) -> tuple[object, str]:
 
 
 def card_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    if args.verify is not None:
+        return verify_command(args.verify, args, workspace)
+    if not args.model:
+        raise ValueError("write `mlops card MODEL@ALIAS` (or `mlops card --verify DIR`)")
+    if trust_given(args):
+        raise ValueError(
+            "--trusted-key, --key-id and --trust-key-in-pack choose the key `mlops card --verify DIR` checks "
+            "against; writing a card signs it with the workspace's signing key"
+        )
+    return write_command(args, workspace)
+
+
+def verify_command(folder: Path, args: argparse.Namespace, workspace: Workspace) -> int:
+    from cli.commands.audit import print_verdict
+    from mlops.governance.manifest_signing import verify_folder
+
+    if not folder.is_dir():
+        raise ValueError(f"--verify {folder}: no such folder; give the card's folder (it holds SHA256SUMS)")
+    trust = trusted_key(args, workspace)
+    checked = verify_folder(folder, trust)
+    print(f"model card        {folder}")
+    for line in key_lines(trust, [("signed by", checked)]):
+        print(line)
+    by = "the key shipped inside" if trust.in_pack else f"the trusted key {trust.key_id}"
+    return print_verdict(checked.problems, f"every file matches the manifest signed by {by}")
+
+
+def write_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.data.card_fields import CardFields
     from mlops.governance.audit import read_events
     from mlops.governance.card_files import write_card
@@ -82,6 +124,7 @@ def card_command(args: argparse.Namespace, workspace: Workspace) -> int:
     if written.empty_fields:
         print(f"still empty       {', '.join(written.empty_fields)} (fill the schema file's card: block)")
     print(
-        f"verify offline    cd {out} && sha256sum -c SHA256SUMS && openssl dgst -sha256 -verify signing.pub -signature SHA256SUMS.sig SHA256SUMS"
+        f"verify            `mlops card --verify {out}` (against this workspace's key); offline: cd {out} && "
+        "sha256sum -c SHA256SUMS && openssl dgst -sha256 -verify PLATFORM-signing.pub -signature SHA256SUMS.sig SHA256SUMS"
     )
     return 0

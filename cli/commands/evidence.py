@@ -5,7 +5,10 @@ of this model (the trail is verified first: a tampered trail is refused, not exp
 lineage and alias history, every report of the pipeline run (data validation, evaluation,
 each gate), the model's signature bundle, an index onto the EU AI Act's Annex IV sections
 (saying which need human input) and VERIFY.md. ``mlops evidence --verify FILE`` checks a
-pack with nothing but the file (see VERIFY.md for the same with sha256sum and openssl).
+pack with nothing but the file and a key the verifier trusts: the workspace's public key by
+default, or ``--trusted-key PATH`` / ``--key-id ID``; a pack signed by another key fails unless
+``--trust-key-in-pack`` is given, which the report then says (see VERIFY.md for the same with
+sha256sum and openssl).
 """
 
 from __future__ import annotations
@@ -14,8 +17,13 @@ import argparse
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from cli.commands.evidence_trust import add_trust_options, key_lines, trust_given, trusted_key
 from mlops.workspace import Workspace
+
+if TYPE_CHECKING:
+    from mlops.governance.trusted_key import TrustedKey
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +38,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--schema", default="", help="the data's schema file (its card: block fills the card)"
     )
-    parser.add_argument("--verify", type=Path, default=None, help="verify an exported pack offline instead")
-    parser.add_argument("--key-id", default="", help="with --verify: the signing key id the pack must carry")
+    parser.add_argument(
+        "--verify",
+        type=Path,
+        default=None,
+        help="verify an exported pack offline instead (against a trusted key)",
+    )
+    add_trust_options(parser, "pack")
     parser.add_argument(
         "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
     )
@@ -40,22 +53,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def evidence_command(args: argparse.Namespace, workspace: Workspace) -> int:
     if args.verify is not None:
-        return verify_command(args.verify, args.key_id)
+        return verify_command(args.verify, trusted_key(args, workspace))
     if not args.model or args.out is None:
         raise ValueError(
             "write `mlops evidence MODEL@ALIAS --out FILE.zip` (or `mlops evidence --verify FILE.zip`)"
         )
+    if trust_given(args):
+        raise ValueError(
+            "--trusted-key, --key-id and --trust-key-in-pack choose the key `mlops evidence --verify FILE.zip` "
+            "checks against; an export signs with the workspace's signing key"
+        )
     return export_command(args, workspace)
 
 
-def verify_command(pack: Path, key_id: str) -> int:
+def verify_command(pack: Path, trust: TrustedKey) -> int:
+    from cli.commands.audit import print_verdict
     from mlops.governance.evidence_pack import verify_pack
 
-    problems = verify_pack(pack, key_id)
+    checked = verify_pack(pack, trust)
     print(f"evidence pack     {pack}")
-    from cli.commands.audit import print_verdict
-
-    return print_verdict(problems, "every file matches the signed manifests and the audit segment chains")
+    signers = [("signed by", checked.manifest)]
+    if checked.card is not None:
+        signers.append(("card signed by", checked.card))
+    for line in key_lines(trust, signers):
+        print(line)
+    by = "the key shipped inside" if trust.in_pack else f"the trusted key {trust.key_id}"
+    return print_verdict(
+        checked.problems,
+        f"every file matches the manifests signed by {by}, and the audit segment chains to its head",
+    )
 
 
 def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
@@ -96,7 +122,8 @@ def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
         facts = collect(store, name, alias, version, read_events(workspace.root), work / "reports")
         written = write_card(work / "card", facts, fields, source, key, workspace.root)
         events = read_events(workspace.root)  # now with the card's record
-        chain = segment(events, name, version, facts.tags.get(DATASET_DIGEST_TAG, ""))
+        trail = segment(events, name, version, facts.tags.get(DATASET_DIGEST_TAG, ""))
+        chain = trail.records
         texts = {
             "lineage.txt": "\n".join(
                 [*lineage_lines(name, alias, version, facts.tags, events), "", *history_lines(name, events)]
@@ -105,7 +132,7 @@ def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
         }
         bundle = download_signature(store, facts.tags, work / "signature")
         signed = build_pack(
-            out, work / "card", work / "reports", chain, (name, alias, version), texts, bundle, key,
+            out, work / "card", work / "reports", trail, (name, alias, version), texts, bundle, key,
             written.empty_fields, written.audit_seq,
         )  # fmt: skip
         event = record(
@@ -124,13 +151,15 @@ def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
         )
     print(f"evidence pack     {out} ({len(signed.files)} files) for {name}@{alias} = version {version}")
     print(
-        f"audit segment     records {chain[0].seq}-{chain[-1].seq} (trail verified intact); export recorded as {event.seq}"
+        f"audit segment     records {chain[0].seq}-{chain[-1].seq} (trail verified intact), {len(trail.about)} of them "
+        f"this model's (the others only as links); export recorded as {event.seq}"
     )
     print(f"signed            key {signed.key_id}; manifest sha256 {signed.manifest_sha256}")
     print(
         "annex IV          ANNEX_IV.md maps the files to the sections; sections needing human input are marked"
     )
     print(
-        f"verify offline    unzip, then VERIFY.md; or `mlops evidence --verify {out} --key-id {signed.key_id}`"
+        f"verify offline    unzip, then VERIFY.md; or `mlops evidence --verify {out}` (against this workspace's key; "
+        "elsewhere add --trusted-key with the platform's signing.pub)"
     )
     return 0

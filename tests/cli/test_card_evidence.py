@@ -5,7 +5,7 @@ declaring slices and a partly filled ``card:`` block; the labels of applicants u
 flipped, a planted segment the model fails while its overall figures look fine. Then: the slice
 floors block it; the card is written, signed and recorded, an edit is named by ``mlops audit
 verify`` and by openssl; the evidence pack verifies offline (openssl, sha256sum, the system's
-python3 without this platform) and a tampered file in it is named.
+python3 without this platform), against the workspace's key by default, and a tampered file in it is named.
 """
 
 from __future__ import annotations
@@ -189,7 +189,13 @@ def test_evidence_pack_verifies_offline_and_names_a_tampered_file(
     assert code == 0
     key = _client(trained).get_model_version_by_alias(MODEL, "challenger").tags["mlops.signing_key_id"]
     capsys.readouterr()
-    assert main(["evidence", "--verify", str(pack), "--key-id", key]) == 0
+    assert main([*_ws(trained), "evidence", "--verify", str(pack)]) == 0  # against the workspace's key
+    verified = capsys.readouterr().out
+    assert (
+        f"signed by         key {key} (the trusted key)" in verified
+        and "verdict           intact" in verified
+    )
+    assert main(["evidence", "--verify", str(pack), "--key-id", key]) == 0  # a reviewer holding only the id
     assert "intact" in capsys.readouterr().out
 
     # Offline, without this platform: coreutils, openssl and the system's python3 (no venv, no mlops).
@@ -227,6 +233,7 @@ def test_evidence_pack_verifies_offline_and_names_a_tampered_file(
     anchor = json.loads((folder / "audit/anchor.json").read_text())
     records = [json.loads(line) for line in (folder / "audit/segment.jsonl").read_text().splitlines()]
     assert anchor["head"]["hash"] == records[-1]["hash"]
+    assert not any(r.get("withheld") for r in records)  # one model in the workspace: every record is its own
     assert any(r["action"] == "card.signed" for r in records)
     annex = json.loads((folder / "annex_iv.json").read_text())
     assert {"5", "7", "8", "2(e)"} <= set(annex["needs_human_input"]) and "2(g)" not in annex[
@@ -253,10 +260,11 @@ def test_evidence_pack_verifies_offline_and_names_a_tampered_file(
                 data = data.replace(b'"roc_auc": 0.', b'"roc_auc": 0.9', 1)
             target.writestr(item, data)
     capsys.readouterr()
-    assert main(["evidence", "--verify", str(tampered)]) == 1
+    assert main([*_ws(trained), "evidence", "--verify", str(tampered)]) == 1
     out = capsys.readouterr().out
     assert "TAMPERED" in out and "reports/evaluate/evaluation/metrics.json was edited after signing" in out
     assert main(["evidence", "--verify", str(pack), "--key-id", "0" * 16]) == 1  # another platform's key
+    assert f"signed by         key {key}, NOT the trusted key {'0' * 16}" in capsys.readouterr().out
 
 
 def test_evidence_refuses_a_tampered_trail(

@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import pytest
 
@@ -106,6 +107,40 @@ def test_secrets_never_enter_a_record(tmp_path, monkeypatch):
     assert "hunter2-planted" not in text and '"abc"' not in text and '"k"' not in text
     assert audit.read_events(tmp_path)[0].details["note"] == "connect with [redacted]"
     assert audit.verify(tmp_path).intact
+
+
+def test_cli_verify_prints_whole_sentences_and_counts_the_signed_cards(tmp_path, monkeypatch, capsys):
+    from cli.main import main
+    from mlops.governance.manifest_signing import sign_folder
+    from mlops.governance.signing import generate_key_pair
+
+    monkeypatch.delenv(audit.AUDIT_URI_ENV, raising=False)
+    private = generate_key_pair(tmp_path / "keys")[0]
+    for n in (1, 2):
+        card = tmp_path / f"card-{n}"
+        card.mkdir()
+        (card / "model_card.json").write_text(f'{{"version": {n}}}')
+        signed = sign_folder(card, private)
+        details = {"folder": str(card), "files": signed.files, "manifest_sha256": signed.manifest_sha256}
+        audit.record("card.signed", f"m/{n}", details, workspace_root=tmp_path)
+    shutil.rmtree(tmp_path / "card-2")  # moved away: counted, not checked
+    assert main(["--workspace", str(tmp_path), "audit", "verify"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"audit trail       {tmp_path / audit.AUDIT_FILE}",
+        "records           2",
+        "protection        local file: the head detects a deleted last record; nothing stops a rewrite of both",
+        "signed cards      1 compared with the files the trail recorded; 1 moved or deleted (not checked)",
+        "verdict           intact: every record's hash and the chain check out, and every signed card still on "
+        "disk is unchanged since signing",
+    ]
+    (tmp_path / "card-1" / "model_card.json").write_text('{"version": 9}')
+    assert main(["--workspace", str(tmp_path), "audit", "verify"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[3:5] == [
+        "signed cards      1 compared with the files the trail recorded; 1 moved or deleted (not checked)",
+        "verdict           TAMPERED: 1 problem(s)",
+    ]
+    assert out[5].startswith("  - record 1 (card.signed m/1): model_card.json was edited after signing")
 
 
 def test_location_follows_a_sqlite_tracking_store(tmp_path, monkeypatch):
