@@ -44,6 +44,10 @@ DECISION_TAG = f"{TAG_PREFIX}decision"
 """Version tag: the overall verdict of every gate (``promote`` or ``reject``)."""
 REASON_TAG = f"{TAG_PREFIX}reason"
 """Version tag: why the overall verdict is what it is."""
+STATUS_TAG = f"{TAG_PREFIX}status"
+"""Version tag: what the gates' evidence showed (``pass``, ``fail``, ``not_conclusive``); a promote may be not conclusive."""
+UNDECIDED_TAG = f"{TAG_PREFIX}undecided"
+"""Version tag: every check the gates could not decide, one a line (absent when none)."""
 PROMOTED_AT_TAG = f"{TAG_PREFIX}promoted_at"
 REPLACED_BY_TAG = f"{TAG_PREFIX}replaced_by"
 HAS_CHAMPION_TAG = f"{TAG_PREFIX}has_champion"
@@ -59,6 +63,11 @@ ROLLED_BACK_AT_TAG = f"{TAG_PREFIX}rolled_back_at"
 """Version tag: when a rollout took this version out of traffic (the reason is the canary gate's)."""
 SPLIT_TAG = f"{TAG_PREFIX}split"
 """Version and train-run tag: the row split rule the model was trained with (which rows it saw)."""
+ALLOWED_LEAKS_TAG = f"{TAG_PREFIX}allowed_leaks"
+"""Version tag: the features its schema acknowledged as known before the outcome (``allowed_leaks``,
+comma-separated): the leakage gate did not hold them against the version."""
+LEAKAGE_GATE = "leakage"
+"""Gate name of the leakage checks: ``mlops.gate.leakage.decision`` / ``.reason`` / ``.columns``."""
 MAX_TAG_CHARS = 4000
 """Longest tag value written; longer reasons are clipped (the reports keep the full text)."""
 
@@ -66,6 +75,11 @@ MAX_TAG_CHARS = 4000
 def gate_tag(gate: str, field: str) -> str:
     """``mlops.gate.<gate>.<field>``: one gate's decision, reason or violation on a version."""
     return f"{TAG_PREFIX}gate.{gate}.{field}"
+
+
+LEAK_COLUMNS_TAG = gate_tag(LEAKAGE_GATE, "columns")
+"""Version tag: the columns the leakage gate found likely leaking (comma-separated; empty: none). A later
+run that leaves them out is judged on its own merits, not against this version."""
 
 
 def clip(text: str) -> str:

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from mlops.gates import FAIL, NOT_CONCLUSIVE, PASS, Status
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -48,3 +50,32 @@ def finite_or_none(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return float(value)
+
+
+def limit_status(
+    value: float,
+    interval: tuple[float, float] | None,
+    limit: float,
+    bound: Literal["max", "min"],
+    on_interval: bool,
+) -> Status:
+    """``pass``, ``fail`` or ``not_conclusive`` for one measured value against one limit.
+
+    With ``on_interval`` the whole interval decides: beyond the limit is a fail, within it (the limit
+    itself allowed) a pass, and an interval reaching across the limit is not conclusive, whichever side
+    the point estimate lies on: these rows cannot tell a fair model from an unfair one. Without it the
+    point estimate decides. An undefined value (NaN, no interval) is never a pass: not conclusive.
+    """
+    if not math.isfinite(value):
+        return NOT_CONCLUSIVE
+    if not on_interval:
+        beyond = value > limit if bound == "max" else value < limit
+        return FAIL if beyond else PASS
+    if interval is None or not all(math.isfinite(end) for end in interval):
+        return NOT_CONCLUSIVE
+    low, high = interval
+    if (low > limit) if bound == "max" else (high < limit):
+        return FAIL
+    if (high <= limit) if bound == "max" else (low >= limit):
+        return PASS
+    return NOT_CONCLUSIVE

@@ -18,6 +18,7 @@ def validate_model(
     report_html: Output[HTML],
     report_json: Output[Artifact],
     reason: OutputPath(str),  # type: ignore[valid-type]
+    verdict: OutputPath(str),  # type: ignore[valid-type]
 ) -> str:
     """Fairness, explainability and behavioural checks on the test split; returns promote/reject.
 
@@ -25,7 +26,9 @@ def validate_model(
     The behavioural tests and the favourable class come with ``test_data`` (validate-data resolved
     them from the dataset's declaration and the settings and checked their columns).
     The decision is the single return value (``outputs["Output"]``) because kfp.local 2.17 cannot
-    resolve a named output inside a ``dsl.If`` condition; the reason is a second, named output.
+    resolve a named output inside a ``dsl.If`` condition; the reason is a second, named output, and
+    ``verdict`` the whole decision as JSON (status pass / fail / not_conclusive and every undecided
+    check), which the combine step reads so that the overall verdict never hides an undecided check.
     """
     from pathlib import Path
 
@@ -52,6 +55,8 @@ def validate_model(
     )
     decision = result.decision
     report_json.metadata["decision"] = decision.decision
+    report_json.metadata["status"] = decision.status
     Path(reason).write_text(decision.reason, encoding="utf-8")
-    print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
+    Path(verdict).write_text(decision.to_json(), encoding="utf-8")
+    print(f"gate {decision.gate}: {decision.decision}, {decision.status} ({decision.reason})")
     return decision.decision

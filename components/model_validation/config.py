@@ -98,3 +98,7 @@ class ValidationConfig(BaseModel):
     """Rows (random sample) used by attributions and behavioural tests; fairness uses every row."""
     seed: int = Field(default=0, ge=0)
     """Seed of the model-validation row sampling and permutations."""
+    pass_not_conclusive: Literal["never", "estimate_within_limit", "always"] = Field(
+        default="estimate_within_limit"
+    )
+    """Which checks the data could not decide (an interval reaching across its limit) may still let the model through, each listed in the reason, the report, the card and the console. never: any undecided check holds the model back until more test rows decide it. estimate_within_limit (default): only those whose measured value lies within the limit pass; one measured beyond its limit, or not measured at all (fewer than two groups large enough), holds the model back. always: every undecided check passes, listed. The default is what a regulated deployment expects: a measured breach (a 0.22 parity gap against 0.1) is never shipped because the rows were too few to prove it, nor an attribute whose fairness was not measured; a value within its limit whose interval is wide is shipped with that uncertainty on record rather than blocking every model tested on a few thousand rows."""

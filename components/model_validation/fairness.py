@@ -19,10 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from components.model_validation.checks import Violation
+from components.model_validation.checks import Violation, limit_status
 from components.model_validation.config import FairnessPolicy
 from components.model_validation.group_bins import MISSING_GROUP, Grouping, group_rows
-from components.model_validation.intervals import gap_interval, odds_interval, ratio_interval
+from components.model_validation.intervals import gap_interval, odds_interval, rate_interval, ratio_interval
+from mlops.gates import FAIL, NOT_CONCLUSIVE, PASS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,6 +64,8 @@ class GroupMetrics:
     notes: tuple[str, ...] = ()
     undecided: tuple[str, ...] = ()
     """Rates (``selection_rate``, ``true_positive_rate``, ``false_positive_rate``) whose denominator is below its minimum."""
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Per rate with a non-empty denominator: its Wilson score interval at ``confidence`` (this group alone)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,22 @@ class AttributeFairness:
     """Per rate (``selection_rate``, ``true_positive_rate``, ``false_positive_rate``): the groups decided on."""
     grouping: str = ""
     """How the groups were formed when not by value (bins of a numeric attribute)."""
+    statuses: dict[str, str] = field(default_factory=dict)
+    """Per disparity metric: ``pass``, ``fail`` or ``not_conclusive`` (:func:`~components.model_validation.checks.limit_status`)."""
+    undecided: tuple[str, ...] = ()
+    """Each disparity these rows could not decide, as a sentence with its value, interval and limit."""
+    undecided_outside: tuple[str, ...] = ()
+    """Those of :attr:`undecided` whose value is not within its limit: measured beyond it, or not measured."""
+
+    def status(self, metric: str) -> str:
+        """The metric's status; for a result built without statuses, from its violations and undecided."""
+        if metric in self.statuses:
+            return self.statuses[metric]
+        if any(v.metric == metric for v in self.violations):
+            return FAIL
+        if any(u.startswith(f"{self.attribute} {metric} ") for u in self.undecided):
+            return NOT_CONCLUSIVE
+        return PASS
 
 
 @dataclass(frozen=True)
@@ -198,6 +217,16 @@ def _undecided_note(group: str, shortfalls: Mapping[str, tuple[int, int]]) -> st
     return f"group {group!r} has {have}: its {rates} {verb} not decided on (reported only)"
 
 
+def _group_intervals(counts: _Counts, k: int, confidence: float) -> dict[str, tuple[float, float]]:
+    """Each rate's own score interval for group ``k`` (the rate charts draw them); none for an empty denominator."""
+    found = {}
+    for rate in ("selection_rate", "favourable_rate", "true_positive_rate", "false_positive_rate"):
+        successes, trials = counts.rate(rate)
+        if trials[k] > 0:
+            found[rate] = rate_interval(int(successes[k]), int(trials[k]), confidence)
+    return found
+
+
 def _decidable(counts: _Counts, policy: FairnessPolicy) -> dict[str, np.ndarray]:
     """Per rate, which groups have enough of the rate's denominator."""
     return {
@@ -273,6 +302,7 @@ def _check_attribute(
                 too_small=not bool(decidable["selection_rate"][k]),
                 notes=_group_notes(row),
                 undecided=undecided,
+                intervals=_group_intervals(counts, k, policy.confidence),
             )
         )
     decided = {
@@ -332,20 +362,26 @@ def _check_attribute(
         ("demographic_parity_ratio", dpr, policy.min_demographic_parity_ratio, "min", "favourable_rate"),
         ("equalized_odds_difference", eod, policy.max_equalized_odds_difference, "max", worst),
     )
-    violations = []
+    violations: list[Violation] = []
+    not_decided: list[str] = []
+    outside: list[str] = []
+    statuses: dict[str, str] = {}
     for metric, value, limit, bound, driver in limits:
-        if not (value > limit if bound == "max" else value < limit):  # NaN: never a violation
+        interval = intervals.get(metric)
+        status = limit_status(value, interval, limit, bound, policy.gate_on_intervals)
+        statuses[metric] = status
+        if status == PASS:
+            continue
+        if status == NOT_CONCLUSIVE:
+            message = _not_conclusive(attribute, metric, value, interval, limit, bound, policy)
+            not_decided.append(message)
+            if math.isnan(value) or (value > limit if bound == "max" else value < limit):
+                outside.append(message)
             continue
         mask = parity if driver in ("selection_rate", "favourable_rate") else decidable[driver]
         detail = _spread(_rates(counts, driver, mask, order), driver)
         start, end = intervals[metric]
         span = f"{policy.confidence:.0%} interval {start:.4f}..{end:.4f}"
-        if policy.gate_on_intervals and not (start > limit if bound == "max" else end < limit):
-            notes.append(
-                f"{metric} {value:.4f} is beyond the {bound} {limit:.4f} but its {span} reaches it: "
-                "not conclusive on this many rows, so not a violation; test on more data to decide"
-            )
-            continue
         violations.append(Violation("fairness", attribute, metric, value, limit, bound, f"{detail}; {span}"))
     return AttributeFairness(
         attribute,
@@ -359,6 +395,33 @@ def _check_attribute(
         tuple(violations),
         decided,
         grouping.description,
+        statuses,
+        tuple(not_decided),
+        tuple(outside),
+    )
+
+
+def _not_conclusive(
+    attribute: str,
+    metric: str,
+    value: float,
+    interval: tuple[float, float] | None,
+    limit: float,
+    bound: Literal["max", "min"],
+    policy: FairnessPolicy,
+) -> str:
+    """Why a disparity is not conclusive, with its figures and what would decide it."""
+    if math.isnan(value):
+        return (
+            f"{attribute} {metric} not measured: fewer than two groups large enough to compare "
+            "(min_group_size, min_group_positives, min_group_negatives); test on more rows to decide"
+        )
+    start, end = interval if interval is not None else (NAN, NAN)
+    side = "beyond" if (value > limit if bound == "max" else value < limit) else "within"
+    return (
+        f"{attribute} {metric} {value:.4f} is {side} the {bound} {limit:.4f}, but its {policy.confidence:.0%} "
+        f"interval {start:.4f}..{end:.4f} reaches across it: not conclusive on these rows; test on more rows "
+        "to decide"
     )
 
 

@@ -15,8 +15,9 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.model_validation.charts import bar_chart, group_chart
+from components.model_validation.charts import bar_chart, group_chart, score_charts
 from components.model_validation.checks import finite_or_none
+from mlops.gates import FAIL, PASS, status_word
 
 if TYPE_CHECKING:
     from components.model_validation.gate_result import ValidationResult
@@ -25,8 +26,10 @@ MAX_EXAMPLE_CHARTS = 5
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.2em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.pass{color:#176f2c;font-weight:600}
-.fail{color:#b00020;font-weight:600}.note{color:#8a5a00}.badge{padding:4px 10px;border-radius:4px;color:#fff}
-.promote{background:#176f2c}.reject{background:#b00020}img{max-width:100%}"""
+.fail{color:#b00020;font-weight:600}.not_conclusive{color:#8a5a00;font-weight:600}.note{color:#8a5a00}
+.badge{padding:4px 10px;border-radius:4px;color:#fff}.badge.promote{background:#176f2c}.badge.reject{background:#b00020}
+.badge.status-not_conclusive{background:#8a5a00}.badge.status-pass{background:#176f2c}.badge.status-fail{background:#b00020}
+img{max-width:100%}"""
 
 
 def _clean(value: Any) -> Any:
@@ -47,7 +50,9 @@ def to_json(result: ValidationResult, model_name: str, version: str) -> dict[str
             "version": version,
             "created_at": datetime.now(UTC).isoformat(),
             "decision": result.decision.decision,
+            "status": result.decision.status,
             "reason": result.decision.reason,
+            "undecided": list(result.decision.undecided),
             "violations": [{**asdict(v), "message": v.message} for v in result.violations],
             "decisions": body,
             "label": result.label,
@@ -58,6 +63,7 @@ def to_json(result: ValidationResult, model_name: str, version: str) -> dict[str
             "fairness": [asdict(a) for a in result.fairness],
             "explainability": asdict(result.explainability),
             "behavioural": [{**asdict(b), "passed": b.passed} for b in result.behavioural],
+            "scores": asdict(result.scores) if result.scores is not None else None,
         }
     )
 
@@ -80,8 +86,23 @@ def _cell(value: Any) -> str:
     return _fmt(value)
 
 
-def _status(ok: bool, text_ok: str = "pass", text_bad: str = "FAIL") -> tuple[str, str]:
-    return ("html", f'<span class="pass">{text_ok}</span>' if ok else f'<span class="fail">{text_bad}</span>')
+def _status(ok: bool) -> tuple[str, str]:
+    """A check decided either way (behavioural, stability): pass or fail."""
+    return _three(PASS if ok else FAIL)
+
+
+def _three(status: str) -> tuple[str, str]:
+    """``pass``, ``fail`` or ``not conclusive``, coloured: green, red, amber; never green for an undecided check."""
+    css = status if status in ("pass", "fail", "not_conclusive") else "not_conclusive"
+    text = status_word(status)
+    return ("html", f'<span class="{css}">{escape(text.upper() if status == FAIL else text)}</span>')
+
+
+def _group_status(undecided: tuple[str, ...]) -> tuple[str, str]:
+    """Whether the group's rates were decided on: a fact about its size, not a pass or a fail."""
+    if not undecided:
+        return ("html", "decided on")
+    return ("html", f'<span class="note">too small for {_undecided(undecided)}</span>')
 
 
 def _undecided(rates: tuple[str, ...]) -> str:
@@ -103,11 +124,12 @@ def _fairness_html(result: ValidationResult) -> str:
         f"Decision threshold {policy.decision_threshold:g}. A rate is decided on only where its denominator "
         f"is large enough: selection and favourable rates from {policy.min_group_size} rows, TPR from "
         f"{policy.min_group_positives} positives, FPR from {policy.min_group_negatives} negatives; below, the "
-        "rate is shown and the group named, never decided on. Intervals: "
+        "rate is shown and the group named, never decided on (its bar hatched). Intervals: "
         f"{policy.confidence:.0%} score intervals (Wilson per group, Newcombe/MOVER per pair, simultaneous over "
         "the groups); each holds its estimate. "
         + (
-            "A threshold fails only when the whole interval lies beyond it."
+            "A check passes when the whole interval lies within its limit, fails when it lies wholly beyond, "
+            "and is not conclusive when it reaches across the limit."
             if policy.gate_on_intervals
             else "Thresholds are compared with the point estimates (gate_on_intervals is off)."
         )
@@ -130,7 +152,7 @@ def _fairness_html(result: ValidationResult) -> str:
                 g.false_positive_rate,
                 g.precision,
                 g.auc,
-                _status(not g.undecided, "decided on", "too small for " + _undecided(g.undecided)),
+                _group_status(g.undecided),
                 "; ".join(g.notes),
             ]
             for g in attr.groups
@@ -155,7 +177,6 @@ def _fairness_html(result: ValidationResult) -> str:
                 rows,
             )
         )
-        failed = {v.metric for v in attr.violations}
         limits = {
             "demographic_parity_difference": ("max", policy.max_demographic_parity_difference),
             "demographic_parity_ratio": ("min", policy.min_demographic_parity_ratio),
@@ -166,11 +187,12 @@ def _fairness_html(result: ValidationResult) -> str:
             low, high = attr.intervals.get(metric, (math.nan, math.nan))
             interval = "n/a" if math.isnan(low) else f"{low:.4f} .. {high:.4f}"
             summary.append(
-                [metric, getattr(attr, metric), interval, f"{bound} {limit:g}", _status(metric not in failed)]
+                [metric, getattr(attr, metric), interval, f"{bound} {limit:g}", _three(attr.status(metric))]
             )
         parts.append(_table(["metric", "value", "interval", "threshold", "status"], summary))
+        parts += [f'<p class="note">not conclusive: {escape(u)}</p>' for u in attr.undecided]
         parts += [f'<p class="note">{escape(note)}</p>' for note in attr.notes]
-        parts.append(group_chart(attr))
+        parts.append(group_chart(attr, policy.confidence))
     if not result.fairness:
         parts.append('<p class="note">No protected attributes configured: nothing checked.</p>')
     return "\n".join(parts)
@@ -264,6 +286,27 @@ def _behavioural_html(result: ValidationResult) -> str:
     )
 
 
+def _undecided_html(result: ValidationResult) -> str:
+    """Every check these rows could not decide, and what the policy made of them."""
+    undecided = result.decision.undecided
+    if not undecided:
+        return ""
+    verdict = "passed, listed here" if result.decision.promote else "the model is held back"
+    policy = f"model_validation.pass_not_conclusive is {result.config.pass_not_conclusive}: {verdict}"
+    items = "".join(f"<li>{escape(u)}</li>" for u in undecided)
+    return f"<h2>Not conclusive</h2><p>{len(undecided)} check(s) not decided ({policy}).</p><ul>{items}</ul>"
+
+
+def _scores_html(result: ValidationResult) -> str:
+    if result.scores is None:
+        return ""
+    ece = result.scores.expected_calibration_error
+    return (
+        f"<h2>Scores</h2><p>Calibration over {result.n_rows} test rows (expected calibration error "
+        f"{ece:.4f}) and the scores of each label class.</p>" + score_charts(result.scores)
+    )
+
+
 def render_html(result: ValidationResult, model_name: str, version: str) -> str:
     decision = result.decision
     violations = _table(
@@ -276,10 +319,13 @@ def render_html(result: ValidationResult, model_name: str, version: str) -> str:
     sections = [
         f"<h1>Model validation: {escape(model_name)} version {escape(version)}</h1>",
         f'<p><span class="badge {decision.decision}">{escape(decision.decision.upper())}</span> '
+        f'<span class="badge status-{decision.status}">{escape(status_word(decision.status))}</span> '
         f"{escape(decision.reason)}</p>",
         f"<p>{result.n_rows} test rows; label <code>{escape(result.label)}</code>.</p>",
         "<h2>Violations</h2>" + (violations if result.violations else "<p>None.</p>"),
+        _undecided_html(result),
         _fairness_html(result),
+        _scores_html(result),
         _explainability_html(result),
         _behavioural_html(result),
         "<h2>Configuration</h2><pre>" + escape(result.config.model_dump_json(indent=2)) + "</pre>",

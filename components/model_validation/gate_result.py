@@ -13,6 +13,7 @@ from components.model_validation.checks import Violation
 from components.model_validation.config import ValidationConfig
 from components.model_validation.explainability import ExplainabilityResult
 from components.model_validation.fairness import AttributeFairness
+from components.model_validation.score_summary import ScoreSummary
 from mlops.gates import Decision
 
 GATE = "model_validation"
@@ -33,6 +34,8 @@ class ValidationResult:
     """The predicted label (0/1) the fairness figures count as favourable (resolved from the schema and policy)."""
     decisions: dict[str, Decision] = field(default_factory=dict)
     """Per family of checks (``fairness``, ``behavioural``, ``explainability``) and overall (``model_validation``)."""
+    scores: ScoreSummary | None = None
+    """Calibration and score distributions of the test rows (charted in the report and the card)."""
 
     @property
     def decision(self) -> Decision:

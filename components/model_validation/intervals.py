@@ -74,6 +74,14 @@ def wilson(successes: np.ndarray, trials: np.ndarray, z: float) -> tuple[np.ndar
     return low, high
 
 
+def rate_interval(successes: int, trials: int, confidence: float) -> tuple[float, float]:
+    """Wilson interval of one group's rate at ``confidence`` (trials > 0): what a chart's error bar shows."""
+    import numpy as np
+
+    low, high = wilson(np.asarray(successes), np.asarray(trials), _z(1.0 - confidence))
+    return float(low), float(high)
+
+
 def _pair_level(k: int, alpha: float) -> float:
     """Each pair's error rate so that all ``k(k-1)/2`` pairs are covered at once with ``1 - alpha``."""
     return alpha / (k * (k - 1) / 2)

@@ -18,7 +18,8 @@ from components.model_validation.config import ValidationConfig
 from components.model_validation.explainability import ExplainabilityResult, explain
 from components.model_validation.fairness import AttributeFairness, check_columns, evaluate_fairness
 from components.model_validation.gate_result import CHECKS, GATE, ValidationResult
-from mlops.gates import PROMOTE, REJECT, Decision
+from components.model_validation.score_summary import summarise_scores
+from mlops.gates import FAIL, NOT_CONCLUSIVE, PASS, PROMOTE, REJECT, Decision
 from mlops.vocabulary import MODEL_VERSION_TAG, TAG_PREFIX, gate_tag
 
 if TYPE_CHECKING:
@@ -34,14 +35,50 @@ HTML_NAME = "report.html"
 JSON_NAME = "report.json"
 # MLflow caps a model-version tag value at 5,000 characters.
 MAX_TAG_CHARS = 4000
+POLICY_ADDRESS = f"{ValidationConfig.section}.pass_not_conclusive"
+"""The setting that lets a gate with undecided checks promote (listed); named in every such reason."""
 
 
 def _decide(
-    gate: str, violations: Sequence[Violation], passed: str, metrics: dict[str, float], notes: str = ""
+    gate: str,
+    violations: Sequence[Violation],
+    passed: str,
+    metrics: dict[str, float],
+    notes: str = "",
+    undecided: Sequence[str] = (),
+    holding: Sequence[str] = (),
 ) -> Decision:
+    """Fail on any violation; else not conclusive when a check was undecided, promoted unless one of the
+    undecided checks the policy does not let through (``holding``) is among them; else pass.
+    Undecided checks are named in every case."""
     if violations:
-        return Decision(gate, REJECT, "; ".join(v.message for v in violations) + notes, metrics)
+        return Decision(
+            gate, REJECT, "; ".join(v.message for v in violations) + notes, metrics, FAIL, tuple(undecided)
+        )
+    if undecided:
+        listed = "not conclusive: " + "; ".join(undecided)
+        if holding:
+            reason = (
+                f"{listed}; not promoted: {len(holding)} of them may not pass undecided under "
+                f"{POLICY_ADDRESS} (test on more rows to decide them, or change the setting)"
+            )
+        else:
+            reason = f"{listed}; passed as not conclusive, listed ({POLICY_ADDRESS} lets them through)"
+        return Decision(
+            gate, REJECT if holding else PROMOTE, reason + notes, metrics, NOT_CONCLUSIVE, tuple(undecided)
+        )
     return Decision(gate, PROMOTE, passed + notes, metrics)
+
+
+def holding(fairness: Sequence[AttributeFairness], policy: str) -> list[str]:
+    """The undecided checks that hold the model back under ``pass_not_conclusive`` = ``policy``."""
+    if policy == "always":
+        return []
+    if policy == "estimate_within_limit":
+        return [u for a in fairness for u in a.undecided_outside]
+    if policy == "never":
+        return [u for a in fairness for u in a.undecided]
+    raise ValueError(f"pass_not_conclusive {policy!r}: expected never, estimate_within_limit or always")
 
 
 def _metrics(
@@ -70,13 +107,16 @@ def decide(
     explained: ExplainabilityResult,
     behaviour: Sequence[BehaviouralResult],
     stability_checked: bool = True,
+    pass_not_conclusive: str = "estimate_within_limit",
 ) -> dict[str, Decision]:
-    """One decision per family of checks, and the overall one: reject if any threshold is violated."""
+    """One decision per family of checks, and the overall one: reject if any threshold is violated;
+    not conclusive if any check could not be decided, rejected when ``pass_not_conclusive``
+    (:attr:`ValidationConfig.pass_not_conclusive`) does not let one of them through."""
     metrics = _metrics(fairness, explained, behaviour)
     notes = [f"{a.attribute}: {note}" for a in fairness for note in a.notes]
     attributes = ", ".join(a.attribute for a in fairness) or "none configured"
     fairness_ok = f"fairness thresholds met for protected attribute(s): {attributes}"
-    # Groups too small for a rate, inconclusive disparities, bins: named whether the gate passes or not.
+    # Groups too small for a rate, bins: named whether the gate passes or not.
     fairness_notes = " [notes: " + "; ".join(notes) + "]" if notes else ""
     stability = explained.stability
     decisions = {
@@ -86,6 +126,8 @@ def decide(
             fairness_ok,
             metrics["fairness"],
             fairness_notes,
+            [u for a in fairness for u in a.undecided],
+            holding(fairness, pass_not_conclusive),
         ),
         "behavioural": _decide(
             "behavioural",
@@ -103,13 +145,25 @@ def decide(
             metrics["explainability"],
         ),
     }
-    rejected = [d for d in decisions.values() if not d.promote]
-    overall_metrics = {f"{name}.{k}": v for name, d in decisions.items() for k, v in d.metrics.items()}
-    if rejected:
-        overall = Decision(GATE, REJECT, "; ".join(d.reason for d in rejected), overall_metrics)
-    else:
-        overall = Decision(GATE, PROMOTE, "; ".join(d.reason for d in decisions.values()), overall_metrics)
-    return {**decisions, GATE: overall}
+    return {**decisions, GATE: overall(decisions)}
+
+
+def overall(decisions: Mapping[str, Decision]) -> Decision:
+    """The gate's verdict from its families': fail if one failed, else not conclusive if one was, else pass.
+
+    Promoted only when every family promotes; the reason joins the reasons of the families that did not
+    pass plainly (all of them when every family passed), and every undecided check is carried over.
+    """
+    merged = {f"{name}.{k}": v for name, d in decisions.items() for k, v in d.metrics.items()}
+    undecided = tuple(u for d in decisions.values() for u in d.undecided)
+    statuses = {d.status for d in decisions.values()}
+    status = FAIL if FAIL in statuses else NOT_CONCLUSIVE if NOT_CONCLUSIVE in statuses else PASS
+    shown = [d for d in decisions.values() if d.status != PASS] or list(decisions.values())
+    if status == FAIL:  # the failures first; the undecided families' reasons follow
+        shown = sorted(shown, key=lambda d: d.status != FAIL)
+    promote = all(d.promote for d in decisions.values())
+    reason = "; ".join(d.reason for d in shown)
+    return Decision(GATE, PROMOTE if promote else REJECT, reason, merged, status, undecided)
 
 
 def _check_label(frame: pd.DataFrame, label: str) -> None:
@@ -147,6 +201,9 @@ def validate(
     sample = (
         frame.sample(n=config.max_rows, random_state=config.seed) if len(frame) > config.max_rows else frame
     )
+    summary = summarise_scores(
+        frame[label].to_numpy(), scores, config.fairness.decision_threshold, config.fairness.confidence
+    )
     explained = explain(scorer, sample, label, config.explainability, config.seed)
     behaviour = run_suite(scorer, sample, config.behavioural, config.seed)
     return ValidationResult(
@@ -158,7 +215,14 @@ def validate(
         explainability=explained,
         behavioural=behaviour,
         favourable_prediction=config.fairness.favourable_prediction(favourable_class),
-        decisions=decide(fairness, explained, behaviour, config.explainability.min_rank_agreement > -1),
+        scores=summary,
+        decisions=decide(
+            fairness,
+            explained,
+            behaviour,
+            config.explainability.min_rank_agreement > -1,
+            config.pass_not_conclusive,
+        ),
     )
 
 
@@ -190,7 +254,10 @@ def record(
         }
         for name, decision in result.decisions.items():
             tags[gate_tag(name, "decision")] = decision.decision
+            tags[gate_tag(name, "status")] = decision.status
             tags[gate_tag(name, "reason")] = _clip(decision.reason)
+        if result.decision.undecided:
+            tags[gate_tag(GATE, "undecided")] = _clip("\n".join(result.decision.undecided))
         for violation in result.violations:
             tags[gate_tag(violation.check, f"violation.{violation.tag_key}")] = _clip(violation.message)
         store.tag_version(model_name, version, tags)
@@ -203,8 +270,11 @@ def record(
             {
                 "gate": GATE,
                 "decision": result.decision.decision,
+                "status": result.decision.status,
                 "reason": result.decision.reason,
+                "undecided": list(result.decision.undecided),
                 "checks": {name: d.decision for name, d in result.decisions.items()},
+                "statuses": {name: d.status for name, d in result.decisions.items()},
             },
             pipeline_run_id=store.pipeline_run_id,
             model_version=f"{model_name}/{version}",

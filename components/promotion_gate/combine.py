@@ -18,26 +18,67 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlops.gates import OVERALL, Decision, combine
-from mlops.vocabulary import CHALLENGER, DECISION_TAG, MODEL_VERSION_TAG, REASON_TAG, clip
+from mlops.vocabulary import (
+    CHALLENGER,
+    DECISION_TAG,
+    MODEL_VERSION_TAG,
+    REASON_TAG,
+    STATUS_TAG,
+    UNDECIDED_TAG,
+    clip,
+)
 
 if TYPE_CHECKING:
     from mlops.tracking.store import TrackingStore
 
-__all__ = ["combine", "record_overall"]
+__all__ = ["combine", "gate_decision", "overall_tags", "record_overall"]
+
+
+def gate_decision(gate: str, decision: str, reason: str, verdict: str = "") -> Decision:
+    """A gate's decision as its task handed it over: the whole decision (``verdict``, JSON, with its status
+    and undecided checks) when given, else its decision and reason (status pass or fail).
+
+    A verdict that disagrees with the task's own decision output is refused, not reconciled."""
+    if not verdict:
+        return Decision(gate, decision, reason, {})
+    found = Decision.from_json(verdict)
+    if found.decision != decision:
+        raise ValueError(
+            f"gate {gate!r} returned {decision!r} but its verdict says {found.decision!r}; "
+            "re-run the gate: its outputs come from different runs"
+        )
+    return Decision(gate, found.decision, found.reason, found.metrics, found.status, found.undecided)
+
+
+def overall_tags(decision: Decision) -> dict[str, str]:
+    """The version tags of the overall verdict: decision, status, reason and the undecided checks, one a
+    line (empty when none, so a re-decided version keeps no stale list)."""
+    return {
+        DECISION_TAG: decision.decision,
+        STATUS_TAG: decision.status,
+        REASON_TAG: clip(decision.reason),
+        UNDECIDED_TAG: clip("\n".join(decision.undecided)),
+    }
 
 
 def record_overall(decision: Decision, model_name: str, version: str, store: TrackingStore) -> None:
     """Tag the verdict on the version, then make it the ``challenger``: the alias moves only once
     every gate has decided (promote or reject), so a run whose gate crashed leaves none behind."""
     with store.recording_run(f"gate_{OVERALL}") as run:
-        store.tag_version(
-            model_name, version, {DECISION_TAG: decision.decision, REASON_TAG: clip(decision.reason)}
+        store.tag_version(model_name, version, overall_tags(decision))
+        run.set_tags(
+            {DECISION_TAG: decision.decision, STATUS_TAG: decision.status, MODEL_VERSION_TAG: version}
         )
-        run.set_tags({DECISION_TAG: decision.decision, MODEL_VERSION_TAG: version})
         run.audit(
             "gate.decided",
             f"{model_name}/{version}",
-            {"gate": OVERALL, "decision": decision.decision, "reason": decision.reason},
+            {
+                "gate": OVERALL,
+                "decision": decision.decision,
+                "status": decision.status,
+                "reason": decision.reason,
+                "undecided": list(decision.undecided),
+            },
             model_version=f"{model_name}/{version}",
         )
         if not decision.promote:  # alert people (webhook, MLOPS_ALERT_WEBHOOK_URL); never fails the gate

@@ -99,21 +99,24 @@ def combine_gates(
     tracking: dict,
     pipeline_run_id: str,
     reason: OutputPath(str),  # type: ignore[valid-type]
+    validation_verdict: str = "",
 ) -> str:
-    """``promote`` only when both gates promote; writes the overall mlops.decision/mlops.reason tags.
+    """``promote`` only when both gates promote; writes the overall mlops.decision/mlops.status/mlops.reason tags.
 
+    ``validation_verdict`` is validate-model's decision as JSON (its status and undecided checks); the
+    overall status is not conclusive whenever it left a check undecided, promoted or not.
     Use ``outputs["Output"]`` in the ``dsl.If`` (see :mod:`components.promotion_gate.combine`).
     """
     from pathlib import Path
 
-    from components.promotion_gate.combine import combine, record_overall
+    from components.promotion_gate.combine import combine, gate_decision, record_overall
     from mlops.gates import Decision
     from mlops.tracking.store import TrackingStore
 
     decision = combine(
         [
             Decision("metrics", metrics_decision, metrics_reason, {}),
-            Decision("model_validation", validation_decision, validation_reason, {}),
+            gate_decision("model_validation", validation_decision, validation_reason, validation_verdict),
         ]
     )
     record_overall(
@@ -123,5 +126,5 @@ def combine_gates(
         TrackingStore.for_task(tracking, pipeline_run_id),
     )
     Path(reason).write_text(decision.reason, encoding="utf-8")
-    print(f"overall gate: {decision.decision} ({decision.reason})")
+    print(f"overall gate: {decision.decision}, {decision.status} ({decision.reason})")
     return decision.decision

@@ -138,6 +138,7 @@ def training_pipeline(parameters: Parameters) -> Any:
         metrics_reason=gate.outputs["reason"],
         validation_decision=validation_gate.outputs["Output"],
         validation_reason=validation_gate.outputs["reason"],
+        validation_verdict=validation_gate.outputs["verdict"],
         **on_version,
     )
     # The condition uses the single return value: kfp.local cannot resolve named outputs here.

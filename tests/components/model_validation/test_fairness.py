@@ -86,6 +86,14 @@ def test_fair_model_passes_the_fairness_gate(fair: tuple[Path, pd.DataFrame]) ->
     assert sex.demographic_parity_difference < 0.1
     assert set(sex.checked_groups) == {"female", "male"}
     assert result.decision.decision == "promote", result.decision.reason
+    # Equalised odds is within its limit, its interval reaches across it: passed, as not conclusive.
+    assert sex.status("equalized_odds_difference") == "not_conclusive" and sex.undecided_outside == ()
+    assert result.decision.status == "not_conclusive" and len(result.decision.undecided) == 1
+    held = validate(
+        load_scorer(model), test, "default", ["sex"], ValidationConfig(pass_not_conclusive="never")
+    )
+    assert held.decision.decision == "reject" and held.decision.status == "not_conclusive"
+    assert "not promoted: 1 of them may not pass undecided" in held.decision.reason
 
 
 def test_tiny_group_is_reported_with_its_size_not_dropped(fair: tuple[Path, pd.DataFrame]) -> None:
@@ -146,7 +154,7 @@ def test_single_class_group_reports_auc_as_undefined() -> None:
     assert attr.equalized_odds_difference == pytest.approx(0.5)
 
 
-def test_disparity_within_sampling_noise_is_noted_not_gated() -> None:
+def test_disparity_within_sampling_noise_is_not_conclusive_not_a_violation() -> None:
     # 40 rows per group; selection rates 0.25 vs 0.10: a 0.15 gap that 40 rows cannot distinguish from noise.
     a = ([1, 0] * 20, [0.9] * 10 + [0.1] * 30)
     b = ([1, 0] * 20, [0.9] * 4 + [0.1] * 36)
@@ -157,8 +165,10 @@ def test_disparity_within_sampling_noise_is_noted_not_gated() -> None:
     (with_ci,) = evaluate_fairness(frame, scores, "y", ["g"], policy)
     assert with_ci.demographic_parity_difference == pytest.approx(0.15)
     assert with_ci.violations == ()
+    assert with_ci.status("demographic_parity_difference") == "not_conclusive"
     assert any(
-        "not conclusive" in note and "demographic_parity_difference 0.1500" in note for note in with_ci.notes
+        "not conclusive" in u and "demographic_parity_difference 0.1500 is beyond" in u
+        for u in with_ci.undecided_outside
     )
     (point,) = evaluate_fairness(
         frame, scores, "y", ["g"], policy.model_copy(update={"gate_on_intervals": False})
@@ -311,6 +321,7 @@ def test_components_gate_promotion_under_the_local_runner(
             metrics_reason="test_auc above the floor",
             validation_decision=validation.outputs["Output"],
             validation_reason=validation.outputs["reason"],
+            validation_verdict=validation.outputs["verdict"],
             tracking=tracking,
             pipeline_run_id=run_id,
         )
@@ -340,6 +351,16 @@ def test_components_gate_promotion_under_the_local_runner(
     assert not promoted
     assert reason.startswith("model_validation gate: sex: demographic_parity_difference")
     assert tags["mlops.decision"] == "reject" and tags["mlops.gate.fairness.decision"] == "reject"
+    assert tags["mlops.status"] == "fail"
     reason, promoted, tags = outcomes["fair"]
     assert promoted, reason
-    assert tags["mlops.decision"] == "promote" and reason == "all gates passed: metrics, model_validation"
+    # Equalised odds 0.0446 is within the max 0.1 but its interval reaches 0.134: promoted under the
+    # default policy, and the verdict says so instead of "all gates passed".
+    assert tags["mlops.decision"] == "promote" and tags["mlops.status"] == "not_conclusive"
+    assert reason.startswith(
+        "promoted with 1 check(s) not conclusive, let through by the model_validation gate's"
+    )
+    assert "model_validation: sex equalized_odds_difference 0.0446 is within the max 0.1000" in reason
+    assert tags["mlops.undecided"] == tags["mlops.gate.model_validation.undecided"].replace(
+        "sex", "model_validation: sex", 1
+    )

@@ -388,16 +388,16 @@ def test_the_gate_reports_the_interval_of_each_disparity_and_it_holds_the_estima
     assert 0.0 < low < estimate < high < 1.0
 
 
-def test_a_max_limit_at_the_interval_bottom_is_inconclusive_and_noted() -> None:
+def test_a_max_limit_at_the_interval_bottom_is_not_conclusive_and_named() -> None:
     low, high = _interval("demographic_parity_difference")
     assert low < 0.5  # the point estimate lies beyond the limit, the interval reaches it
     result = _gated(max_demographic_parity_difference=low)
     assert result.violations == ()
+    assert result.status("demographic_parity_difference") == "not_conclusive"
     assert (
-        f"demographic_parity_difference 0.5000 is beyond the max {low:.4f} but its 90% interval "
-        f"{low:.4f}..{high:.4f} reaches it: not conclusive on this many rows, so not a violation; "
-        "test on more data to decide"
-    ) in result.notes
+        f"g demographic_parity_difference 0.5000 is beyond the max {low:.4f}, but its 90% interval "
+        f"{low:.4f}..{high:.4f} reaches across it: not conclusive on these rows; test on more rows to decide"
+    ) in result.undecided
 
 
 def test_a_max_limit_just_below_the_whole_interval_is_a_violation_with_the_interval() -> None:
@@ -423,10 +423,15 @@ def test_equalized_odds_interval_gates_like_the_others() -> None:
     assert violation.metric == "equalized_odds_difference"
 
 
-def test_an_estimate_at_or_inside_the_limit_is_never_a_violation_whatever_the_interval() -> None:
-    # The interval reaches beyond 0.5 on both metrics, yet the estimate 0.5 is at the limit: pass.
-    assert _gated(max_demographic_parity_difference=0.5, max_equalized_odds_difference=0.5).violations == ()
-    assert _gated(min_demographic_parity_ratio=0.5).violations == ()
+def test_an_estimate_at_the_limit_is_never_a_violation_but_its_interval_across_it_is_not_a_pass() -> None:
+    # The interval reaches beyond 0.5 on both metrics and the estimate 0.5 is at the limit: not a
+    # violation, and not a pass either: these rows cannot tell which side the disparity lies on.
+    both = _gated(max_demographic_parity_difference=0.5, max_equalized_odds_difference=0.5)
+    assert both.violations == ()
+    assert both.status("demographic_parity_difference") == "not_conclusive"
+    assert both.status("equalized_odds_difference") == "not_conclusive"
+    ratio = _gated(min_demographic_parity_ratio=0.5)
+    assert ratio.violations == () and ratio.status("demographic_parity_ratio") == "not_conclusive"
 
 
 def test_gating_on_point_estimates_still_reports_the_intervals() -> None:
