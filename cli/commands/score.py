@@ -4,7 +4,7 @@ The model is ``NAME@ALIAS`` from the registry (the workspace's, or ``MLFLOW_TRAC
 verified (digest and signature) before it is loaded. The input is read in chunks of
 ``score.chunk_rows`` rows, checked like a request to ``mlops serve``, scored with ONNX Runtime
 and written as Parquet under ``--out``, mirroring the input's partitions (id column,
-pass-through columns, ``score``, ``label``), with a copy in the request-log format that
+pass-through columns, ``score``, ``predicted_class``), with a copy in the request-log format that
 ``mlops monitor`` reads. A re-run skips the chunks already written. The same job runs on a
 cluster as the ``batch_scoring`` pipeline (``mlops run|submit batch_scoring``), in parallel
 shards. Every other setting is ``--set score.field=value`` (``mlops run batch_scoring --help``

@@ -33,7 +33,7 @@ def summary_lines(data: Mapping[str, Any]) -> list[str]:
         f"(version {data['version']}).",
         f"  {'rows':<17} {data['rows_read']} read, {data['rows_scored']} scored, {data['rows_bad']} bad",
         f"  {'chunks':<17} {data['chunks_written']} written, {data['chunks_skipped']} already done (skipped)",
-        f"  {'input':<17} {data['input_uri']} ({data['files']} file(s), sha256 {data['input_digest'][:16]}…)",
+        f"  {'input':<17} {data['input_uri']} {input_digest_text(data)}",
         f"  {'output':<17} {data['output_uri']}",
     ]
     if data["bad_examples"]:
@@ -47,3 +47,15 @@ def summary_lines(data: Mapping[str, Any]) -> list[str]:
             f"--set window.request_log_uri={data['request_log_uri']}"
         )
     return lines
+
+
+def input_digest_text(data: Mapping[str, Any]) -> str:
+    """One file: its own SHA-256, whole (comparable with ``sha256sum``). Several: the job's digest of
+    their digests, called that, and where each file's SHA-256 is written."""
+    files = data.get("input_sha256") or {}
+    if len(files) == 1:
+        return f"(1 file, sha256 {next(iter(files.values()))})"
+    return (
+        f"({data['files']} files; digest of their sha256s {data['input_digest'][:16]}…, each file's sha256 "
+        f"under input_sha256 in {data['output_uri'].rstrip('/')}/_job.json)"
+    )

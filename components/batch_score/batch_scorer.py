@@ -36,7 +36,7 @@ from components.batch_score.chunk_reader import (
     open_input,
     read_chunks,
 )
-from components.batch_score.config import LABEL_COLUMN, REFUSE, SCORE_COLUMN, ScoreSettings
+from components.batch_score.config import PREDICTED_CLASS_COLUMN, REFUSE, SCORE_COLUMN, ScoreSettings
 from mlops import storage
 from mlops.settings import section_values
 
@@ -125,6 +125,9 @@ class JobSummary:
     version: str
     input_uri: str
     input_digest: str
+    """SHA-256 of the sorted (partition, file SHA-256) pairs: one value for the whole input, not a file's digest."""
+    input_sha256: dict[str, str]
+    """Partition → SHA-256 of that input file's bytes (what ``sha256sum`` prints for it)."""
     files: int
     output_uri: str
     request_log_uri: str
@@ -460,7 +463,9 @@ class _Job:
         plain = (SCORE_COLUMN,) if settings.id_column else (SCORE_COLUMN, settings.id_name)
         written = storage.write(
             out.join(settings.output_uri, name + out.PART_SUFFIX),
-            out.parquet_bytes(part, settings.compression, plain=plain, unsummarised=(LABEL_COLUMN,)),
+            out.parquet_bytes(
+                part, settings.compression, plain=plain, unsummarised=(PREDICTED_CLASS_COLUMN,)
+            ),
         )
         record = out.ChunkRecord(
             job_key=self.plan.key,
@@ -551,6 +556,7 @@ def finish_job(
         version=plan.version,
         input_uri=settings.data_uri,
         input_digest=hashlib.sha256(json.dumps(sorted(digests.items())).encode()).hexdigest(),
+        input_sha256=dict(sorted(digests.items())),
         files=len(plan.files),
         output_uri=settings.output_uri,
         request_log_uri=settings.log_root() if settings.request_log else "",

@@ -2,7 +2,7 @@
 
 For input partition ``day=1/a.parquet``, chunk 3, under the output root:
 
-- ``day=1/a.part-00003.parquet``: the id column, the pass-through columns, ``score``, ``label``;
+- ``day=1/a.part-00003.parquet``: the id column, the pass-through columns, ``score``, ``predicted_class``;
 - ``_request_log/<model>/requests-<time>-v<version>-<key>.parquet`` (unless off): the rows in the
   request-log format of :mod:`serving.request_log` (written by its own ``to_table``), which
   ``mlops monitor`` reads like a server's log;
@@ -121,10 +121,10 @@ def parquet_bytes(
     """The table as a Parquet file. ``plain`` columns (row numbers, scores: every value distinct) skip
     dictionary encoding, which on 10^5 distinct values costs more than their whole write and then falls
     back to plain anyway. Dictionary columns (the request log's categoricals, version and request id) and
-    ``unsummarised`` ones (the label) get no min/max statistics: computing them over strings costs a quarter of a request-log write, and
-    nothing filters on them; numbers and timestamps keep theirs. ``store_schema=False`` stores
-    dictionary arrays as the plain strings a reader gets back (the request log, whose readers expect the
-    server's types)."""
+    ``unsummarised`` ones (the predicted class) get no min/max statistics: computing them over strings costs
+    a quarter of a request-log write, and nothing filters on them; numbers and timestamps keep theirs.
+    ``store_schema=False`` stores dictionary arrays as the plain strings a reader gets back (the request
+    log, whose readers expect the server's types)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -150,17 +150,18 @@ def scores_table(
     threshold: float,
     id_name: str,
 ) -> pa.Table:
-    """The output columns: id, pass-through, ``score`` (probability of the positive class), ``label``."""
+    """The output columns: id, pass-through, ``score`` (probability of the positive class), ``predicted_class``
+    (the class the score decides at ``threshold``)."""
     import numpy as np
     import pyarrow as pa
 
-    from components.batch_score.config import LABEL_COLUMN, SCORE_COLUMN
+    from components.batch_score.config import PREDICTED_CLASS_COLUMN, SCORE_COLUMN
 
     negative, positive = spec.classes
     indices = pa.array((scores >= threshold).astype(np.int8))
-    labels = pa.DictionaryArray.from_arrays(indices, pa.array([negative, positive], pa.string()))
+    classes = pa.DictionaryArray.from_arrays(indices, pa.array([negative, positive], pa.string()))
     columns: dict[str, Any] = {id_name: ids, **passed, SCORE_COLUMN: pa.array(scores, pa.float32())}
-    columns[LABEL_COLUMN] = labels.cast(pa.string())  # plain strings for every reader
+    columns[PREDICTED_CLASS_COLUMN] = classes.cast(pa.string())  # plain strings for every reader
     return pa.table(columns)
 
 

@@ -10,9 +10,10 @@ from mlops.settings import SETTINGS_CONFIG
 
 MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*@[A-Za-z0-9_-]+$"
 SCORE_COLUMN = "score"
-LABEL_COLUMN = "label"
+PREDICTED_CLASS_COLUMN = "predicted_class"
+"""The class the score decides at ``threshold`` (not a true label: the input's own label column may pass through)."""
 ROW_COLUMN = "row"
-OUTPUT_COLUMNS = (SCORE_COLUMN, LABEL_COLUMN)
+OUTPUT_COLUMNS = (SCORE_COLUMN, PREDICTED_CLASS_COLUMN)
 
 SKIP_ROWS = "skip_rows"
 REFUSE = "refuse"
@@ -44,7 +45,7 @@ class ScoreSettings(BaseModel):
     missing_values: tuple[str, ...] = Field(default=())
     """Cell values read as missing in feature columns, e.g. '?' (blank cells and nulls always are)."""
     threshold: float = Field(default=0.5, ge=0, le=1)
-    """The label column says the positive class when the score is at least this, else the negative class."""
+    """The predicted_class column says the positive class when the score is at least this, else the negative class."""
     request_log: bool = Field(default=True)
     """Also write the scored rows in the request-log format, so `mlops monitor` checks the batch for drift."""
     request_log_uri: str = Field(default="")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -49,12 +51,35 @@ def test_a_good_job_exits_0_and_prints_what_it_did(
     )
     assert "120 read, 120 scored, 0 bad" in printed
     assert "3 written, 0 already done (skipped)" in printed
+    real = hashlib.sha256((tmp_path / "in.parquet").read_bytes()).hexdigest()  # what sha256sum prints
+    assert f"{tmp_path / 'in.parquet'} (1 file, sha256 {real})\n" in printed
     assert f"mlops monitor --model-name {MODEL} --model-version {model.version}" in printed
     assert len(pd.read_parquet(tmp_path / "out")) == 120
     assert (tmp_path / "out" / JOB_FILE).is_file()
 
     assert score(model, tmp_path / "in.parquet", tmp_path / "out", "--set", "score.chunk_rows=50") == 0
     assert "0 written, 3 already done (skipped)" in capsys.readouterr().out
+
+
+def test_a_folder_prints_a_digest_of_its_files_called_that_and_each_files_sha256_is_in_the_job_file(
+    model: Monitored, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in").mkdir()
+    traffic(20, seed=32).to_parquet(tmp_path / "in" / "a.parquet")
+    traffic(20, seed=33).to_csv(tmp_path / "in" / "b.csv", index=False)
+    assert score(model, tmp_path / "in", tmp_path / "out") == 0
+    job = json.loads((tmp_path / "out" / JOB_FILE).read_text())
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.lstrip().startswith("input "))
+    assert line.endswith(
+        f"(2 files; digest of their sha256s {job['input_digest'][:16]}…, each file's sha256 under input_sha256 "
+        f"in {tmp_path / 'out'}/_job.json)"
+    )
+    assert job["input_sha256"] == {
+        name: hashlib.sha256((tmp_path / "in" / name).read_bytes()).hexdigest()
+        for name in ("a.parquet", "b.csv")
+    }
+    assert "sha256 " + job["input_digest"][:16] not in printed, "the digest of digests is no file's sha256"
 
 
 def test_bad_rows_refuse_the_job_with_exit_2_naming_the_chunk_and_what_was_kept(

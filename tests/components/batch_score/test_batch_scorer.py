@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -65,8 +66,8 @@ def test_chunks_of_any_size_give_every_row_once_with_the_models_score(
     out = scores(tmp_path / "out")
     assert out["row"].tolist() == list(range(25))
     np.testing.assert_allclose(out["score"], expected(model, frame), rtol=1e-6)
-    assert set(out["label"]) <= {"0", "1"}
-    assert (out["label"] == np.where(out["score"] >= 0.5, "1", "0")).all()
+    assert set(out["predicted_class"]) <= {"0", "1"}
+    assert (out["predicted_class"] == np.where(out["score"] >= 0.5, "1", "0")).all()
     assert summary.rows_read == summary.rows_scored == 25
 
 
@@ -154,6 +155,7 @@ def test_raw_rows_keep_only_the_id_and_pass_through_columns(model: Monitored, tm
     frame["customer_id"] = [f"c{i}" for i in range(30)]
     frame["branch"] = "x"
     frame["notes"] = "free text"
+    frame["label"] = frame["default"]  # a user's own outcome column, named as many datasets name it
     frame.to_parquet(tmp_path / "in.parquet")
     run(
         model,
@@ -161,11 +163,13 @@ def test_raw_rows_keep_only_the_id_and_pass_through_columns(model: Monitored, tm
         data_uri=str(tmp_path / "in.parquet"),
         output_uri=str(tmp_path / "out"),
         id_column="customer_id",
-        pass_through_columns=["branch"],
+        pass_through_columns=["branch", "label"],
     )
     out = pd.read_parquet(tmp_path / "out")
-    assert list(out.columns) == ["customer_id", "branch", "score", "label"]
+    assert list(out.columns) == ["customer_id", "branch", "label", "score", "predicted_class"]
     assert out["customer_id"].tolist() == frame["customer_id"].tolist()
+    assert out["label"].tolist() == frame["default"].tolist(), "the true label passes through unchanged"
+    assert (out["predicted_class"] == np.where(out["score"] >= 0.5, "1", "0")).all()
     np.testing.assert_allclose(out["score"], expected(model, frame), rtol=1e-6)
 
 
@@ -237,6 +241,48 @@ def test_a_rerun_skips_chunks_already_written_and_rescores_what_changed(
     assert len(pd.read_parquet(tmp_path / "out")) == 50
 
 
+def test_a_rerun_rescores_an_input_file_rewritten_in_place_and_only_that_file(
+    model: Monitored, tmp_path: Path
+) -> None:
+    """The local twin of the S3 resume test (which sees a new ETag): a file rewritten under the same name
+    has a new fingerprint (size, mtime), so its chunks are scored again; the other file's are kept. Both
+    kinds: a Parquet file (row count known: checked whole before reading) and a CSV (checked per chunk)."""
+    data = tmp_path / "in"
+    (data / "day=1").mkdir(parents=True)
+    (data / "day=2").mkdir()
+    traffic(60, seed=41).to_parquet(data / "day=1" / "a.parquet")
+    traffic(30, seed=42).to_csv(data / "day=2" / "b.csv", index=False)
+    values = {"data_uri": str(data), "output_uri": str(tmp_path / "out"), "chunk_rows": 25}
+    first = run(model, tmp_path / "cache", **values)
+    assert (first.chunks_written, first.chunks_skipped) == (3 + 2, 0)
+    assert (run(model, tmp_path / "cache", **values).chunks_written, first.rows_scored) == (0, 90)
+
+    def rewrite(path: Path, frame: pd.DataFrame) -> None:
+        before = path.stat()
+        if path.suffix == ".csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))  # a later mtime, surely
+
+    new_b = traffic(30, seed=43)
+    rewrite(data / "day=2" / "b.csv", new_b)
+    changed = run(model, tmp_path / "cache", **values)
+    assert (changed.chunks_written, changed.chunks_skipped) == (2, 3)
+    np.testing.assert_allclose(scores(tmp_path / "out" / "day=2")["score"], expected(model, new_b), rtol=1e-5)
+    assert changed.input_digest != first.input_digest
+
+    new_a = traffic(60, seed=44)  # the same row count: only the fingerprint tells the versions apart
+    rewrite(data / "day=1" / "a.parquet", new_a)
+    again = run(model, tmp_path / "cache", **values)
+    assert (again.chunks_written, again.chunks_skipped) == (3, 2)
+    np.testing.assert_allclose(scores(tmp_path / "out" / "day=1")["score"], expected(model, new_a), rtol=1e-5)
+    logs = tmp_path / "out" / "_request_log" / MODEL
+    assert len(list(logs.glob("requests-*.parquet"))) == 5, (
+        "each rescored chunk's old request-log copy is gone"
+    )
+
+
 def test_a_finished_job_is_recorded_on_the_audit_trail(model: Monitored, tmp_path: Path) -> None:
     traffic(30, seed=10).to_parquet(tmp_path / "in.parquet")
     summary = run(
@@ -250,8 +296,10 @@ def test_a_finished_job_is_recorded_on_the_audit_trail(model: Monitored, tmp_pat
         tmp_path / "out"
     )
     assert len(details["input_digest"]) == 64 and details["alias"] == "champion"
+    assert details["input_sha256"] == {"in.parquet": file_sha256(tmp_path / "in.parquet")}, "the file's own"
     assert event.links["model_version"] == f"{MODEL}/{model.version}"
-    assert json.loads((tmp_path / "out" / JOB_FILE).read_text())["input_digest"] == summary.input_digest
+    job = json.loads((tmp_path / "out" / JOB_FILE).read_text())
+    assert job["input_digest"] == summary.input_digest and job["input_sha256"] == summary.input_sha256
     assert audit.verify(model.workspace.root).intact
 
 
@@ -314,8 +362,10 @@ def test_the_monitor_reads_a_batch_output_like_online_traffic(model: Monitored, 
 
 
 def test_settings_refuse_clashing_column_names() -> None:
-    with pytest.raises(ValueError, match="collide with the output's own columns"):
-        ScoreSettings(pass_through_columns=("score",))
+    for taken in ("score", "predicted_class"):
+        with pytest.raises(ValueError, match="collide with the output's own columns"):
+            ScoreSettings(pass_through_columns=(taken,))
+    assert ScoreSettings(pass_through_columns=("label",)).pass_through_columns == ("label",)
     with pytest.raises(ValueError, match="pattern"):
         ScoreSettings(model="credit-default")
 
