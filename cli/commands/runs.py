@@ -51,8 +51,14 @@ def find_run(runs: list[RunRecord], run_id: str) -> RunRecord:
     return matches[0]
 
 
+def _undecided_count(run: RunRecord) -> str:
+    count = len([u for u in run.facts.get("undecided", "").splitlines() if u.strip()])
+    return f", {count} undecided" if count else ""
+
+
 def list_lines(runs: list[RunRecord]) -> list[str]:
     from cli.console.display import duration
+    from mlops.gates import status_word
 
     header = f"{'ID':<38} {'STARTED':<19} {'STATUS':<9} {'DURATION':>8}  {'MODEL':<22} DECISION"
     lines = [header]
@@ -60,6 +66,8 @@ def list_lines(runs: list[RunRecord]) -> list[str]:
         decision = run.facts.get("decision", "") or (
             f"failed at {run.failed_step}" if run.failed_step else ""
         )
+        if run.facts.get("status") and run.facts.get("decision"):
+            decision += f" ({status_word(run.facts['status'])}{_undecided_count(run)})"
         model = run.facts.get("model", "") or run.facts.get("best validation AUC", "")
         took = duration(run.seconds) if run.seconds else "-"
         lines.append(
@@ -75,7 +83,16 @@ def show_lines(run: RunRecord, workspace: Workspace) -> list[str]:
     took = f" in {duration(run.seconds)}" if run.seconds else ""
     lines = [f"Run {run.id} ({run.pipeline}): {run.status}{took}, started {run.started}."]
     lines += [Step(**step).line() for step in run.steps]
-    lines += [row(name, value) for name, value in run.facts.items()]
+    from mlops.gates import status_word
+
+    facts = dict(run.facts)
+    undecided = [u for u in facts.pop("undecided", "").splitlines() if u.strip()]
+    if "status" in facts:
+        facts["status"] = status_word(facts["status"])
+    lines += [row(name, value) for name, value in facts.items()]
+    if undecided:
+        lines.append(row("not conclusive", f"{len(undecided)} check(s) the test rows could not decide:"))
+        lines += reason_lines(undecided, "the model report")
     if run.failed_step:
         lines.append(row("failed step", run.failed_step))
     if run.reasons:

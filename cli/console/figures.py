@@ -72,6 +72,29 @@ def _output(prefix: str) -> Callable[[Path, dict[str, Any], dict[str, dict[str, 
     return figure
 
 
+def _gate_verdict(prefix: str) -> Callable[[Path, dict[str, Any], dict[str, dict[str, Any]]], str]:
+    """The gate's decision and, when it handed one over, its status: ``reject, not conclusive (2 undecided)``."""
+
+    def figure(task_dir: Path, params: dict[str, Any], artifacts: dict[str, dict[str, Any]]) -> str:
+        from mlops.gates import status_word
+
+        decision = params.get("Output")
+        if decision is None:
+            return ""
+        status = artifacts.get("report_json", {}).get("status", "")
+        undecided = 0
+        try:
+            verdict = json.loads(params.get("verdict") or "{}")
+            status = verdict.get("status") or status
+            undecided = len(verdict.get("undecided") or ())
+        except (TypeError, ValueError, AttributeError):
+            pass
+        more = f" ({undecided} undecided)" if undecided else ""
+        return f"{prefix}{decision}, {status_word(status)}{more}" if status else f"{prefix}{decision}"
+
+    return figure
+
+
 def _best_trial(task_dir: Path, params: dict[str, Any], artifacts: dict[str, dict[str, Any]]) -> str:
     auc = next((v for k, v in params.items() if "auc" in k), None)
     return f"best validation AUC {_auc(auc)}" if auc is not None else ""
@@ -95,7 +118,7 @@ FIGURES: dict[str, Callable[[Path, dict[str, Any], dict[str, dict[str, Any]]], s
     "export-onnx-model": _exported,
     "register-model": _output("version "),
     "metrics-gate": _output(""),
-    "validate-model": _output(""),
+    "validate-model": _gate_verdict(""),
     "combine-gates": _output("decision: "),
     "promote-to-champion": lambda d, p, a: f"champion (before: {p.get('Output') or 'none'})",
     "run-tuning-worker": _output("trials run: "),

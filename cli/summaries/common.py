@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,11 +79,30 @@ def reason_lines(reasons: list[str], more_in: str = "the report") -> list[str]:
     return lines
 
 
-def decision_lines(decision: str, reason: str) -> list[str]:
-    """The gates' decision on one line, each reason on its own short line below it."""
+def decision_lines(decision: str, reason: str, status: str = "", undecided: Sequence[str] = ()) -> list[str]:
+    """The gates' decision and status on one line, each reason on its own short line below it.
+
+    A plain pass fits one line. A verdict with checks the data could not decide never does: whether
+    promoted (the policy let them through) or not, every undecided check gets a line of its own."""
+    from mlops.gates import NOT_CONCLUSIVE, status_word
+
+    shown = f"{decision}, {status_word(status)}" if status else decision
+    if undecided or status == NOT_CONCLUSIVE:
+        verb = (
+            "passed as not conclusive (the policy lets them through)"
+            if decision == "promote"
+            else "held back"
+        )
+        lines = [row("decision", shown)]
+        if decision != "promote":
+            lines += reason_lines(split_reasons(reason), "the gate reports")
+        lines.append(
+            row("not conclusive", f"{len(undecided)} check(s) the test rows could not decide, {verb}:")
+        )
+        return [*lines, *reason_lines(list(undecided), "the model report")]
     if decision == "promote" or not reason:
-        return [row("decision", f"{decision}" + (f" ({short(reason, 100)})" if reason else ""))]
-    return [row("decision", decision), *reason_lines(split_reasons(reason), "the gate reports")]
+        return [row("decision", shown + (f" ({short(reason, 100)})" if reason else ""))]
+    return [row("decision", shown), *reason_lines(split_reasons(reason), "the gate reports")]
 
 
 def print_start(pipeline: str, workspace: Workspace, tracking: ResolvedTracking) -> None:

@@ -16,7 +16,16 @@ from cli.summaries.common import (
     row,
     run_lines,
 )
-from mlops.vocabulary import DECISION_TAG, PIPELINE_RUN_ID_TAG, REASON_TAG, TAG_PREFIX, TASK_TAG
+from cli.summaries.limits import COMMAND_LINE, override_text, record_limits
+from mlops.vocabulary import (
+    DECISION_TAG,
+    PIPELINE_RUN_ID_TAG,
+    REASON_TAG,
+    STATUS_TAG,
+    TAG_PREFIX,
+    TASK_TAG,
+    UNDECIDED_TAG,
+)
 from mlops.workspace import Workspace
 
 KFP_RUN_ID_TAG = f"{TAG_PREFIX}kfp_run_id"  # the Lineage field the register step tags
@@ -55,13 +64,19 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
     tags = model_version.tags
     auc = test_auc(client, result, settings["tracking.experiment"], tags.get(KFP_RUN_ID_TAG, ""))
     decision = tags.get(DECISION_TAG, "?")
+    run_name = result.run_dir.name if result.run_dir is not None else ""
+    overrides, _ = record_limits(workspace, "training", settings, model_name, version, run_name)
+    changed = [override_text(limit) for limit in overrides]
+    status = tags.get(STATUS_TAG, "")
+    undecided = [line for line in tags.get(UNDECIDED_TAG, "").splitlines() if line.strip()]
     lines = [
         "",
         f"Run finished in {duration(result.seconds)}.",
         row("test AUC", f"{auc:.4f}" if auc is not None else "?"),
         row("model", f"{model_name} version {version} (aliases: {aliases})"),
         row("model URI", f"models:/{model_name}/{version}"),
-        *decision_lines(decision, tags.get(REASON_TAG, "")),
+        *decision_lines(decision, tags.get(REASON_TAG, ""), status, undecided),
+        *[row("limit changed", f"{text}, on the {COMMAND_LINE}") for text in changed],
         *data_note_lines(result.run_dir),
         *run_lines(result),
         *[row(label, path) for label, path in report_paths(result.run_dir, SUCCESS_REPORTS)],
@@ -69,6 +84,12 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
     ]
     print("\n".join(lines))
     facts = {"model": f"{model_name} v{version}", "decision": decision, "aliases": aliases}
+    if status:
+        facts["status"] = status
+    if undecided:
+        facts["undecided"] = "\n".join(undecided)
+    if changed:
+        facts["limits changed"] = "; ".join(changed)
     if auc is not None:
         facts["test AUC"] = f"{auc:.4f}"
     facts["reasons"] = "\n".join(split_reasons(tags.get(REASON_TAG, "")))

@@ -20,6 +20,7 @@ from components.model_validation.checks import finite_or_none
 from mlops.gates import FAIL, PASS, status_word
 
 if TYPE_CHECKING:
+    from components.model_validation.config import ValidationConfig
     from components.model_validation.gate_result import ValidationResult
 
 MAX_EXAMPLE_CHARTS = 5
@@ -60,12 +61,32 @@ def to_json(result: ValidationResult, model_name: str, version: str) -> dict[str
             "favourable_prediction": result.favourable_prediction,
             "n_rows": result.n_rows,
             "config": result.config.model_dump(),
+            "limits": limits_in_force(result.config),
             "fairness": [asdict(a) for a in result.fairness],
             "explainability": asdict(result.explainability),
             "behavioural": [{**asdict(b), "passed": b.passed} for b in result.behavioural],
             "scores": asdict(result.scores) if result.scores is not None else None,
         }
     )
+
+
+def limits_in_force(config: ValidationConfig) -> list[dict[str, Any]]:
+    """Every setting the gate decided under, by address, with the platform default beside it: a value
+    that differs was changed for this run (the card says by whom, from the run's audit record)."""
+    from components.model_validation.config import ValidationConfig
+    from mlops.settings import addressed
+
+    defaults = addressed(ValidationConfig())
+    return [
+        {
+            "address": address,
+            "value": value,
+            "default": defaults.get(address),
+            "source": "default" if value == defaults.get(address) else "changed for this run",
+        }
+        for address, value in addressed(config).items()
+        if not address.startswith(f"{ValidationConfig.section}.behavioural")
+    ]
 
 
 def _fmt(value: Any) -> str:

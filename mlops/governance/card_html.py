@@ -6,13 +6,77 @@ import math
 from html import escape
 from typing import Any
 
+from mlops.gates import status_word
+from mlops.governance.report_charts import calibration_chart, group_rates_chart, score_chart
+
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.2em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
 th{background:#f3f3f3}.empty{color:#b00020;font-weight:600}.promote{color:#176f2c;font-weight:600}
-.reject{color:#b00020;font-weight:600}code{background:#f5f5f5;padding:0 3px}"""
+.reject{color:#b00020;font-weight:600}code{background:#f5f5f5;padding:0 3px}
+.pass{color:#176f2c;font-weight:600}.fail{color:#b00020;font-weight:600}.not_conclusive{color:#8a5a00;font-weight:600}
+.override{background:#fff4e0}img{max-width:100%}"""
+
+
+def _status(status: Any) -> str:
+    """A status as coloured text: pass green, fail red, anything else (not conclusive, not recorded) amber."""
+    text = str(status or "not recorded")
+    css = text if text in ("pass", "fail") else "not_conclusive"
+    return f'<span class="{css}">{escape(status_word(text))}</span>'
+
+
+def _limit(threshold: dict[str, Any] | None) -> str:
+    if not threshold or threshold.get("value") is None:
+        return "not recorded"
+    return f"{threshold.get('bound')} {threshold['value']:g}"
+
+
+def _limits_html(facts: dict[str, Any]) -> str:
+    """Every limit in force, overrides first and highlighted, each with who set it and where."""
+    limits = facts.get("limits") or []
+    changed = facts.get("overrides") or []
+    parts = ["<h2>Limits in force</h2>"]
+    if changed:
+        items = "".join(
+            f"<li><code>{escape(str(o['address']))}</code> = {_fmt(o.get('value'))} (default "
+            f"{_fmt(o.get('default'))}): {escape(str(o.get('source', '')))}"
+            + (f", set by {escape(str(o['set_by']))}" if o.get("set_by") else "")
+            + (f" (audit record {o['audit_seq']})" if o.get("audit_seq") is not None else "")
+            + "</li>"
+            for o in changed
+        )
+        parts.append(
+            f'<p class="empty">{len(changed)} limit(s) changed from the platform default:</p><ul>{items}</ul>'
+        )
+    elif limits:
+        parts.append("<p>Every limit is the platform default.</p>")
+    if not limits:
+        parts.append('<p class="empty">No record of the limits the gates used.</p>')
+        return "\n".join(parts)
+    rows = "".join(
+        f'<tr class="{"override" if limit.get("value") != limit.get("default") else ""}"><td><code>'
+        f"{escape(str(limit['address']))}</code></td><td>{_fmt(limit.get('value'))}</td><td>{_fmt(limit.get('default'))}</td>"
+        f"<td>{escape(str(limit.get('source', '')))}</td><td>{_fmt(limit.get('set_by') or '')}</td></tr>"
+        for limit in limits
+    )
+    parts.append(
+        "<table><tr><th>setting</th><th>value</th><th>default</th><th>source</th><th>set by</th></tr>"
+        f"{rows}</table>"
+    )
+    return "\n".join(parts)
+
+
+def _group_note(group: dict[str, Any]) -> str:
+    """Which of the group's rates were too few to decide on; ``too small`` only when it decided nothing."""
+    undecided = list(group.get("undecided") or [])
+    if len(undecided) >= 3:
+        return "too small: decided nothing"
+    names = {"selection_rate": "selection rate", "true_positive_rate": "TPR", "false_positive_rate": "FPR"}
+    return ", ".join(names.get(u, u) for u in undecided) + " not decided on" if undecided else ""
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "html":
+        return str(value[1])  # markup built here, already escaped
     if value is None:
         return "n/a"
     if isinstance(value, float):
@@ -155,6 +219,7 @@ def render(card: dict[str, Any], facts: dict[str, Any]) -> str:
         parts.append("<p><em>no slices declared (schema file <code>slices:</code>)</em></p>")
 
     parts.append("<h2>Fairness</h2>")
+    thresholds = facts.get("fairness_thresholds") or {}
     fair_rows = [
         [
             a.get("attribute"),
@@ -171,11 +236,20 @@ def render(card: dict[str, Any], facts: dict[str, Any]) -> str:
                     )
                 }
             ),
+            _limit(thresholds.get(k)),
+            ("html", _status((a.get("statuses") or {}).get(k))),
         ]
         for a in facts["fairness"]
         for k in ("demographic_parity_difference", "demographic_parity_ratio", "equalized_odds_difference")
     ]
-    parts.append(_table(["attribute", "disparity", "value", "interval"], fair_rows))
+    parts.append(_table(["attribute", "disparity", "value", "interval", "limit", "status"], fair_rows))
+    undecided = [u for a in facts["fairness"] for u in a.get("undecided") or []]
+    if undecided:
+        parts.append(
+            '<p class="not_conclusive">Not conclusive on the test rows (neither pass nor fail):</p><ul>'
+            + "".join(f"<li>{escape(str(u))}</li>" for u in undecided)
+            + "</ul>"
+        )
     group_rows = [
         [
             a.get("attribute"),
@@ -184,12 +258,20 @@ def render(card: dict[str, Any], facts: dict[str, Any]) -> str:
             g.get("selection_rate"),
             g.get("true_positive_rate"),
             g.get("false_positive_rate"),
-            "too small" if g.get("too_small") else "",
+            _group_note(g),
         ]
         for a in facts["fairness"]
         for g in a.get("groups", [])
     ]
     parts.append(_table(["attribute", "group", "rows", "selection rate", "TPR", "FPR", "note"], group_rows))
+    confidence = facts.get("fairness_confidence")
+    parts += [
+        group_rates_chart(a, confidence if isinstance(confidence, float) else None) for a in facts["fairness"]
+    ]
+    scores = facts.get("scores") or {}
+    if scores:
+        parts.append("<h3>Scores</h3>")
+        parts.append(calibration_chart(scores) + score_chart(scores))
 
     explained = facts["explanations"]
     parts.append("<h2>Explanations</h2>")
@@ -212,13 +294,21 @@ def render(card: dict[str, Any], facts: dict[str, Any]) -> str:
     parts.append("<h2>Gate decisions</h2>")
     parts.append(
         _table(
-            ["gate", "decision", "reason", "at", "audit record"],
+            ["gate", "decision", "status", "reason", "at", "audit record"],
             [
-                [g["gate"], g["decision"], g["reason"], g["at"], g["audit_seq"]]
+                [
+                    g["gate"],
+                    g["decision"],
+                    ("html", _status(g.get("status"))),
+                    g["reason"],
+                    g["at"],
+                    g["audit_seq"],
+                ]
                 for g in facts["gate_decisions"]
             ],
         )
     )
+    parts.append(_limits_html(facts))
     parts.append("<h2>Lineage</h2>")
     parts.append(_table(["field", "value"], [[k, v] for k, v in facts["lineage"].items()]))
     parts.append("<h2>Deployment history</h2>")

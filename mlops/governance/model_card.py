@@ -33,7 +33,9 @@ from mlops.vocabulary import (
     REASON_TAG,
     SIGNATURE_URI_TAG,
     SIGNING_KEY_ID_TAG,
+    STATUS_TAG,
     TAG_PREFIX,
+    UNDECIDED_TAG,
     Lineage,
 )
 
@@ -127,21 +129,43 @@ def performance_metrics(facts: ModelFacts) -> list[dict[str, Any]]:
                     item.get("size"),
                 )
             )
+    thresholds = fairness_thresholds(facts)
     for attribute in fairness(facts):
-        for name in (
-            "demographic_parity_difference",
-            "demographic_parity_ratio",
-            "equalized_odds_difference",
-        ):
-            metrics.append(
-                _metric(
-                    name,
-                    attribute.get(name),
-                    attribute.get("attribute", ""),
-                    attribute.get("intervals", {}).get(name),
-                )
+        for name in FAIRNESS_METRICS:
+            metric = _metric(
+                name,
+                attribute.get(name),
+                attribute.get("attribute", ""),
+                attribute.get("intervals", {}).get(name),
             )
+            if name in thresholds:
+                metric["threshold"] = thresholds[name]
+            metric["status"] = (attribute.get("statuses") or {}).get(name, "not recorded")
+            metrics.append(metric)
     return metrics
+
+
+FAIRNESS_METRICS = ("demographic_parity_difference", "demographic_parity_ratio", "equalized_odds_difference")
+_FAIRNESS_LIMITS = {
+    "demographic_parity_difference": ("max", "max_demographic_parity_difference"),
+    "demographic_parity_ratio": ("min", "min_demographic_parity_ratio"),
+    "equalized_odds_difference": ("max", "max_equalized_odds_difference"),
+}
+
+
+def fairness_thresholds(facts: ModelFacts) -> dict[str, dict[str, Any]]:
+    """Per disparity metric, the limit it was held against (bound and value), from the gate's report."""
+    policy = (
+        facts.report("gate_model_validation", "model_validation/report.json")
+        .get("config", {})
+        .get("fairness")
+        or {}
+    )
+    return {
+        metric: {"bound": bound, "value": _num(policy.get(field))}
+        for metric, (bound, field) in _FAIRNESS_LIMITS.items()
+        if field in policy
+    }
 
 
 def fairness(facts: ModelFacts) -> list[dict[str, Any]]:
@@ -162,7 +186,9 @@ def gate_decisions(facts: ModelFacts) -> list[dict[str, Any]]:
             {
                 "gate": e.details.get("gate", ""),
                 "decision": e.details.get("decision", ""),
+                "status": e.details.get("status") or _status_of(e.details.get("decision", "")),
                 "reason": e.details.get("reason", ""),
+                "undecided": list(e.details.get("undecided") or []),
                 "at": e.at,
                 "audit_seq": e.seq,
             }
@@ -173,7 +199,9 @@ def gate_decisions(facts: ModelFacts) -> list[dict[str, Any]]:
         {
             "gate": k[len(prefix) : -len(".decision")],
             "decision": v,
+            "status": facts.tags.get(k[: -len("decision")] + "status") or _status_of(v),
             "reason": facts.tags.get(k[: -len("decision")] + "reason", ""),
+            "undecided": _lines(facts.tags.get(k[: -len("decision")] + "undecided", "")),
             "at": "",
             "audit_seq": None,
         }
@@ -185,12 +213,66 @@ def gate_decisions(facts: ModelFacts) -> list[dict[str, Any]]:
             {
                 "gate": "overall",
                 "decision": facts.tags[DECISION_TAG],
+                "status": facts.tags.get(STATUS_TAG) or _status_of(facts.tags[DECISION_TAG]),
                 "reason": facts.tags.get(REASON_TAG, ""),
+                "undecided": _lines(facts.tags.get(UNDECIDED_TAG, "")),
                 "at": "",
                 "audit_seq": None,
             }
         )
     return rows
+
+
+def _status_of(decision: str) -> str:
+    """A decision recorded before gates had statuses: reject is a fail; a promote's status was not recorded."""
+    return "fail" if decision == "reject" else "not recorded"
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+LIMITS_ACTION = "gate.limits"
+"""The audit action ``mlops run`` records with the limits a version's gates decided under (``cli.summaries.limits``)."""
+
+
+def limits(facts: ModelFacts) -> list[dict[str, Any]]:
+    """Every limit the gates decided under, with its default, and for a changed one who changed it and where.
+
+    From the run's ``gate.limits`` audit record (written by ``mlops run``: the person and the command
+    line), else from the model-validation report (the values and defaults; who changed one is then
+    not recorded). Model-validation values in the report win over the record's: they are what the gate used.
+    """
+    recorded = [e for e in facts.events if e.action == LIMITS_ACTION]
+    event = recorded[-1] if recorded else None
+    by_address: dict[str, dict[str, Any]] = {}
+    if event is not None:
+        for limit in event.details.get("limits") or []:
+            by_address[limit["address"]] = {
+                **limit,
+                "set_by": event.actor if limit.get("source") != "default" else "",
+                "audit_seq": event.seq,
+            }
+    report = facts.report("gate_model_validation", "model_validation/report.json")
+    for limit in report.get("limits") or []:
+        known = by_address.get(limit["address"])
+        if known is not None and known.get("value") == limit.get("value"):
+            continue
+        changed = limit.get("value") != limit.get("default")
+        by_address[limit["address"]] = {
+            **limit,
+            "source": "changed for this run; who and where not recorded (not started with mlops run)"
+            if changed
+            else "default",
+            "set_by": "",
+            "audit_seq": None,
+        }
+    return list(by_address.values())
+
+
+def overrides(facts: ModelFacts) -> list[dict[str, Any]]:
+    """The limits in force that differ from their defaults."""
+    return [limit for limit in limits(facts) if limit.get("value") != limit.get("default")]
 
 
 def lineage(facts: ModelFacts) -> dict[str, Any]:
@@ -335,8 +417,18 @@ def facts_document(facts: ModelFacts, fields: CardFields, schema_source: str) ->
         "evaluation": facts.report("evaluate", "evaluation/metrics.json").get("test", {}),
         "slices": facts.report("evaluate", "evaluation/metrics.json").get("slices", {}),
         "fairness": fairness(facts),
+        "fairness_thresholds": fairness_thresholds(facts),
+        "fairness_confidence": _num(
+            facts.report("gate_model_validation", "model_validation/report.json")
+            .get("config", {})
+            .get("fairness", {})
+            .get("confidence")
+        ),
+        "scores": facts.report("gate_model_validation", "model_validation/report.json").get("scores") or {},
         "explanations": _explanation_summary(explanations(facts)),
         "gate_decisions": gate_decisions(facts),
+        "limits": limits(facts),
+        "overrides": overrides(facts),
         "lineage": lineage(facts),
         "deployment_history": deployment_history(facts),
         "audit_records": [e.seq for e in facts.events],

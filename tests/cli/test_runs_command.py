@@ -60,6 +60,35 @@ def test_runs_show_summarises_one_run_by_unique_prefix(
     assert "    - metrics gate: test_auc 0.77 >= floor 0.70" in out
 
 
+def test_runs_show_the_status_and_every_undecided_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "ws" / "pipeline-runs"
+    folder = runs / "training-2026-01-04-10-00-00-000001"
+    folder.mkdir(parents=True)
+    undecided = "model_validation: race demographic_parity_difference 0.2200 is beyond the max 0.1000\nmodel_validation: b"
+    RunRecord(
+        folder.name,
+        "training",
+        "2026-01-04 10:00:00",
+        "succeeded",
+        seconds=10.0,
+        facts={
+            "model": "compas v2",
+            "decision": "reject",
+            "status": "not_conclusive",
+            "undecided": undecided,
+        },
+    ).save(folder)
+    assert main(["--workspace", str(tmp_path / "ws"), "runs"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("reject (not conclusive, 2 undecided)")
+    assert main(["--workspace", str(tmp_path / "ws"), "runs", "show", folder.name]) == 0
+    out = capsys.readouterr().out
+    assert "  status            not conclusive" in out
+    assert "  not conclusive    2 check(s) the test rows could not decide:" in out
+    assert "    - model_validation: race demographic_parity_difference 0.2200 is beyond the max 0.1000" in out
+
+
 def test_runs_show_an_ambiguous_or_unknown_id_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
