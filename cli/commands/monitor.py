@@ -40,7 +40,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--trigger",
         choices=("drift", "performance", "both"),
         help="what asks for a retraining (= drift.trigger; default both): feature/prediction drift, a performance "
-        "drop (estimate or realised band below the champion's test band), or either",
+        "drop (estimate or realised band below the checked version's test band), or either",
     )
     parser.add_argument(
         "--force", action="store_true", help="trigger a retraining even within the cooldown (= retrain.force)"

@@ -81,11 +81,11 @@ class DriftSettings(BaseModel):
     """What asks for a retraining. ``drift``: dataset drift (``share``) or prediction drift
     (``trigger_on_prediction_drift``); ``performance``: a performance drop, the window's band of
     ``performance_metric`` (label-free estimate, or realised from feedback labels) wholly below the
-    champion's test band; ``both``: either of the two."""
+    checked version's test band; ``both``: either of the two."""
     performance_metric: Literal["roc_auc", "accuracy"] = "roc_auc"
     """The figure whose drop triggers a retraining (``trigger`` performance or both)."""
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
-    """Confidence of every performance band (estimated, realised, and the champion's test band)."""
+    """Confidence of every performance band (estimated, realised, and the checked version's test band)."""
     bootstrap_samples: int = Field(default=200, ge=20, le=10000)
     """Bootstrap draws behind the estimated and realised bands."""
     min_labelled_rows: int = Field(default=100, ge=1)

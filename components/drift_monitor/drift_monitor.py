@@ -83,7 +83,7 @@ class DriftResult:
     estimated: dict[str, float]
     """CBPE from calibrated scores: accuracy and ROC AUC without labels."""
     reference_metrics: dict[str, float]
-    """The version's test-split metrics, from its profile (the champion's test metrics)."""
+    """The checked version's test-split metrics, from its profile (the champion's only when it is the champion)."""
     realised: dict[str, float] = field(default_factory=dict)
     """Accuracy and ROC AUC on the window's rows with feedback labels; empty without labels."""
     other_versions: dict[str, int] = field(default_factory=dict)
@@ -93,7 +93,7 @@ class DriftResult:
     """The label-free estimate's bands: metric -> value, low, high (window sampling + calibration error)."""
     realised_bands: dict[str, dict[str, float]] = field(default_factory=dict)
     reference_bands: dict[str, dict[str, float]] = field(default_factory=dict)
-    """The champion's test metrics with their bands."""
+    """The checked version's test metrics with their bands."""
     performance_drop: bool = False
     bias: list[dict[str, Any]] = field(default_factory=list)
     """Per protected attribute and group, the window's figures against the gate's (feedback named the groups)."""
@@ -503,13 +503,19 @@ def _text(band: dict[str, float]) -> str:
     return f"{band['value']:.3f} [{band['low']:.3f}, {band['high']:.3f}]"
 
 
+def reference_name(version: str) -> str:
+    """What a window's figures are compared with: the checked version's own test metrics (its profile's),
+    named by version, since the version checked need not be the champion (``window.model_version``)."""
+    return f"version {version}'s test"
+
+
 def _performance_reasons(result: DriftResult, settings: DriftSettings) -> list[str]:
-    """A drop of ``performance_metric`` whose band leaves the champion's test band: estimated, then realised."""
+    """A drop of ``performance_metric`` whose band leaves the version's test band: estimated, then realised."""
     metric = settings.performance_metric
     reference = result.reference_bands.get(metric)
     if reference is None:
         return []
-    champion = Band(**reference)
+    tested = Band(**reference)
     level = f"{settings.confidence:.0%}"
     explanation = (
         f"drifted features: {_drifted_text(result)}"
@@ -518,17 +524,18 @@ def _performance_reasons(result: DriftResult, settings: DriftSettings) -> list[s
     )
     reasons = []
     estimate = result.estimated_bands.get(metric)
-    if estimate is not None and left_below(Band(**estimate), champion):
+    if estimate is not None and left_below(Band(**estimate), tested):
         reasons.append(
-            f"estimated {metric} drop {champion.value - estimate['value']:.3f}: label-free estimate "
-            f"{_text(estimate)} below the champion's test {_text(reference)} ({level} bands); {explanation}"
+            f"estimated {metric} drop {tested.value - estimate['value']:.3f}: label-free estimate "
+            f"{_text(estimate)} below {reference_name(result.version)} {_text(reference)} ({level} bands); "
+            f"{explanation}"
         )
     labelled = int(result.realised.get("labelled_rows", 0))
     realised = result.realised_bands.get(metric)
     if (
         realised is not None
         and labelled >= settings.min_labelled_rows
-        and left_below(Band(**realised), champion)
+        and left_below(Band(**realised), tested)
     ):
         unseen = (
             ""
@@ -538,8 +545,9 @@ def _performance_reasons(result: DriftResult, settings: DriftSettings) -> list[s
             + " cannot see this drop: the scores did not move, the relation between features and label did"
         )
         reasons.append(
-            f"realised {metric} drop {champion.value - realised['value']:.3f} on {labelled} labelled rows: "
-            f"{_text(realised)} below the champion's test {_text(reference)} ({level} bands){unseen}; {explanation}"
+            f"realised {metric} drop {tested.value - realised['value']:.3f} on {labelled} labelled rows: "
+            f"{_text(realised)} below {reference_name(result.version)} {_text(reference)} ({level} bands)"
+            f"{unseen}; {explanation}"
         )
     return reasons
 
@@ -549,7 +557,7 @@ def _no_action(result: DriftResult, settings: DriftSettings, drift_reasons: list
     estimate = result.estimated_bands.get(metric)
     performance = f"estimated {metric} {_text(estimate)}" if estimate else f"no {metric} estimate"
     reference = result.reference_bands.get(metric)
-    versus = f" vs the champion's test {_text(reference)}" if reference else ""
+    versus = f" vs {reference_name(result.version)} {_text(reference)}" if reference else ""
     if drift_reasons:  # drift the trigger does not act on (drift.trigger performance)
         return (
             f"no retraining: drift without a performance drop ({'; '.join(drift_reasons)}), {performance}{versus}"

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.day_summaries import sample_stored_days, summarise_window
-from components.drift_monitor.drift_monitor import DriftResult, judge, prediction_text, window_bounds
+from components.drift_monitor.drift_monitor import (
+    DriftResult,
+    judge,
+    prediction_text,
+    reference_name,
+    window_bounds,
+)
 from components.drift_monitor.request_window import Calibrator, WindowError, empty_summary
 from components.drift_monitor.sample import Reservoir
 from mlops.model.reference_profile import ReferenceProfile
@@ -292,7 +298,7 @@ def notify_check(result: DriftResult, settings: AlertSettings | None = None) -> 
             for kind, figures in (
                 ("estimated", result.estimated_bands),
                 ("realised", result.realised_bands),
-                ("champion's test", result.reference_bands),
+                (reference_name(result.version), result.reference_bands),
             )
             for metric, band in figures.items()
         }

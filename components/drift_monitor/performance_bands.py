@@ -1,4 +1,4 @@
-"""Error bands of the performance figures a check compares: label-free estimate, realised, champion's test.
+"""Error bands of the performance figures a check compares: label-free estimate, realised, the version's test.
 
 **Label-free estimate (CBPE) of ROC AUC and accuracy.** Its error has two sources, and
 the band covers both with one bootstrap (``drift.bootstrap_samples`` draws, percentile
@@ -31,13 +31,13 @@ not the rows, are resampled).
 **Realised metrics** from feedback labels: a percentile bootstrap over the labelled rows
 (pairs of score and label resampled together; AUC from average ranks, ties count half).
 
-**The champion's test metrics** (the profile's ``metrics``, measured on ``profile.rows``
+**The checked version's test metrics** (the profile's ``metrics``, measured on ``profile.rows``
 test rows): analytic bands, the test rows being gone: Hanley & McNeil's standard error
 for ROC AUC (from the AUC and the numbers of positives and negatives) and the binomial
 standard error for accuracy, at the same confidence.
 
-A window's figure *leaves* the champion's band when the window's whole band lies below
-the champion's band (:func:`left_below`): a drop the two samples' noise cannot explain.
+A window's figure *leaves* the version's test band when the window's whole band lies below
+the test band (:func:`left_below`): a drop the two samples' noise cannot explain.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def hanley_mcneil_se(auc: float, positives: int, negatives: int) -> float:
 
 
 def reference_bands(metrics: dict[str, float], rows: int, confidence: float) -> dict[str, Band]:
-    """Bands of the champion's test metrics, measured on ``rows`` test rows (analytic; module docstring)."""
+    """Bands of the checked version's test metrics, measured on ``rows`` test rows (analytic; module docstring)."""
     z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
     bands: dict[str, Band] = {}
     if "accuracy" in metrics and rows > 0:

@@ -508,13 +508,13 @@ def test_prediction_drift_is_no_reason_when_switched_off_and_no_drift_names_none
 BANDS = {"value": 0.8, "low": 0.75, "high": 0.85}
 
 
-def test_an_estimated_drop_leaving_the_champions_band_is_a_reason() -> None:
+def test_an_estimated_drop_leaving_the_versions_test_band_is_a_reason() -> None:
     dropped = result(
         reference_bands={"roc_auc": BANDS},
         estimated_bands={"roc_auc": {"value": 0.7, "low": 0.65, "high": 0.7499}},
     )
     assert _performance_reasons(dropped, DriftSettings()) == [
-        "estimated roc_auc drop 0.100: label-free estimate 0.700 [0.650, 0.750] below the champion's test 0.800 "
+        "estimated roc_auc drop 0.100: label-free estimate 0.700 [0.650, 0.750] below version 3's test 0.800 "
         "[0.750, 0.850] (95% bands); drifted features: income, debt"
     ]
     touching = result(
@@ -548,7 +548,7 @@ def test_a_realised_drop_needs_enough_labelled_rows_and_says_when_the_estimate_m
         estimated_bands={"accuracy": {"value": 0.79, "low": 0.76, "high": 0.82}},
     )
     assert _performance_reasons(enough, settings) == [
-        "realised accuracy drop 0.200 on 100 labelled rows: 0.600 [0.550, 0.650] below the champion's test "
+        "realised accuracy drop 0.200 on 100 labelled rows: 0.600 [0.550, 0.650] below version 3's test "
         "0.800 [0.750, 0.850] (90% bands); the label-free estimate 0.790 [0.760, 0.820] cannot see this drop: "
         "the scores did not move, the relation between features and label did; no feature drifted past its "
         "threshold: the shift moves rows where the model is less certain"
@@ -569,12 +569,12 @@ def test_both_drops_are_reasons_the_estimate_first() -> None:
     estimated, realised = _performance_reasons(both, DriftSettings())
     assert estimated.startswith("estimated roc_auc drop 0.100")
     assert realised == (
-        "realised roc_auc drop 0.200 on 500 labelled rows: 0.600 [0.550, 0.650] below the champion's test 0.800 "
+        "realised roc_auc drop 0.200 on 500 labelled rows: 0.600 [0.550, 0.650] below version 3's test 0.800 "
         "[0.750, 0.850] (95% bands); drifted features: income, debt"
     )
 
 
-def test_no_action_says_why_with_the_estimate_against_the_champion() -> None:
+def test_no_action_says_why_with_the_estimate_against_the_versions_test() -> None:
     calm = result(
         features=[feature("age", False), feature("income", True)],
         share_drifted=0.5,
@@ -583,7 +583,7 @@ def test_no_action_says_why_with_the_estimate_against_the_champion() -> None:
     )
     assert _no_action(calm, DriftSettings(share=0.75), []) == (
         "no drift: 50% of features drifted (< 75%: income), prediction distance 0.123; estimated roc_auc 0.790 "
-        "[0.760, 0.820] vs the champion's test 0.800 [0.750, 0.850]"
+        "[0.760, 0.820] vs version 3's test 0.800 [0.750, 0.850]"
     )
     assert _no_action(
         result(), DriftSettings(trigger="performance"), ["dataset drift: x", "prediction drift: y"]

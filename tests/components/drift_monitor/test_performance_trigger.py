@@ -209,7 +209,7 @@ def test_a_drop_and_drift_alert_people_through_the_webhook(model: Monitored) -> 
         assert notify_check(check(model, 0), settings) == []  # nothing to tell
     drop = receiver.posts[0].body
     assert drop["text"].startswith("[mlops] estimated_drop: credit-default/1: estimated roc_auc drop")
-    assert "• champion's test roc_auc: " in drop["blocks"][0]["text"]["text"]
+    assert f"• version {model.version}'s test roc_auc: " in drop["blocks"][0]["text"]["text"]
     assert "prediction distance" in receiver.posts[1].body["text"] and len(receiver.posts) == 2
 
 
