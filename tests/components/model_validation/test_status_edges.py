@@ -329,3 +329,28 @@ def test_the_score_summary_counts_every_row_and_measures_calibration() -> None:
     assert summary.expected_calibration_error == pytest.approx(expected)
     with pytest.raises(ValueError, match="got 1 scores for 2 labels"):
         summarise_scores(np.array([0, 1]), np.array([0.5]), 0.5, 0.95)
+
+
+def test_an_estimate_exactly_at_its_limit_counts_as_within_it() -> None:
+    # 0.5 at a max of 0.5 (and a ratio of 0.5 at a min of 0.5), each interval reaching across the limit:
+    # not conclusive, and within the limit, so the default policy lets the model through, listed.
+    at_max = _parity(0.5)
+    assert at_max.status("demographic_parity_difference") == "not_conclusive"
+    assert at_max.undecided_outside == ()
+    frame, scores = scored_groups({"a": SURE, "b": HALF})
+    policy = FairnessPolicy(
+        max_demographic_parity_difference=1.0,
+        min_demographic_parity_ratio=0.5,
+        max_equalized_odds_difference=1.0,
+        min_group_size=32,
+        confidence=0.9,
+        favourable_outcome="positive",
+        min_group_positives=1,
+        min_group_negatives=1,
+    )
+    (at_min,) = evaluate_fairness(frame, scores, "y", ["g"], policy)
+    assert at_min.demographic_parity_ratio == 0.5
+    assert at_min.status("demographic_parity_ratio") == "not_conclusive"
+    assert at_min.undecided_outside == ()
+    assert decide([at_max], _explained(), [])[GATE].promote
+    assert decide([at_min], _explained(), [])[GATE].promote
