@@ -1,7 +1,7 @@
 """KFP wrappers for :mod:`components.promotion_gate.promotion_gate`."""
 
 from kfp import dsl
-from kfp.dsl import Artifact, Input, Metrics, Output, OutputPath
+from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output, OutputPath
 
 from mlops.images import PLATFORM_IMAGE
 
@@ -14,6 +14,8 @@ def metrics_gate(
     champion_auc: float,
     has_champion: bool,
     evaluation: Input[Metrics],
+    model: Input[Model],
+    test_data: Input[Dataset],
     comparison_auc: float,
     top_feature: str,
     top_feature_auc: float,
@@ -26,18 +28,25 @@ def metrics_gate(
     """Decides promote/reject from test AUC vs floor, vs the champion on rows it did not learn from
     (comparison_auc) and vs a leak (a test AUC one feature alone explains); records it on the version.
     With ``gate.slice_floors`` set, the slice-floor gate decides on ``evaluation``'s per-slice part too.
+    The leakage gate (``gate.leakage``) checks ``model`` on ``test_data``: columns only one label class
+    fills, one column or a small group that carries the model; a likely leak rejects the version unless
+    the schema acknowledges it (``allowed_leaks``).
 
     The decision is the single return value, not a NamedTuple field: kfp.local 2.17 cannot
     resolve a ``dsl.If`` on a named output (see :mod:`components.promotion_gate.combine`).
     """
+    import json
     from pathlib import Path
 
     from components.promotion_gate.config import MetricsGatePolicy
     from components.promotion_gate.promotion_gate import decide, record
+    from mlops.data.dataset import schema_from_metadata
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 
     policy = from_section(MetricsGatePolicy, gate)
+    schema = schema_from_metadata(test_data.metadata, "metrics-gate's test_data")
+    evaluated = json.loads(Path(evaluation.path).read_text(encoding="utf-8"))
     decision = decide(
         policy,
         test_auc,
@@ -46,23 +55,31 @@ def metrics_gate(
         comparison_auc=comparison_auc if has_champion else None,
         top_feature=top_feature,
         top_feature_auc=top_feature_auc,
+        allowed=schema.allowed_leaks,
+        not_compared=evaluated.get("champion_not_compared") or "",
     )
     store = TrackingStore.for_task(tracking, pipeline_run_id)
     record(decision, model_name, version, store, Path(report.path))
     # --- slice floors (issue 29): recorded as gate "slices"; a rejection rejects this task's verdict ---
-    import json
     import tempfile
 
     from components.promotion_gate.slice_floors import decide_slices, verdict
 
-    slices = decide_slices(
-        policy, json.loads(Path(evaluation.path).read_text(encoding="utf-8")).get("slices")
-    )
+    slices = decide_slices(policy, evaluated.get("slices"))
     if slices is not None:
         with tempfile.TemporaryDirectory(prefix="slices-gate-") as tmp:
             record(slices, model_name, version, store, Path(tmp) / "slices.json")
         print(f"gate {slices.gate}: {slices.decision} ({slices.reason})")
     decision = verdict(decision, slices)
+    # --- leakage: recorded as gate "leakage"; a likely leak rejects this task's verdict ---
+    from components.promotion_gate.leakage import verdict as with_leakage
+    from components.promotion_gate.leakage_gate import judge_leakage
+
+    leakage = judge_leakage(
+        policy.leakage, Path(model.path), Path(test_data.path), schema, evaluated, model_name, version, store
+    )
+    print(f"gate {leakage.gate}: {leakage.decision} ({leakage.reason})")
+    decision = with_leakage(decision, leakage)
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
     return decision.decision

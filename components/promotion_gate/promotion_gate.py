@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from components.promotion_gate.config import MetricsGatePolicy
 from mlops.gates import PROMOTE, REJECT, Decision
@@ -30,10 +31,14 @@ def decide(
     comparison_auc: float | None = None,
     top_feature: str = "",
     top_feature_auc: float = float("nan"),
+    allowed: tuple[str, ...] = (),
+    not_compared: str = "",
 ) -> Decision:
     """Promote or reject on test AUC: above the floor, not worse than the champion on the rows the champion
     did not learn from (``comparison_auc`` is the challenger on those rows; None: ``test_auc``), and not a
-    result one feature alone explains (``top_feature``/``top_feature_auc``, a leak)."""
+    result one feature alone explains (``top_feature``/``top_feature_auc``, a leak) unless the schema
+    acknowledges that feature (``allowed``: its ``allowed_leaks``). ``not_compared`` says why a champion
+    that exists was not scored (it needs columns this run leaves out): the reason says so."""
     versus_auc = test_auc if comparison_auc is None else comparison_auc
     metrics = {"test_auc": test_auc, "champion_auc": champion_auc if has_champion else float("nan")}
     if comparison_auc is not None:
@@ -53,12 +58,12 @@ def decide(
                 else ""
             )
         )
-    leak = too_good(policy, test_auc, top_feature, top_feature_auc)
+    leak = "" if top_feature in allowed else too_good(policy, test_auc, top_feature, top_feature_auc)
     if leak:
         failures.append(leak)
     if failures:
         return Decision("metrics", REJECT, "; ".join(failures), metrics)
-    versus = f"champion {champion_auc:.4f}" if has_champion else "no current champion"
+    versus = f"champion {champion_auc:.4f}" if has_champion else not_compared or "no current champion"
     if has_champion and comparison_auc is not None:
         versus += f" vs {comparison_auc:.4f} on the rows it did not learn from"
     reason = f"test_auc {test_auc:.4f} >= floor {policy.auc_floor:.4f}; {versus}"
@@ -99,13 +104,19 @@ def report_metrics(metrics: dict[str, float]) -> tuple[dict[str, float | None], 
 
 
 def record(
-    decision: Decision, model_name: str, version: str, store: TrackingStore, report_path: Path
+    decision: Decision,
+    model_name: str,
+    version: str,
+    store: TrackingStore,
+    report_path: Path,
+    details: dict[str, Any] | None = None,
 ) -> None:
     """Write this gate's decision as version tags, an MLflow run and a JSON report.
 
     The overall ``mlops.decision``/``mlops.reason`` tags are written once, after every
-    gate has decided, by :func:`components.promotion_gate.combine.record_overall`. Recorded through
-    :meth:`TrackingStore.recording_run`: on a served store the task never imports MLflow.
+    gate has decided, by :func:`components.promotion_gate.combine.record_overall`. ``details`` go into the
+    report beside the decision (a gate's findings). Recorded through :meth:`TrackingStore.recording_run`:
+    on a served store the task never imports MLflow.
     """
     metrics, null_because = report_metrics(decision.metrics)
     report = {
@@ -115,6 +126,7 @@ def record(
         "model_name": model_name,
         "version": version,
         "decided_at": datetime.now(UTC).isoformat(),
+        **(details or {}),
     }
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=2, default=str, allow_nan=False))

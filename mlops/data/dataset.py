@@ -123,6 +123,18 @@ class DatasetSchema(BaseModel):
     """Columns dropped before validation and training: identifiers, free text, leaks."""
     missing_values: tuple[str, ...] = Field(default=())
     """Cell values read as missing in every column, e.g. '?' (blank cells always are)."""
+    allowed_leaks: tuple[str, ...] = Field(default=())
+    """Features the leakage checks flagged that you know are recorded before the outcome: the gate neither blames nor removes them (`mlops data init --allow-leaks`)."""
+
+    @model_validator(mode="after")
+    def _allowed_leaks_are_features(self) -> DatasetSchema:
+        strays = [c for c in self.allowed_leaks if c not in self.features]
+        if strays:
+            raise ValueError(
+                f"allowed_leaks names {strays}, which are not features {list(self.features)}; a column left "
+                "out (ignored_columns) needs no allowance: remove it from allowed_leaks"
+            )
+        return self
     # --- slices (issue 29, model card) ---
     slices: tuple[SliceSpec, ...] = Field(default=())
     """Segments evaluation reports every metric for: columns crossed, numeric ones binned (mlops.data.slice_spec)."""

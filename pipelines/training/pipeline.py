@@ -121,6 +121,8 @@ def training_pipeline(parameters: Parameters) -> Any:
         champion_auc=evaluation.outputs["champion_auc"],
         has_champion=evaluation.outputs["has_champion"],
         evaluation=evaluation.outputs["metrics"],
+        model=model,
+        test_data=test_data,
         comparison_auc=evaluation.outputs["comparison_auc"],
         top_feature=evaluation.outputs["top_feature"],
         top_feature_auc=evaluation.outputs["top_feature_auc"],

@@ -179,6 +179,7 @@ def _another_value(form: PipelineForm, setting: FormSetting) -> Any:
             [{"feature": "age", "delta": 1.0, "expectation": "non_decreasing"}],
             [{"columns": ["region"]}],  # schema.slices
             ["val_auc", "fairness_gap"],  # tune.objectives
+            ["age"],  # schema.allowed_leaks: features only
         ]
     elif isinstance(default, dict):
         candidates += [{"k": "psi"}, {"k": 2.0}, {"epochs": "5"}, {"roc_auc": 0.6}]  # gate.slice_floors
