@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from mlops.workspace import Workspace
 
 SCHEMA_SUFFIX = ".schema.yaml"
+NO_FAIRNESS = (
+    "no fairness check: no --protected attributes, so no favourable_class is written (which label class "
+    "benefits a person only you know); to check fairness, add protected_attributes and favourable_class: "
+    "positive|negative to the schema file, or re-run with --protected COLUMNS --favourable positive|negative"
+)
+"""Said on the console and in the schema file when ``data init`` declares no fairness check."""
 SUITE_SUFFIX = ".suite.json"
 
 
@@ -59,6 +65,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--ignore",
         default="",
         help="columns to leave out, comma-separated (written to the schema file's ignored_columns)",
+    )
+    init.add_argument(
+        "--allow-leaks",
+        default="",
+        help="features flagged as likely leaks that you know are recorded before the outcome, comma-separated "
+        "(written to the schema file's allowed_leaks; the training gate does not hold them against the model)",
     )
     add_profile_flags(init)
     init.add_argument("--out", type=Path, default=Path("."), help="directory for the two files (default: .)")
@@ -128,16 +140,72 @@ def _with_model_name(schema: SchemaFile, model_name: str) -> SchemaFile:
     return SchemaFile.model_validate({**schema.model_dump(), "model_name": model_name})
 
 
+def _columns(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
+
+
+def _rerun(args: argparse.Namespace, ignore: tuple[str, ...]) -> str:
+    """The ``mlops data init`` command line as given, with ``--ignore`` replaced by ``ignore``."""
+    import shlex
+
+    words = ["mlops", "data", "init", "--data", args.data, "--label", args.label]
+    flags = {
+        "--positive": args.positive,
+        "--protected": args.protected,
+        "--favourable": args.favourable,
+        "--ignore": ",".join(ignore),
+        "--allow-leaks": args.allow_leaks,
+        "--name": args.name,
+        "--model-name": args.model_name,
+    }
+    for flag, value in flags.items():
+        if value:
+            words += [flag, value]
+    if args.out != Path("."):
+        words += ["--out", str(args.out)]
+    for name in sorted(vars(args)):
+        if name.startswith("profile_") and getattr(args, name) is not None:
+            words += [f"--profile.{name.removeprefix('profile_')}", str(getattr(args, name))]
+    return shlex.join(words)
+
+
+def likely_leaks(found: Profile, allowed: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The features that likely leak the label and are not acknowledged, and a warning for each one the
+    single-feature AUC did not already warn about: a column only one label class fills (the leakage gate's
+    rule, :func:`components.promotion_gate.leakage.one_class_findings`, with its default thresholds)."""
+    from components.promotion_gate.config import LeakagePolicy
+    from components.promotion_gate.leakage import one_class_findings
+
+    schema = found.schema
+    warnings: list[str] = []
+    columns = list(found.leaks)
+    if found.table is not None:
+        labels = found.table[schema.label].to_numpy()
+        classes = (schema.negative_label, schema.positive_label)
+        for finding in one_class_findings(found.table, labels, schema.features, LeakagePolicy(), classes):
+            column = finding.columns[0]
+            if column not in columns:
+                columns.append(column)
+                warnings.append(f"{column}: may leak the label, {finding.detail.removeprefix(column + ' ')}")
+    return [c for c in columns if c not in allowed], warnings
+
+
 def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from components.data_validation.column_findings import repeated_names
     from components.data_validation.data_profile import profile
     from mlops.data.dataset import parse_table, read_bytes, sha256_digest
+    from mlops.data.schema_file import SchemaFile
 
     protected = tuple(p.strip() for p in args.protected.split(",") if p.strip())
     if protected and args.favourable is None:
         raise ValueError(
             "--protected needs --favourable positive|negative: fairness compares how often each group gets "
             "the outcome that benefits a person, and only you know which label class that is"
+        )
+    if args.favourable is not None and not protected:
+        raise ValueError(
+            f"--favourable {args.favourable} without --protected: fairness compares groups of a protected "
+            "attribute; name them with --protected COLUMNS, or leave out --favourable"
         )
     name = _name(args.data, args.name)
     out: Path = args.out
@@ -148,6 +216,7 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
     settings = profile_settings(args)
     data = read_bytes(args.data)
     frame, digest = parse_table(data, args.data), sha256_digest(data)
+    ignore, allowed = _columns(args.ignore), _columns(args.allow_leaks)
     found = profile(
         frame,
         args.label,
@@ -156,9 +225,31 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
         protected=protected,
         favourable=args.favourable or "negative",
         suite_file=suite_path.name,
-        ignore=tuple(c.strip() for c in args.ignore.split(",") if c.strip()),
+        ignore=ignore,
         repeated=repeated_names(data),
         settings=settings,
+    )
+    not_features = [c for c in allowed if c not in found.schema.features]
+    if not_features:
+        raise ValueError(
+            f"--allow-leaks {','.join(not_features)}: not feature(s) of this data (its features: "
+            f"{', '.join(found.schema.features)}); acknowledge only flagged features, leave out the rest with --ignore"
+        )
+    leaks, leak_warnings = likely_leaks(found, allowed)
+    found.warnings += leak_warnings
+    if leaks:
+        _print_summary(found, None, None, args.data)
+        print(
+            f"likely leak(s): {', '.join(leaks)}: a model trained on a column recorded after the outcome "
+            "cannot work in use, and the training gate rejects it. Nothing was written.\n"
+            f"If a column is known before the outcome, acknowledge it (add --allow-leaks "
+            f"{','.join((*allowed, *leaks))} to the command); otherwise leave them out:"
+        )
+        print(_rerun(args, (*ignore, *leaks)))
+        return 1
+    declared = _with_model_name(
+        SchemaFile.model_validate({**found.schema.model_dump(), "allowed_leaks": allowed}),
+        args.model_name or name,
     )
     out.mkdir(parents=True, exist_ok=True)
     header = (
@@ -169,17 +260,25 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
     )
     header += "".join(f"\nwarning: {w}" for w in found.warnings)
     header += "".join(f"\nnote: {n}" for n in found.notes)
-    declared = _with_model_name(found.schema, args.model_name or name)
-    schema_path.write_text(declared.to_yaml(header), encoding="utf-8")
+    if allowed:
+        header += (
+            f"\nallowed_leaks: {', '.join(allowed)}, acknowledged as known before the outcome (--allow-leaks)"
+        )
+    omit: tuple[str, ...] = ()
+    if args.favourable is None:
+        header += f"\n{NO_FAIRNESS}"
+        omit = ("favourable_class",)
+    schema_path.write_text(declared.to_yaml(header, omit=omit), encoding="utf-8")
     suite_path.write_text(
         found.suite.model_dump_json(indent=2, exclude_defaults=True) + "\n", encoding="utf-8"
     )
+    found.schema = declared
     _print_summary(found, schema_path, suite_path, args.data)
     print(f"model: runs with this schema file register {declared.model_name!r} (model_name in the file)")
     return 0
 
 
-def _print_summary(found: Profile, schema_path: Path, suite_path: Path, data: str) -> None:
+def _print_summary(found: Profile, schema_path: Path | None, suite_path: Path | None, data: str) -> None:
     schema = found.schema
     print(f"profiled {found.rows} rows of {data}")
     print(
@@ -194,11 +293,17 @@ def _print_summary(found: Profile, schema_path: Path, suite_path: Path, data: st
             f"  protected    {', '.join(schema.protected_attributes)} "
             f"(favourable outcome: the {schema.favourable_class} class)"
         )
+    else:
+        print(f"  fairness     {NO_FAIRNESS}")
+    if schema.allowed_leaks:
+        print(f"  allowed      {', '.join(schema.allowed_leaks)} (acknowledged likely leaks, --allow-leaks)")
     if schema.ignored_columns:
         print(f"  ignored      {len(schema.ignored_columns)}: {', '.join(schema.ignored_columns)}")
     for note in found.notes:
         print(f"  note         {note}")
     for warning in found.warnings:
         print(f"  WARNING      {warning}")
+    if schema_path is None or suite_path is None:
+        return
     print(f"wrote {schema_path} and {suite_path} ({len(found.suite.expectations)} expectations)")
     print(f"next: mlops run training --data {data} --schema {schema_path}")

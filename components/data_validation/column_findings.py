@@ -79,8 +79,7 @@ def leak_finding(column: str, auc: float, threshold: float) -> str | None:
         return None
     return (
         f"{column}: may leak the label, single-feature ROC AUC {auc:.4f} > {threshold:g} (profile.leak_auc). "
-        "A column recorded after the outcome makes a model that cannot work in use: if it is one, re-run "
-        f"with --ignore {shlex.quote(column)} or move it to ignored_columns"
+        "A column recorded after the outcome makes a model that cannot work in use"
     )
 
 

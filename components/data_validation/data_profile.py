@@ -74,6 +74,10 @@ class Profile:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     """Findings the user should decide on: leaks, near-constant and high-cardinality columns, bad cells."""
+    leaks: list[str] = field(default_factory=list)
+    """Features whose single-feature ROC AUC is above ``profile.leak_auc`` (each also a warning)."""
+    table: pd.DataFrame | None = None
+    """The prepared table (declared columns, markers as missing, label 0/1): what further checks read."""
 
 
 def detect_missing_markers(frame: pd.DataFrame) -> tuple[str, ...]:
@@ -372,23 +376,38 @@ def profile(
         f"{col}: kept numeric, {cells.describe()}; read as missing, the suite allows it with `mostly`"
         for col, cells in roles.bad.items()
     ]
-    warnings += _findings(prepared, schema, settings)
+    leaks: list[str] = []
+    warnings += _findings(prepared, schema, settings, leaks)
     suite = build_suite(prepared, schema.dataset_schema, name, roles.bad)
     suite.to_gx()  # GX builds every expectation: a wrong kwarg fails here, not at the first run
-    return Profile(schema=schema, suite=suite, rows=len(frame), notes=notes, warnings=warnings)
+    return Profile(
+        schema=schema,
+        suite=suite,
+        rows=len(frame),
+        notes=notes,
+        warnings=warnings,
+        leaks=leaks,
+        table=prepared,
+    )
 
 
-def _findings(prepared: pd.DataFrame, schema: SchemaFile, settings: ProfileSettings) -> list[str]:
-    """Leaks, near-constant and high-cardinality features, in column order."""
+def _findings(
+    prepared: pd.DataFrame, schema: SchemaFile, settings: ProfileSettings, leaks: list[str]
+) -> list[str]:
+    """Leaks (their columns also appended to ``leaks``), near-constant and high-cardinality features, in
+    column order."""
     found: list[str] = []
     labels = prepared[schema.label]
     for col in schema.features:
         series = prepared[col]
         auc = single_feature_auc(series, labels)
+        leak = leak_finding(col, auc, settings.leak_auc)
+        if leak:
+            leaks.append(col)
         found += [
             text
             for text in (
-                leak_finding(col, auc, settings.leak_auc),
+                leak,
                 near_constant_finding(series, col, settings.near_constant_share),
                 high_cardinality_finding(series, col, settings.high_cardinality)
                 if col in schema.categorical_features

@@ -58,10 +58,12 @@ class SchemaFile(DatasetSchema):
     def unknown_columns(self, columns: list[str] | tuple[str, ...]) -> list[str]:
         return sorted(set(self.columns) | set(self.ignored_columns) - set(columns))
 
-    def to_yaml(self, header: str = "") -> str:
+    def to_yaml(self, header: str = "", omit: tuple[str, ...] = ()) -> str:
+        """The file's text: ``header`` as comments, then every field but those in ``omit`` (left to their
+        defaults, e.g. a fairness setting nobody declared)."""
         import yaml
 
-        document = self.model_dump(mode="json")
+        document = {k: v for k, v in self.model_dump(mode="json").items() if k not in omit}
         document["invariance"] = [t.model_dump(mode="json") for t in self.invariance]
         document["directional"] = [t.model_dump(mode="json") for t in self.directional]
         comments = "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines())

@@ -3,13 +3,17 @@ the profiling settings checked, and a `schema.*` setting next to `--schema` refu
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
 from cli.main import main
 from cli.parameters import ParameterError, checked_arguments
+from mlops.data.schema_file import parse_schema_file
 from pipelines.catalog import forms
 from tests.support.bank_marketing import DATE, LEAK, REPEATED, bank_csv
 
@@ -47,14 +51,98 @@ def test_data_init_ignores_what_it_is_told_and_reports_every_finding(
     assert f"# note: {DATE}: ignored, dates/timestamps" in text
 
 
-def test_data_init_warns_about_the_leak_with_its_figure(
+def test_data_init_refuses_a_likely_leak_and_ends_in_one_pasteable_ignore_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _init(tmp_path) == 0
+    assert _init(tmp_path) == 1
     out = capsys.readouterr().out
     assert f"WARNING      {LEAK}: may leak the label, single-feature ROC AUC 0.99" in out
-    assert _init(tmp_path, "--force", "--profile.leak_auc", "1.0") == 0
+    assert f"likely leak(s): {LEAK}: " in out and "Nothing was written" in out
+    assert f"add --allow-leaks {LEAK} to the command" in out
+    assert not (tmp_path / "decl").exists()
+    *_, last = out.strip().splitlines()
+    words = shlex.split(last)
+    assert words[:3] == ["mlops", "data", "init"] and words[words.index("--ignore") + 1] == LEAK
+    # Pasting the line (in the same workspace) declares the data, the leak left out.
+    assert main(["--workspace", str(tmp_path / "ws"), *words[1:]]) == 0
+    declared = yaml.safe_load((tmp_path / "decl" / "bank-full.schema.yaml").read_text())
+    assert LEAK in declared["ignored_columns"] and LEAK not in declared["numeric_features"]
+    assert declared["favourable_class"] == "positive" and declared["protected_attributes"] == ["age"]
+    capsys.readouterr()
+    assert _init(tmp_path, "--force", "--profile.leak_auc", "1.0") == 0  # no finding above 1.0
     assert "may leak the label" not in capsys.readouterr().out
+
+
+def test_allow_leaks_acknowledges_a_flagged_feature_in_the_schema_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _init(tmp_path, "--allow-leaks", LEAK) == 0
+    out = capsys.readouterr().out
+    assert f"allowed      {LEAK} (acknowledged likely leaks, --allow-leaks)" in out
+    text = (tmp_path / "decl" / "bank-full.schema.yaml").read_text()
+    assert f"# allowed_leaks: {LEAK}, acknowledged as known before the outcome" in text
+    declared = parse_schema_file(text, "bank-full.schema.yaml")
+    assert declared.allowed_leaks == (LEAK,) and LEAK in declared.numeric_features
+    assert declared.dataset_schema.allowed_leaks == (LEAK,)  # what travels with the data to the gate
+    # Only a feature can be acknowledged: an ignored or unknown column is refused, naming it.
+    assert _init(tmp_path, "--force", "--allow-leaks", f"{LEAK},branch", "--ignore", "branch") == 2
+    assert "--allow-leaks branch: not feature(s) of this data" in capsys.readouterr().err
+
+
+def test_a_column_only_one_label_class_fills_is_a_likely_leak_even_below_the_auc_threshold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Days from arrest: 0 for everyone who did not reoffend, a signed count for those who did. Its values
+    straddle the filler, so it scores about 0.5 alone; only one class fills it."""
+    rng = np.random.default_rng(4)
+    rows = 800
+    y = rng.random(rows) < 0.4
+    frame = pd.DataFrame(
+        {
+            "priors count": rng.poisson(2 + y, rows),
+            "r_days": np.where(y, rng.choice([-9, -5, -2, 3, 6, 8], rows), 0),
+            "two_year_recid": y.astype(int),
+        }
+    )
+    data = tmp_path / "compas.csv"
+    frame.to_csv(data, index=False)
+    args = [
+        "--workspace",
+        str(tmp_path / "ws"),
+        "data",
+        "init",
+        "--data",
+        str(data),
+        "--label",
+        "two_year_recid",
+    ]
+    assert main([*args, "--out", str(tmp_path / "d"), "--profile.leak_auc", "0.9"]) == 1
+    out = capsys.readouterr().out
+    assert "WARNING      r_days: may leak the label, is 0 in 100.0% of the '0' rows" in out
+    assert "single-feature ROC AUC" not in out.split("r_days: may leak")[1].split("\n")[0]
+    *_, last = out.strip().splitlines()
+    assert shlex.split(last)[shlex.split(last).index("--ignore") + 1] == "r_days"
+    assert "--profile.leak_auc 0.9" in last  # the settings given come back in the line
+
+
+def test_without_protected_no_favourable_class_is_written_and_it_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "bank-full.csv"
+    data.write_bytes(bank_csv(rows=600))
+    base = ["--workspace", str(tmp_path / "ws"), "data", "init", "--data", str(data), "--label", "y",
+            "--ignore", LEAK, "--out", str(tmp_path / "decl")]  # fmt: skip
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert (
+        "fairness     no fairness check: no --protected attributes, so no favourable_class is written" in out
+    )
+    text = (tmp_path / "decl" / "bank-full.schema.yaml").read_text()
+    assert "favourable_class" not in yaml.safe_load(text)
+    assert "# no fairness check: no --protected attributes" in text
+    assert yaml.safe_load(text)["protected_attributes"] == []
+    assert main([*base, "--force", "--favourable", "negative"]) == 2
+    assert "--favourable negative without --protected" in capsys.readouterr().err
 
 
 def test_a_profiling_setting_out_of_range_is_refused_naming_it(

@@ -151,8 +151,11 @@ def test_bank_table_data_init_edit_the_schema_file_and_run_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The second public-style table: `;`, `unknown`, a numeric protected age, a leaking duration, bad
-    cells, a date and a repeated name. `data init` flags each; the user moves the leak and a column to
-    ignored_columns by editing the file alone; training validates with no other edit."""
+    cells, a date and a repeated name. `data init` flags each and refuses the leak, ending in the line
+    that leaves it out; the user pastes it, then moves a column to ignored_columns by editing the file
+    alone; training validates with no other edit."""
+    import shlex
+
     from tests.support.bank_marketing import LEAK, bank_csv
 
     data = tmp_path / "bank-full.csv"
@@ -162,16 +165,19 @@ def test_bank_table_data_init_edit_the_schema_file_and_run_training(
         ["--workspace", str(workspace), "data", "init", "--data", str(data), "--label", "y", "--protected",
          "age", "--favourable", "positive", "--out", str(tmp_path / "decl")]
     )  # fmt: skip
-    assert code == 0
+    assert code == 1
     out = capsys.readouterr().out
     for flagged in (f"WARNING      {LEAK}: may leak", "WARNING      balance: kept numeric", "contact_date: ignored",
                     "campaign.1: ignored, a repeat", "read as missing: 'unknown'"):  # fmt: skip
         assert flagged in out
+    pasted = shlex.split(out.strip().splitlines()[-1])
+    assert pasted[pasted.index("--ignore") + 1] == LEAK
+    assert main(["--workspace", str(workspace), *pasted[1:]]) == 0
     schema_path = tmp_path / "decl" / "bank-full.schema.yaml"
     declared = yaml.safe_load(schema_path.read_text())
-    declared["numeric_features"].remove(LEAK)
+    assert LEAK in declared["ignored_columns"]
     declared["categorical_features"].remove("branch")
-    declared["ignored_columns"] += [LEAK, "branch"]
+    declared["ignored_columns"] += ["branch"]
     schema_path.write_text(yaml.safe_dump(declared, sort_keys=False))
     run_data = tmp_path / "bank-run.csv"  # the same rows with a column the schema does not know
     header, *lines = bank_csv(rows=1500).decode().splitlines()

@@ -64,7 +64,10 @@ def test_data_init_flags_every_trap_of_the_bank_table(bank: tuple[bytes, pd.Data
     assert schema.protected_attributes == ("age",)
     assert "15 of 3000 cells (0.50%) are not numbers: 'abc' ×15" in _warning(found, "balance")
     leak = _warning(found, LEAK)
-    assert "single-feature ROC AUC 0.99" in leak and f"--ignore {LEAK}" in leak
+    assert (
+        "single-feature ROC AUC 0.99" in leak and "--ignore" not in leak
+    )  # one line for all, from data init
+    assert found.leaks == [LEAK]
     assert "'no' in 99.33% of rows" in _warning(found, NEAR_CONSTANT)
     assert "80 distinct values" in _warning(found, HIGH_CARDINALITY)
     assert {w.split(":")[0] for w in found.warnings} == {"balance", LEAK, NEAR_CONSTANT, HIGH_CARDINALITY}
@@ -185,9 +188,12 @@ def test_ignore_drops_columns_and_refuses_the_label_and_unknown_names() -> None:
         _bank(data, ignore=("y",))
 
 
-def test_a_suggested_ignore_quotes_a_name_with_spaces_so_it_can_be_pasted() -> None:
-    """scikit-learn's breast-cancer table names columns 'worst perimeter': the hint must survive a shell."""
+def test_a_leak_warning_names_the_column_its_figure_and_the_threshold_only_above_it() -> None:
+    """The fix (one --ignore line for every leak, quoted for the shell) is data init's last line."""
     finding = leak_finding("worst perimeter", 0.9755, 0.9)
-    assert finding is not None and "--ignore 'worst perimeter'" in finding
-    plain = leak_finding("duration", 0.95, 0.9)
-    assert plain is not None and "--ignore duration " in plain
+    assert finding is not None and finding.startswith(
+        "worst perimeter: may leak the label, single-feature ROC AUC 0.9755 > 0.9"
+    )
+    assert "--ignore" not in finding
+    assert leak_finding("duration", 0.9, 0.9) is None  # at the threshold: not above it
+    assert leak_finding("duration", 0.9000001, 0.9) is not None
