@@ -3,15 +3,14 @@
 Every setting of the pipeline is a flag named by its address (``--train.epochs 5``, the
 same as ``--set train.epochs=5``; ``mlops run training --help`` lists them by section with
 defaults and descriptions); the command fills in only what the local machine decides: the
-tracking configuration, absolute paths of the files settings name, the git commit, and the
-workspace and its request log.
+tracking configuration, absolute paths of the files settings name, the code commit
+(:mod:`cli.code_origin`), and the workspace and its request log.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,16 +74,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_command)
 
 
-def git_commit(cwd: Path) -> str:
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return result.stdout.strip() if result.returncode == 0 else ""
-
-
 def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
     """The user's settings by address (``--set``, and flags, which win), typed; ``--help`` lists them all."""
     from cli.commands.options import SettingsHelpFormatter, add_setting_flags, flag_values
@@ -124,6 +113,7 @@ def local_arguments(
     commit, the workspace and its request log where the pipeline has those settings. Every
     stage's config is validated before anything runs.
     """
+    from cli.code_origin import code_commit
     from cli.commands.options import resolve_files
     from cli.model_choice import model_settings
     from cli.parameters import checked_arguments
@@ -141,7 +131,7 @@ def local_arguments(
     local: dict[str, Any] = {TRACKING_URI: tracking.tracking_uri, ARTIFACT_ROOT: tracking.artifact_root}
     local.update(resolve_files(given, {setting.address for setting in form.settings if setting.names_a_file}))
     if GIT_COMMIT in known and not given.get(GIT_COMMIT):
-        local[GIT_COMMIT] = git_commit(Path.cwd())
+        local[GIT_COMMIT] = code_commit()  # the platform's checkout, wherever the command was started
     if WORKSPACE in known and not given.get(WORKSPACE):
         local[WORKSPACE] = str(workspace.root)
     if REQUEST_LOG in known and not given.get(REQUEST_LOG):
