@@ -47,6 +47,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(--train.epochs 5 = --set train.epochs=5).",
     )
     parser.add_argument("pipeline", choices=PIPELINE_NAMES, help="which pipeline to run")
+    add_run_options(parser)
+    parser.add_argument(
+        "arguments",
+        nargs=argparse.REMAINDER,
+        help="the pipeline's settings (see mlops run <pipeline> --help)",
+    )
+    parser.set_defaults(handler=run_command)
+
+
+RUN_OPTIONS_TITLE = "run options"
+"""The heading ``mlops run <pipeline> --help`` lists the command's own options under (not settings)."""
+
+
+def add_run_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The options of the run itself, not of the pipeline: ``mlops run --help`` and every
+    ``mlops run <pipeline> --help`` list them from here (they are taken before or after the pipeline's name)."""
     parser.add_argument(
         "-v",
         "--verbose",
@@ -66,12 +82,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="where each step runs: 'subprocess' (this environment, the default) or 'docker' (the platform image "
         "in a local Docker engine, kfp.local's DockerRunner: `mlops image build && mlops image load` first)",
     )
-    parser.add_argument(
-        "arguments",
-        nargs=argparse.REMAINDER,
-        help="the pipeline's settings (see mlops run <pipeline> --help)",
-    )
-    parser.set_defaults(handler=run_command)
 
 
 def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
@@ -83,7 +93,8 @@ def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
     form = forms()[name]
     parser = argparse.ArgumentParser(
         prog=f"mlops run {name}",
-        usage=f"mlops run {name} [--SECTION.FIELD VALUE ...] [--set SECTION.FIELD=VALUE ...]",
+        usage=f"mlops run {name} [-v] [--cache] [--runner {{{','.join(RUNNERS)}}}] [--SECTION.FIELD VALUE ...] "
+        "[--set SECTION.FIELD=VALUE ...]",
         description=form.description,
         epilog="Every setting has one address, section.field (nested: train.model.dropout): the same in "
         "--set, in MLflow params and on the KFP form, where the settings marked 'per run' are fields of "
@@ -92,6 +103,12 @@ def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
         "(MLFLOW_TRACKING_URI, else the workspace).",
         allow_abbrev=False,
         formatter_class=SettingsHelpFormatter,
+    )
+    add_run_options(
+        parser.add_argument_group(
+            RUN_OPTIONS_TITLE,
+            "how this run runs (before or after the pipeline's name; not pipeline settings)",
+        )
     )
     add_setting_flags(parser, form)
     namespace, unknown = parser.parse_known_args(argv)
