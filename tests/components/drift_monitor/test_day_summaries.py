@@ -1,14 +1,19 @@
 """Daily summaries that merge (issue 25): a window from stored days equals the window from its raw rows.
 
 The request log is written by the server's own writer (six days of traffic, one of them
-drifted, one with feedback labels); the window starts and ends inside a day, so a check has a
-raw head, stored full days and a raw tail.
+drifted, two with feedback labels); the window starts and ends inside a day, so a check has a
+raw head, stored full days and a raw tail. The log is written once per module and every test
+gets its own copy: the summaries one test stores are never read by another, so each test
+decides alone, in any order. A day stored again during a check that served the other days from
+summaries is read back and compared with the raw rows in the same test.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,10 +38,24 @@ NOW = T0 + timedelta(days=20)
 ROWS = 1500
 START, END = T0 + timedelta(hours=6), T0 + timedelta(days=5, hours=12)
 FULL_DAYS = [f"2026-10-0{d}" for d in (2, 3, 4, 5)]
+LABELLED_DAYS = (2, 4)
+"""Days whose feedback labels arrived: a stored day in the middle of the window and the last one."""
+
+
+@dataclass(frozen=True)
+class OwnLog(Monitored):
+    """The module's model (its registry is only read) with a request log of the test's own."""
+
+    logs: str = ""
+
+    @property
+    def log_root(self) -> str:
+        return self.logs
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Monitored:
+def written(tmp_path_factory: pytest.TempPathFactory) -> Monitored:
+    """The model and its six days of log and labels, as written; never checked (tests check copies)."""
     base = tmp_path_factory.mktemp("days")
     model = monitored_model(base)
     for day in range(6):
@@ -46,11 +65,19 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Monitored:
         half = ROWS // 2
         write_log(model, frame.iloc[:half], T0 + timedelta(days=day, hours=3), request_ids=ids[:half])
         write_log(model, frame.iloc[half:], T0 + timedelta(days=day, hours=20), request_ids=ids[half:])
-        if day == 2:
+        if day in LABELLED_DAYS:
             labels = frame[["default"]].rename(columns={"default": "label"}).assign(request_id=ids)
-            labels.to_csv(base / "labels.csv", index=False)
-            store_labels(str(base / "labels.csv"), model.log_root, MODEL)
+            labels.to_csv(base / f"labels-{day}.csv", index=False)
+            store_labels(str(base / f"labels-{day}.csv"), model.log_root, MODEL)
     return model
+
+
+@pytest.fixture
+def model(written: Monitored, tmp_path: Path) -> OwnLog:
+    """A fresh copy of the written log for this test alone: no stored summaries yet."""
+    shutil.copytree(written.log_root, tmp_path / "request-logs")
+    assert not list((tmp_path / "request-logs").rglob("_summaries"))
+    return OwnLog(written.workspace, written.onnx_dir, written.version, str(tmp_path / "request-logs"))
 
 
 def settings() -> WindowSettings:
@@ -89,7 +116,7 @@ def assert_same(merged: DriftResult, raw: DriftResult) -> None:
 def test_a_window_from_stored_days_equals_the_window_from_raw_rows(model: Monitored) -> None:
     raw = from_raw_rows(model)
     assert raw.rows == 5 * ROWS  # day 0's evening file, days 1-4, day 5's morning file
-    assert raw.drifted_features and raw.realised["labelled_rows"] == ROWS  # drift and labels to compare
+    assert raw.drifted_features and raw.realised["labelled_rows"] == 2 * ROWS  # drift and labels to compare
     first = check(model)  # reads every row and stores the four settled full days
     assert first.rows_from_summaries == 0 and first.summary_days == []
     for day in FULL_DAYS:
@@ -118,13 +145,17 @@ def test_a_log_file_of_a_stored_day_that_arrives_later_makes_the_day_read_again(
         assert "2026-10-03" not in result.summary_days and len(result.summary_days) == 3
         assert result.rows == 5 * ROWS + 300
         assert_same(result, from_raw_rows(model))
-        again = check(model)  # the day was stored again with the late file
+        again = check(model)  # the day was stored again with the late file, beside three stored days
         assert again.summary_days == FULL_DAYS and again.rows_from_summaries == 4 * ROWS + 300
+        assert_same(again, from_raw_rows(model))  # and reads back as its raw rows
     finally:
         stamped.unlink()
     removed = check(model)  # a file the stored day counted is gone: the day is read again
     assert "2026-10-03" not in removed.summary_days
     assert_same(removed, from_raw_rows(model))
+    after = check(model)
+    assert after.summary_days == FULL_DAYS and after.rows_from_summaries == 4 * ROWS
+    assert_same(after, from_raw_rows(model))
 
 
 def test_a_summary_binned_against_another_profile_is_not_used(model: Monitored) -> None:
@@ -137,6 +168,9 @@ def test_a_summary_binned_against_another_profile_is_not_used(model: Monitored) 
     assert "2026-10-05" not in result.summary_days and len(result.summary_days) == 3
     assert_same(result, from_raw_rows(model))
     assert json.loads(uri.read_text())["profile"] != "0" * 16  # rewritten against the current profile
+    again = check(model)  # the rewritten day, read back beside the three others
+    assert again.summary_days == FULL_DAYS and again.rows_from_summaries == 4 * ROWS
+    assert_same(again, from_raw_rows(model))
 
 
 @pytest.mark.parametrize(
