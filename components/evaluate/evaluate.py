@@ -44,6 +44,11 @@ CONFUSION_FILE = "confusion_matrix.png"
 ROC_FILE = "roc_curve.png"
 
 
+class ChampionNotComparable(EvaluationError):
+    """The champion needs columns this run's data leaves out: the train step's champion check let the
+    run go on (the columns are ignored, or were found leaking), so the model is judged on its own merits."""
+
+
 @dataclass(frozen=True)
 class ChampionResult:
     version: str
@@ -190,6 +195,13 @@ def champion_metrics(
                 f"(found {sorted(p.name for p in local.rglob('*'))}); register models with mlflow.onnx"
             )
         scorer = OnnxScorer.load(preferred)
+        absent = [name for name in scorer.spec.names if name not in test_frame.columns]
+        if absent:
+            raise ChampionNotComparable(
+                f"{who} was not compared: it needs column(s) {absent}, which this run leaves out (ignored "
+                "or found leaking), so this model is judged on its own merits (the AUC floor, the leakage "
+                "and validation gates) and replaces it if it passes"
+            )
         probability = scorer.predict_encoded(_encode(scorer.spec, test_frame, who))
     if unseen is not None:
         kept = labels[unseen]
@@ -268,7 +280,11 @@ def run_evaluation(
         probability = challenger_probabilities(model_dir, frame)
         result = score_probabilities(labels, probability)
         leaks = single_feature_aucs(frame, labels, numeric, categorical)
-        champion = champion_metrics(store, model_name, frame, label_column)
+        not_compared = ""
+        try:
+            champion = champion_metrics(store, model_name, frame, label_column)
+        except ChampionNotComparable as exc:
+            champion, not_compared = None, str(exc)
         comparison = None
         if champion is not None:
             mask = champion.unseen
@@ -280,6 +296,8 @@ def run_evaluation(
         plot_confusion_matrix(result.confusion_matrix, THRESHOLD, metrics_out / CONFUSION_FILE)
         plot_roc_curves(curves, metrics_out / ROC_FILE)
         report = _report(result, champion, comparison, leaks, digest)
+        if not_compared:
+            report["champion_not_compared"] = not_compared
         if slices:
             from components.evaluate.slices import slice_report
 
