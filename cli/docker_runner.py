@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mlops.images import PLATFORM_IMAGE
+from mlops.tracking.telemetry import TELEMETRY_OFF
 from mlops.workspace import Workspace, workspace_of
 
 FORWARDED_PREFIXES = ("MLOPS_", "MLFLOW_", "AWS_", "KFP_")
@@ -79,9 +80,11 @@ def platform_image(client: Any) -> ImageInEngine:
 
 
 def forwarded_environment(environ: Mapping[str, str], workspace: Workspace) -> dict[str, str]:
-    """The variables a step reads, and a home it can write to (the image has no user for our uid)."""
+    """The variables a step reads, a home it can write to (the image has no user for our uid), and MLflow's
+    telemetry off (:mod:`mlops.tracking.telemetry`; the image sets it too, this holds for any image)."""
     forwarded = {name: value for name, value in environ.items() if name.startswith(FORWARDED_PREFIXES)}
     forwarded["HOME"] = str(workspace.root / DOCKER_HOME)
+    forwarded.update(TELEMETRY_OFF)
     return forwarded
 
 

@@ -2,7 +2,8 @@
 
 By default the local runner executes each task as a subprocess calling ``python3``;
 the current interpreter's ``bin`` is put first on PATH so tasks run in the same
-environment that has the platform installed. With a ``DockerRunner``
+environment that has the platform installed, and MLflow's telemetry is off in them
+(:mod:`mlops.tracking.telemetry`). With a ``DockerRunner``
 (:mod:`cli.docker_runner`) each task runs in the platform image instead. The runner's output is sorted into
 one log per task (:mod:`cli.console.streams`); the console shows one line
 per step and a live bar, or, with ``verbose``, the raw output as well.
@@ -24,6 +25,7 @@ from kfp.dsl.base_component import BaseComponent
 
 from cli.console.display import Step
 from cli.console.kfp_lines import ANSI
+from mlops.tracking.telemetry import telemetry_off
 from mlops.workspace import Workspace
 
 _FAILED_TASK = re.compile(r"Inner task failed: '?([\w.-]+?)'?(?: inside '[\w.-]+')?\.?$")
@@ -104,6 +106,7 @@ def run_locally(
 
     workspace.create()
     _use_this_python()
+    telemetry_off()  # the tasks are this process's children (a notebook may call this without `mlops`)
     local.init(
         runner=runner if runner is not None else local.SubprocessRunner(use_venv=False),
         pipeline_root=str(workspace.pipeline_root),

@@ -29,6 +29,7 @@ from cli.commands import submit as submit_cmd
 from cli.commands import tune as tune_cmd
 from cli.commands import ui as ui_cmd
 from cli.commands import upload as upload_cmd
+from mlops.tracking.telemetry import telemetry_off
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 
 COMMANDS = (
@@ -87,6 +88,7 @@ def expand_aliases(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    telemetry_off()  # before anything imports MLflow; every step, server and container inherits it
     parser = build_parser()
     args = parser.parse_args(expand_aliases(sys.argv[1:] if argv is None else argv))
     try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mlops.tracking.context import check_reachable, resolve_tracking
+from mlops.tracking.telemetry import telemetry_off
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
 
 # Fields whose default depends on the workspace; None in the namespace means "use the workspace's".
@@ -139,6 +140,7 @@ def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m cli.commands.serve [--workspace DIR] [serve flags]``: the same command, standalone."""
+    telemetry_off()  # as `mlops` does (cli.main): before MLflow is imported
     parser = argparse.ArgumentParser(prog="mlops")
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE)
     subparsers = parser.add_subparsers(dest="command")

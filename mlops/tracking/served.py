@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlops.tracking.telemetry import TELEMETRY_OFF
 from mlops.tracking.uris import TrackingError, normalise_location
 
 SERVED_AT_ENV = "MLOPS_TRACKING_SERVED_AT"
@@ -37,10 +38,11 @@ SERVE_ENV = "MLOPS_SERVE_TRACKING"
 """``0``: a local run does not serve its store (each task opens it directly, the way it did before)."""
 START_WAIT_S = 180.0
 """How long a task waits for the run's server to accept connections (it starts beside the first steps)."""
-SERVER_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-"""Set for the server only: MLflow 3's job execution starts a job runner and seven Huey consumers, each a
+SERVER_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **TELEMETRY_OFF}
+"""Set for the server: MLflow 3's job execution starts a job runner and seven Huey consumers, each a
 Python process importing MLflow (GenAI evaluation jobs, trace roll-ups); a local run's tracking uses none,
-and they would take the CPU from the pipeline's own steps."""
+and they would take the CPU from the pipeline's own steps. Telemetry off (:mod:`mlops.tracking.telemetry`),
+whoever started the run."""
 STOP_WAIT_S = 10.0
 """How long the server gets to stop on SIGTERM before it is killed."""
 
