@@ -368,3 +368,14 @@ def test_the_leakage_settings_sit_in_the_gate_section() -> None:
     assert policy.leakage.column_drop == 0.2 and policy.leakage.enforce is True
     with pytest.raises(ValidationError, match="leakage.colum_drop"):
         MetricsGatePolicy.model_validate({"leakage": {"colum_drop": 0.2}})
+
+
+def test_max_rows_scores_every_row_up_to_it_and_a_sample_of_that_many_above() -> None:
+    x, labels, names = _redundant(rows=101)
+    policy = LeakagePolicy(max_rows=100, max_group=1)
+    assert ablate(_mean_of_copies, x, labels, names, policy).rows == 100  # one row over: sampled
+    at = ablate(_mean_of_copies, x[:100], labels[:100], names, policy)
+    assert (
+        at.rows == 100
+        and at.auc == ablate(_mean_of_copies, x[:100], labels[:100], names, LeakagePolicy(max_group=1)).auc
+    )

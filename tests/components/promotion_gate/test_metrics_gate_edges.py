@@ -187,3 +187,18 @@ def test_the_champion_is_compared_with_the_challenger_on_the_same_rows() -> None
     promoted = decide(policy, 0.5, CHAMPION_AUC, True, comparison_auc=REGRESSION_EDGE)
     assert promoted.promote
     assert promoted.reason.endswith("champion 0.8750 vs 0.7500 on the rows it did not learn from")
+
+
+def test_a_top_feature_the_schema_acknowledges_is_no_too_good_finding() -> None:
+    args = (leak_policy(), TOO_GOOD, 0.0, False)
+    assert not decide(*args, top_feature="decile_score", top_feature_auc=TOO_GOOD).promote
+    assert decide(
+        *args, top_feature="decile_score", top_feature_auc=TOO_GOOD, allowed=("decile_score",)
+    ).promote
+    assert not decide(*args, top_feature="decile_score", top_feature_auc=TOO_GOOD, allowed=("end",)).promote
+
+
+def test_a_champion_that_was_not_compared_is_named_in_the_reason() -> None:
+    why = "champion compas version 1 was not compared: it needs column(s) ['end'] … judged on its own merits"
+    decision = decide(MetricsGatePolicy(auc_floor=0.5), 0.75, 0.0, False, not_compared=why)
+    assert decision.promote and decision.reason == f"test_auc 0.7500 >= floor 0.5000; {why}"
