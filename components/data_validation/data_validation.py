@@ -170,11 +170,10 @@ def _setup_failure(stage: str, exc: Exception, source: str, suite: Suite | None)
     )
 
 
-def _record(result: ValidationResult, html_path: Path, json_path: Path) -> None:
-    """Write both reports and log them, with summary metrics, to the active MLflow run."""
+def _log_reports(result: ValidationResult, html_path: Path, json_path: Path) -> None:
+    """Log the written reports, with summary metrics, to the active MLflow run."""
     import mlflow
 
-    write_reports(result, html_path, json_path)
     mlflow.log_text(html_path.read_text(encoding="utf-8"), "validation/report.html")
     mlflow.log_text(json_path.read_text(encoding="utf-8"), "validation/report.json")
     mlflow.log_metrics(
@@ -208,6 +207,11 @@ def run_validation(
     (declared columns only, missing markers as NaN, label 0/1) is written as Parquet only on
     success, so nothing downstream can read rejected data.
 
+    The data is validated before the tracking store is first asked anything: the first task of a local
+    run that tracks starts beside the run's tracking server, which then comes up while the suite runs
+    instead of keeping the task waiting. What was learnt is logged afterwards, in the task's MLflow run
+    (which ends FAILED when validation failed or could not run).
+
     Raises:
         SuiteError: the suite file is missing or malformed.
         DatasetError: the data cannot be read or parsed.
@@ -215,23 +219,32 @@ def run_validation(
     """
     import mlflow
 
-    with store.task_run("data_validation"):
-        mlflow.log_param("data_uri", data_uri)
-        mlflow.log_params({k: v for k, v in (source_settings or {}).items() if v})
-        try:
-            suite = load_suite(suite_path or DEFAULT_SUITE_PATH)
-        except SuiteError as exc:
-            _record(_setup_failure("load_suite", exc, data_uri, None), html_path, json_path)
-            raise
-        mlflow.log_params({"suite_name": suite.name, "suite_version": suite.version})
-        try:
-            frame, digest = load_table(data_uri)
-        except DatasetError as exc:
-            _record(_setup_failure("load_table", exc, data_uri, suite), html_path, json_path)
-            raise
-        mlflow.log_param("dataset_digest", digest)
+    params = {"data_uri": data_uri, **{k: v for k, v in (source_settings or {}).items() if v}}
+    suite: Suite | None = None
+    digest = ""
+    table: pd.DataFrame | None = None
+    result: ValidationResult | None = None
+    failure: Exception | None = None
+    try:
+        suite = load_suite(suite_path or DEFAULT_SUITE_PATH)
+        params.update({"suite_name": suite.name, "suite_version": suite.version})
+        frame, digest = load_table(data_uri)
+        params["dataset_digest"] = digest
         result, table = validate_and_prepare(frame, schema, suite, source=data_uri, digest=digest)
-        _record(result, html_path, json_path)
+    except (SuiteError, DatasetError) as exc:
+        stage = "load_suite" if isinstance(exc, SuiteError) else "load_table"
+        result, failure = _setup_failure(stage, exc, data_uri, suite), exc
+    except Exception as exc:  # noqa: BLE001 - re-raised below, inside the task's MLflow run
+        failure = exc
+    if result is not None:
+        write_reports(result, html_path, json_path)
+    with store.task_run("data_validation"):
+        mlflow.log_params(params)
+        if result is not None:
+            _log_reports(result, html_path, json_path)
+        if failure is not None:
+            raise failure
+        assert result is not None and suite is not None and table is not None
         for note in result.notes:
             print(f"note: {note}", flush=True)
         from mlops.governance.audit import record_in_run

@@ -24,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,28 +96,13 @@ class ServedStore:
 
     def wait_until_healthy(self, timeout_s: float = START_WAIT_S) -> None:
         """Block until ``/health`` answers OK; :class:`TrackingError` naming the log if it dies or never does."""
-        import urllib.error
-        import urllib.request
 
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if self.process.poll() is not None:
-                raise TrackingError(
-                    f"the MLflow server for {self.tracking_uri} exited with code {self.process.returncode} "
-                    f"before answering; see {self.log}"
-                )
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise TrackingError(
-                    f"the MLflow server for {self.tracking_uri} did not answer {self.url}/health within "
-                    f"{timeout_s:.0f} s; see {self.log}"
-                )
-            time.sleep(0.2)
+        def exited() -> str:
+            if self.process.poll() is None:
+                return ""
+            return f"the MLflow server for {self.tracking_uri} exited with code {self.process.returncode} before answering"
+
+        wait_until_answering(self.url, str(self.log), timeout_s, exited)
 
     def wait_until_schema_ready(self, timeout_s: float = START_WAIT_S) -> None:
         """Block until the server has created (or upgraded) the store's tables: its SQLite file's schema
@@ -154,6 +139,41 @@ class ServedStore:
             self.process.wait(STOP_WAIT_S)
         except ProcessLookupError:
             pass
+
+
+HEALTH_POLL_S = 0.2
+"""How often a waiting task asks ``/health`` again: the step starts within this of the server answering."""
+
+
+def wait_until_answering(
+    url: str, log: str = "", timeout_s: float = START_WAIT_S, gone: Callable[[], str] | None = None
+) -> None:
+    """Block until the server at ``url`` (prefix included) answers ``/health`` with 200, asking every
+    :data:`HEALTH_POLL_S`; :class:`TrackingError` naming ``url`` and the server's ``log`` when it does not
+    within ``timeout_s`` (or when ``gone`` says why it never will).
+
+    Why: a local run's first tasks start beside its server. MLflow's client meets a server that does not
+    listen yet with its retry back-off (sleeps of 4, 8, 16 s …), so a task kept waiting up to 16 s after
+    the server was up; a task that asks first starts within :data:`HEALTH_POLL_S` of it."""
+    import urllib.error
+    import urllib.request
+
+    where = f"; see {log}" if log else ""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if gone is not None and (why := gone()):
+            raise TrackingError(f"{why}{where}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise TrackingError(
+                f"the MLflow server at {url} did not answer {url}/health within {timeout_s:.0f} s{where}"
+            )
+        time.sleep(HEALTH_POLL_S)
 
 
 @contextmanager

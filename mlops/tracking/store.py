@@ -192,9 +192,15 @@ class TrackingStore:
     @cached_property
     def client(self) -> MlflowClient:
         """The one MLflow client of this store, built on first use (opening a SQLite store runs MLflow's
-        schema check, ~1 s) with both URIs named: it never reads MLflow's process-wide defaults."""
+        schema check, ~1 s) with both URIs named: it never reads MLflow's process-wide defaults. A store the
+        local run serves is waited for first (:func:`mlops.tracking.served.wait_until_answering`), not met
+        with MLflow's retry back-off while its server starts."""
         from mlflow import MlflowClient
 
+        if self.served_url:
+            from mlops.tracking.served import wait_until_answering
+
+            wait_until_answering(self.served_url, self.served_log)
         tracking_uri, registry_uri = self.mlflow_uris
         return MlflowClient(tracking_uri=tracking_uri, registry_uri=registry_uri)
 

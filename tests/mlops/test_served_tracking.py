@@ -13,6 +13,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from components.promotion_gate.promotion_gate import Decision, promote, record
 from mlops.governance.audit import read_events
 from mlops.tracking.rest_client import MlflowRestClient, TrackingServerError
 from mlops.tracking.served import (
+    HEALTH_POLL_S,
     SERVED_AT_ENV,
     ServedAt,
     ServedStore,
@@ -31,6 +34,7 @@ from mlops.tracking.served import (
     schema_ready,
     serve_store,
     served_at,
+    wait_until_answering,
 )
 from mlops.tracking.store import TrackingError, TrackingStore
 
@@ -331,9 +335,93 @@ def test_mlflow_is_pointed_at_the_served_store_and_only_at_its_own() -> None:
     assert TrackingStore(db).mlflow_uris == (db, db)
     served = TrackingStore(db, served_url="http://127.0.0.1:5/mlops-x")
     assert served.mlflow_uris == ("http://127.0.0.1:5/mlops-x", "http://127.0.0.1:5/mlops-x")
-    assert served.client.tracking_uri == "http://127.0.0.1:5/mlops-x"
+    with HealthServer(delay_s=0.0) as server:
+        answering = TrackingStore(db, served_url=server.url)
+        assert answering.client.tracking_uri == server.url
     assert served.settings()["tracking_uri"] == db  # what tasks are handed never changes
     other_registry = TrackingStore(
         db, registry_uri="sqlite:////r.db", served_url="http://127.0.0.1:5/mlops-x"
     )
     assert other_registry.mlflow_uris == ("http://127.0.0.1:5/mlops-x", "sqlite:////r.db")
+
+
+# --- a task waits for the run's server by asking /health, not with MLflow's retry back-off ---------------
+
+
+class HealthServer:
+    """A stand-in for a starting ``mlflow server``: listens only after ``delay_s`` and then answers ``/health``
+    (under the prefix) with 200; records when each health request came."""
+
+    def __init__(self, delay_s: float, prefix: str = "/mlops-test") -> None:
+        self.delay_s = delay_s
+        self.prefix = prefix
+        self.port = _closed_port()
+        self.asked: list[float] = []
+        self.listening = float("inf")
+        self._server: Any = None
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.prefix}"
+
+    def _serve(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        asked, health = self.asked, f"{self.prefix}/health"
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                asked.append(time.monotonic())
+                self.send_response(200 if self.path == health else 404)
+                self.end_headers()
+                self.wfile.write(b"OK")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        time.sleep(self.delay_s)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.listening = time.monotonic()
+        self._server.serve_forever(poll_interval=0.05)
+
+    def __enter__(self) -> HealthServer:
+        self.started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.join(self.delay_s + 5)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+def test_a_task_starts_within_a_poll_of_its_server_answering() -> None:
+    """MLflow's client meets a server that is still starting with sleeps of 4, 8, 16 s; a task that asks
+    /health itself goes on within HEALTH_POLL_S of the server answering."""
+    with HealthServer(delay_s=1.5) as server:
+        wait_until_answering(server.url, "server.log", timeout_s=30)
+        waited = time.monotonic() - server.started
+        first_answer = server.asked[0] - server.listening
+    assert waited >= 1.5 and 0 <= first_answer < HEALTH_POLL_S + 0.5, (waited, first_answer)
+
+
+def test_the_store_waits_for_its_server_before_mlflow_sees_it() -> None:
+    with HealthServer(delay_s=1.0) as server:
+        store = TrackingStore("sqlite:////w/.mlops/mlflow.db", served_url=server.url, served_log="s.log")
+        assert store.client.tracking_uri == server.url
+        waited = time.monotonic() - server.started
+        assert server.asked and waited >= 1.0
+    assert TrackingStore("sqlite:////w/.mlops/mlflow.db").client  # a store not served asks nobody
+
+
+def test_a_server_that_never_answers_is_named_with_its_log() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/mlops-never"
+    started = time.monotonic()
+    with pytest.raises(TrackingError) as caught:
+        wait_until_answering(url, "/ws/.mlflow-server-1.log", timeout_s=0.5)
+    assert time.monotonic() - started < 0.5 + HEALTH_POLL_S + 2.5  # one last request may take its 2 s
+    assert f"{url}/health within 0 s" in str(caught.value) and "/ws/.mlflow-server-1.log" in str(caught.value)
+    with pytest.raises(TrackingError, match="exited with code 1; see s.log"):
+        wait_until_answering(url, "s.log", timeout_s=30, gone=lambda: "the server exited with code 1")

@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from functools import cached_property
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -399,6 +400,47 @@ def test_run_validation_on_unparseable_data_still_reports(tmp_path: Path, contex
     assert "as Parquet" in document["checks"][0]["observed_text"]
     assert not paths["dataset_out_path"].exists()
     assert _only_run(context).info.status == "FAILED"
+
+
+class _WatchedStore(TrackingStore):
+    """A store that notes in ``order`` when its MLflow client is first asked for (the task's first tracking call)."""
+
+    order: list[str] = []
+
+    @cached_property
+    def client(self) -> mlflow.MlflowClient:
+        self.order.append("tracking")
+        return TrackingStore.client.func(self)  # type: ignore[attr-defined]
+
+
+def test_run_validation_validates_before_it_first_asks_the_tracking_store(
+    tmp_path: Path, context: TrackingStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first tracking task of a local run starts beside the run's tracking server: the suite runs while
+    the server comes up, and the results are logged after (instead of the task waiting for it first)."""
+    import components.data_validation.data_validation as module
+
+    order: list[str] = []
+    validate = module.validate_and_prepare
+
+    def noting(*args: object, **kwargs: object) -> object:
+        order.append("validated")
+        return validate(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "validate_and_prepare", noting)
+    monkeypatch.setattr(_WatchedStore, "order", order)
+    store = _WatchedStore(context.tracking_uri, context.experiment, "p1", context.artifact_root)
+    data = write(str(tmp_path / "data.csv"), SampleDataConfig(rows=300, seed=15))
+
+    paths = _paths(tmp_path)
+    run_validation(
+        data, SAMPLE_SCHEMA, None, store, paths["dataset_out_path"], paths["html_path"], paths["json_path"]
+    )
+
+    assert order == ["validated", "tracking"]
+    run = _only_run(context)
+    assert run.info.status == "FINISHED" and run.data.params["data_uri"] == data
+    assert run.data.metrics["rows"] == 300
 
 
 def test_run_validation_with_a_user_suite(tmp_path: Path, context: TrackingStore) -> None:
