@@ -131,12 +131,16 @@ def test_only_the_platforms_variables_reach_a_container_with_a_home_it_can_write
         "SSH_AUTH_SOCK": "/tmp/agent",
     }
     forwarded = forwarded_environment(environ, workspace)
-    assert forwarded == {
-        "MLOPS_ACTOR": "ci",
-        "MLFLOW_TRACKING_URI": "http://127.0.0.1:5000",
-        "AWS_ACCESS_KEY_ID": "k",
-        "HOME": str(workspace.root / DOCKER_HOME),
-    }
+    assert (
+        forwarded
+        == {
+            "MLOPS_ACTOR": "ci",
+            "MLFLOW_TRACKING_URI": "http://127.0.0.1:5000",
+            "AWS_ACCESS_KEY_ID": "k",
+            "HOME": str(workspace.root / DOCKER_HOME),
+            "MLFLOW_DISABLE_TELEMETRY": "true",  # whatever the caller's environment says (mlops.tracking.telemetry)
+        }
+    )
 
 
 def test_runner_option_is_taken_in_either_spelling_and_checked() -> None:
