@@ -131,16 +131,14 @@ def test_only_the_platforms_variables_reach_a_container_with_a_home_it_can_write
         "SSH_AUTH_SOCK": "/tmp/agent",
     }
     forwarded = forwarded_environment(environ, workspace)
-    assert (
-        forwarded
-        == {
-            "MLOPS_ACTOR": "ci",
-            "MLFLOW_TRACKING_URI": "http://127.0.0.1:5000",
-            "AWS_ACCESS_KEY_ID": "k",
-            "HOME": str(workspace.root / DOCKER_HOME),
-            "MLFLOW_DISABLE_TELEMETRY": "true",  # whatever the caller's environment says (mlops.tracking.telemetry)
-        }
-    )
+    # MLflow's telemetry off whatever the caller's environment says (mlops.tracking.telemetry).
+    assert forwarded == {
+        "MLOPS_ACTOR": "ci",
+        "MLFLOW_TRACKING_URI": "http://127.0.0.1:5000",
+        "AWS_ACCESS_KEY_ID": "k",
+        "HOME": str(workspace.root / DOCKER_HOME),
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+    }
 
 
 def test_runner_option_is_taken_in_either_spelling_and_checked() -> None:
