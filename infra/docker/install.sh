@@ -30,7 +30,14 @@ dependencies() {
   "$VENV/bin/python" -c "import tomllib; print('\n'.join(tomllib.load(open('$B/pyproject.toml', 'rb'))['project']['dependencies']))" >"$B/requirements.txt"
   "${pip[@]}" -c "$B/constraints.txt" -r "$B/requirements.txt"
   if [ "${TORCH_VARIANT:-cpu}" = cpu ]; then
-    "$VENV/bin/python" -c "import sys, torch; sys.exit('expected the CPU build of torch, got CUDA ' + torch.version.cuda if torch.version.cuda else 0)"
+    if [ -n "${TORCH_CPU_INDEX_URL:-}" ] || [ -n "${PIP_FIND_LINKS:-}" ]; then
+      # A CPU source was given: getting the CUDA build anyway means that source was not used.
+      "$VENV/bin/python" -c "import sys, torch; sys.exit('expected the CPU build of torch, got CUDA ' + torch.version.cuda if torch.version.cuda else 0)"
+    else
+      # No CPU wheel source: PyPI's Linux wheel is the CUDA build (~2.7 GB of nvidia-* wheels beside it),
+      # which runs on the CPU all the same. Said, so a builder that expected the small image knows why.
+      "$VENV/bin/python" -c "import torch; print(f'torch {torch.__version__}: ' + (f'the CUDA {torch.version.cuda} build from PyPI (no CPU wheel source given; it runs on the CPU)' if torch.version.cuda else 'CPU build'))"
+    fi
   fi
   useradd --create-home --uid 1000 --user-group --shell /bin/bash mlops
 }

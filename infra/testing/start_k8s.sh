@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# Start etcd + a real kube-apiserver (+ kube-controller-manager) on 127.0.0.1 (about 7 s).
-# No kubelet or scheduler here: pods stay Pending unless a node is added; tests play the part of
-# the controllers that cannot run here (KServe, Trainer, Kueue) by setting status themselves.
-# Env: DIR (state, required), PORT, ETCD_PORT, K8S_BIN (binaries from build_k8s.sh), KCM=1|0.
+# Start etcd + a real kube-apiserver (+ kube-controller-manager) on 127.0.0.1, all built by build_k8s.sh
+# (Kubernetes 1.34, etcd 3.6). No kubelet or scheduler here: pods stay Pending unless a node is added
+# (start_node.sh). CEL validation rules, strict field validation and server-side apply are on.
+# Env: DIR (state, required), PORT, ETCD_PORT, K8S_BIN (binaries from build_k8s.sh), KCM=1|0,
+#      ADVERTISE (the address the `kubernetes` Service points at; 127.0.0.1 unless pods must reach it),
+#      BIND (the API server's listen address, 127.0.0.1), SERVICE_ACCOUNTS=1 (ServiceAccount admission:
+#      pods get a projected token; off by default so a test's pod needs no `default` account first).
 # Last stdout line: the kubeconfig path (admin, token auth, RBAC on).
 # Adapted from ../shared/recipes/start_k8s.sh.
 set -euo pipefail
 D=${DIR:?set DIR to a state directory}; BIN=${K8S_BIN:-${HOME}/.cache/k8s-build/bin}
 PORT=${PORT:-6443}; EP=${ETCD_PORT:-2379}; KCM=${KCM:-1}; TOKEN=${TOKEN:-local-admin-token}
-[ -x "$BIN/kube-apiserver" ] || { echo "no kube-apiserver in $BIN: run infra/testing/build_k8s.sh once"; exit 1; }
+ADVERTISE=${ADVERTISE:-127.0.0.1}; BIND=${BIND:-127.0.0.1}; SERVICE_ACCOUNTS=${SERVICE_ACCOUNTS:-0}
+ADMISSION=(--disable-admission-plugins=ServiceAccount)
+[ "$SERVICE_ACCOUNTS" = 1 ] && ADMISSION=(--enable-admission-plugins=ServiceAccount)
+for b in etcd kube-apiserver; do
+  [ -x "$BIN/$b" ] || { echo "no $b in $BIN: run infra/testing/build_k8s.sh once"; exit 1; }
+done
 mkdir -p "$D/etcd-data" "$D/certs"
 [ -f "$D/sa.key" ] || { openssl genrsa -out "$D/sa.key" 2048 2>/dev/null; openssl rsa -in "$D/sa.key" -pubout -out "$D/sa.pub" 2>/dev/null; }
 echo "$TOKEN,admin,admin-uid,system:masters" > "$D/tokens.csv"
-etcd --name k8s --data-dir "$D/etcd-data" --listen-client-urls "http://127.0.0.1:$EP" --advertise-client-urls "http://127.0.0.1:$EP" \
+"$BIN/etcd" --name k8s --data-dir "$D/etcd-data" --listen-client-urls "http://127.0.0.1:$EP" --advertise-client-urls "http://127.0.0.1:$EP" \
   --listen-peer-urls "http://127.0.0.1:$((EP+1))" --initial-advertise-peer-urls "http://127.0.0.1:$((EP+1))" \
   --initial-cluster "k8s=http://127.0.0.1:$((EP+1))" > "$D/etcd.log" 2>&1 &
 echo $! > "$D/etcd.pid"
 until curl -sf "http://127.0.0.1:$EP/health" >/dev/null 2>&1; do
   kill -0 "$(cat "$D/etcd.pid")" 2>/dev/null || { echo "etcd died, see $D/etcd.log"; tail -5 "$D/etcd.log"; exit 1; }; sleep 0.1; done
-"$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
-  --secure-port="$PORT" --insecure-port=0 --cert-dir="$D/certs" --token-auth-file="$D/tokens.csv" --authorization-mode=RBAC \
+"$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" --bind-address="$BIND" --advertise-address="$ADVERTISE" \
+  --secure-port="$PORT" --cert-dir="$D/certs" --token-auth-file="$D/tokens.csv" --authorization-mode=RBAC \
   --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
   --service-account-key-file="$D/sa.pub" --service-account-signing-key-file="$D/sa.key" \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  --disable-admission-plugins=ServiceAccount --enable-priority-and-fairness=false > "$D/apiserver.log" 2>&1 &
+  "${ADMISSION[@]}" --enable-priority-and-fairness=false > "$D/apiserver.log" 2>&1 &
 echo $! > "$D/apiserver.pid"
 until curl -sfk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; do
   kill -0 "$(cat "$D/apiserver.pid")" 2>/dev/null || { echo "kube-apiserver died, see $D/apiserver.log"; tail -5 "$D/apiserver.log"; exit 1; }; sleep 0.1; done
@@ -44,7 +52,7 @@ KC
 if [ "$KCM" = 1 ] && [ -x "$BIN/kube-controller-manager" ]; then
   # nodelifecycle stays on: it clears a new node's not-ready taint (a node added later needs it).
   "$BIN/kube-controller-manager" --kubeconfig="$D/kubeconfig" --authentication-kubeconfig="$D/kubeconfig" \
-    --authorization-kubeconfig="$D/kubeconfig" --bind-address=127.0.0.1 --secure-port=$((PORT+3814)) --port=0 \
+    --authorization-kubeconfig="$D/kubeconfig" --bind-address=127.0.0.1 --secure-port=$((PORT+3814)) \
     --leader-elect=false --service-account-private-key-file="$D/sa.key" --root-ca-file="$D/certs/apiserver.crt" \
     --controllers='*,-nodeipam,-cloud-node-lifecycle,-attachdetach,-persistentvolume-binder,-route,-service' > "$D/kcm.log" 2>&1 &
   echo $! > "$D/kcm.pid"

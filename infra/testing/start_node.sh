@@ -57,7 +57,7 @@ for old in $(ctr --address "$S" -n k8s.io images ls -q | grep -v '^sha256:'); do
   [ $keep = 1 ] || ctr --address "$S" -n k8s.io images rm "$old" >/dev/null
 done
 setsid "$BIN/kube-scheduler" --kubeconfig="$KUBECONFIG" --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
-  --bind-address=127.0.0.1 --secure-port=$SCHED_PORT --port=0 --leader-elect=false >"$N/scheduler.log" 2>&1 & echo $! >"$N/scheduler.pid"
+  --bind-address=127.0.0.1 --secure-port=$SCHED_PORT --leader-elect=false >"$N/scheduler.log" 2>&1 & echo $! >"$N/scheduler.pid"
 cat >"$N/kubelet/config.yaml" <<KC
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -75,11 +75,12 @@ resolvConf: /etc/resolv.conf
 evictionHard: {}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+# This VM mounts cgroup v1 (/sys/fs/cgroup is a tmpfs of v1 hierarchies): 1.34 still runs there when asked.
+failCgroupV1: false
 KC
 NODE=$(hostname)
 setsid "$BIN/kubelet" --config="$N/kubelet/config.yaml" --kubeconfig="$KUBECONFIG" --root-dir="$N/kubelet/root" --cert-dir="$N/kubelet/pki" \
-  --container-runtime=remote --container-runtime-endpoint="unix://$S" --image-service-endpoint="unix://$S" \
-  --pod-infra-container-image=localhost/pause:v1 --hostname-override="$NODE" >"$N/kubelet.log" 2>&1 & echo $! >"$N/kubelet.pid"
+  --container-runtime-endpoint="unix://$S" --image-service-endpoint="unix://$S" --hostname-override="$NODE" >"$N/kubelet.log" 2>&1 & echo $! >"$N/kubelet.pid"
 deadline=$((SECONDS + 120))
 until kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True; do
   kill -0 "$(cat "$N/kubelet.pid")" 2>/dev/null || { echo "kubelet died; last lines of $N/kubelet.log:" >&2; tail -n 10 "$N/kubelet.log" >&2; exit 1; }

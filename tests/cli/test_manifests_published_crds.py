@@ -4,8 +4,9 @@ The CRDs are upstream's (Trainer v2, Training Operator v1.9, Kueue, KServe v0.20
 operator; see tests/support/published_crds.py), not the project's minimal ones, which leave
 ``mlPolicy``, pod templates and predictors open. Each object goes through ``kubectl apply
 --server-side --dry-run=server`` (kubectl refuses fields the server's published schema lacks), and
-what the server would store is compared with what was sent: the v1.20 server prunes an
-undeclared field silently, and :func:`~tests.support.published_crds.pruned` names it.
+what the server would store is compared with what was sent: a server prunes an undeclared
+field silently, and :func:`~tests.support.published_crds.pruned` names it. The CRDs' CEL rules
+run (Kubernetes 1.34): an object one of them refuses fails here as on a user's cluster.
 The objects: both overlays (ClusterTrainingRuntimes, Kueue queues and flavors, the
 InferenceService, ServiceMonitor and PodMonitor included), the launchers' TrainJob and
 PyTorchJob in the shapes they take (CPU, GPU with type and region, production priority,
@@ -23,7 +24,7 @@ import yaml
 from cli import manifests
 from tests.services.kubernetes import KubeCluster
 from tests.support.k8s_controller import install_crds
-from tests.support.published_crds import pruned, strip_cel
+from tests.support.published_crds import cel_rules, published_crds, pruned
 from training.kubernetes_config import KubernetesJobSettings, plan
 from training.kubernetes_jobs import pytorchjob, trainjob
 
@@ -131,9 +132,39 @@ def test_a_field_the_real_schema_lacks_is_caught(cluster: KubeCluster) -> None:
         assert pruned(runtime, json.loads(done.stdout)) == ["spec.mlPolicy.torch.numProcPerNode: pruned"]
 
 
-def test_cel_rules_are_stripped_at_every_depth() -> None:
-    crd = {"a": {"x-kubernetes-validations": [1], "b": [{"x-kubernetes-validations": [], "c": 1}]}}
-    assert strip_cel(crd) == {"a": {"b": [{"c": 1}]}}
+def test_cel_rules_are_counted_at_every_depth() -> None:
+    crd = {"a": {"x-kubernetes-validations": [1], "b": [{"x-kubernetes-validations": [2, 3], "c": 1}]}}
+    assert cel_rules(crd) == 3
+    assert cel_rules({"a": [{"b": 1}]}) == 0
+
+
+def test_the_published_crds_keep_their_cel_rules_on_the_server(cluster: KubeCluster) -> None:
+    """Installed unmodified: every CEL rule of every file is in the CRD the server stores."""
+    sent = {crd["metadata"]["name"]: cel_rules(crd) for crd in published_crds()}
+    assert sum(sent.values()) > 0, "the published CRDs hold no CEL rule: not the upstream files?"
+    listed = json.loads(cluster.kubectl("get", "crd", "-o", "json").stdout)["items"]
+    stored = {crd["metadata"]["name"]: cel_rules(crd) for crd in listed if crd["metadata"]["name"] in sent}
+    assert stored == sent
+
+
+def test_a_cel_rule_of_the_published_trainjob_crd_refuses_an_object(cluster: KubeCluster) -> None:
+    """The API server evaluates the CRD's CEL rules: TrainJob's ``managedBy`` allows only two controllers."""
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "cel-check", "namespace": "default"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "managedBy": "example.com/not-a-controller"},
+    }
+    done = cluster.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(job), check=False
+    )
+    assert done.returncode != 0
+    assert "ManagedBy must be trainer.kubeflow.org/trainjob-controller" in done.stderr, done.stderr
+    job["spec"]["managedBy"] = "trainer.kubeflow.org/trainjob-controller"
+    done = cluster.kubectl(
+        "apply", "--server-side", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(job), check=False
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def test_pruned_names_missing_and_changed_fields_but_not_defaults() -> None:

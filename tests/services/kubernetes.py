@@ -44,7 +44,7 @@ class KubeCluster:
     def kubectl(
         self, *args: str, stdin: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``kubectl`` against this server (the machine's kubectl; 1.32 talks to the 1.20 server)."""
+        """Run ``kubectl`` against this server (the machine's kubectl, 1.32, against the 1.34 server)."""
         result = subprocess.run(
             ["kubectl", f"--kubeconfig={self.kubeconfig}", *args],
             input=stdin,
@@ -68,7 +68,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @contextmanager
 def running_cluster(name: str = "kube-apiserver") -> Iterator[KubeCluster]:
-    """etcd + kube-apiserver v1.20 + kube-controller-manager on free ports, RBAC on; stopped on exit."""
+    """etcd 3.6 + kube-apiserver 1.34 + kube-controller-manager on free ports, RBAC on; stopped on exit."""
     state = Path(tempfile.mkdtemp(prefix="mlops-test-k8s-"))
     port, etcd_port = _free_port(), _free_port()
     env = {"DIR": str(state), "PORT": str(port), "ETCD_PORT": str(etcd_port)}

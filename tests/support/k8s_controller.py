@@ -184,7 +184,7 @@ class JobController(PlayedController):
 
 
 def install_crds(cluster: Any) -> None:
-    """The projects' published CRDs (CEL rules stripped for v1.20), applied and established.
+    """The projects' published CRDs (unmodified, CEL rules on), applied and established.
 
     Not the project's minimal ones (infra/k8s/crds, for the offline ``mlops cluster check``): those
     leave pod templates open, so a field the real schema lacks would be stored here and pruned there.

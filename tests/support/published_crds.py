@@ -2,13 +2,14 @@
 
 The files are upstream's, unmodified, and live outside the repository (``../shared/crds`` beside
 the checkout, or wherever ``MLOPS_PUBLISHED_CRDS`` points): the project must not copy them.
-The v1.20 API server of ``tests/services`` does not know CEL, so every ``x-kubernetes-validations``
-key is removed before install (the rules then do not run: a test relying on one checks it
-another way). When the files are absent the test fails saying where they were looked for:
-it never falls back to the project's own minimal CRDs, which cannot see a pruned field.
+They load unmodified into the Kubernetes 1.34 API server of ``tests/services``: their CEL rules
+(``x-kubernetes-validations``) run on every object sent, as on a user's cluster. When the files
+are absent the test fails saying where they were looked for: it never falls back to the project's
+own minimal CRDs, which cannot see a pruned field.
 
 :func:`pruned` compares an object as sent with the object as the API server stores it and
-names every field that was sent but not kept, the one thing a 1.20 server does silently.
+names every field that was sent but not kept (a server prunes an undeclared field when the
+client does not ask for strict field validation).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import yaml
 CRDS_ENV = "MLOPS_PUBLISHED_CRDS"
 REPO = Path(__file__).resolve().parents[2]
 CEL_KEY = "x-kubernetes-validations"
+"""Where a published CRD keeps its CEL rules: counted by the tests, so a CRD that lost them is noticed."""
 
 
 def crds_dir() -> Path:
@@ -39,20 +41,20 @@ def crds_dir() -> Path:
     return folder
 
 
-def strip_cel(node: Any) -> Any:
-    """``node`` without any ``x-kubernetes-validations`` key, at every depth."""
+def cel_rules(node: Any) -> int:
+    """How many CEL rules (``x-kubernetes-validations`` entries) ``node`` holds, at every depth."""
     if isinstance(node, dict):
-        return {k: strip_cel(v) for k, v in node.items() if k != CEL_KEY}
+        return len(node.get(CEL_KEY) or []) + sum(cel_rules(v) for v in node.values())
     if isinstance(node, list):
-        return [strip_cel(v) for v in node]
-    return node
+        return sum(cel_rules(v) for v in node)
+    return 0
 
 
 def published_crds() -> list[dict[str, Any]]:
-    """Every published CRD, CEL rules removed."""
+    """Every published CRD, exactly as upstream ships it."""
     out = []
     for path in sorted(crds_dir().glob("*.yaml")):
-        out += [strip_cel(doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
+        out += [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
     return out
 
 
