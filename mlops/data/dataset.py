@@ -135,6 +135,7 @@ class DatasetSchema(BaseModel):
                 "out (ignored_columns) needs no allowance: remove it from allowed_leaks"
             )
         return self
+
     # --- slices (issue 29, model card) ---
     slices: tuple[SliceSpec, ...] = Field(default=())
     """Segments evaluation reports every metric for: columns crossed, numeric ones binned (mlops.data.slice_spec)."""
