@@ -9,6 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 source infra/testing/phases.sh
+# Every service the tests start is written in this ledger first (tests/services/plugin.py); it is stopped here
+# when the run ends or is interrupted (Ctrl-C, SIGTERM), also where a test's own teardown never ran.
+export MLOPS_TEST_SERVICE_LEDGER; MLOPS_TEST_SERVICE_LEDGER=$(mktemp -t mlops-test-services.XXXXXX)
+stop_services() { bash infra/testing/stop_recorded.sh "$MLOPS_TEST_SERVICE_LEDGER"; rm -f "$MLOPS_TEST_SERVICE_LEDGER"; }
+trap 'stop_services; phase_table' EXIT
+trap 'echo "interrupted: stopping the services this run started" >&2; exit 130' INT TERM
 
 # Set-up steps are functions run by `phase` (in an `||` list, where bash ignores `set -e` inside a function):
 # each one checks its own commands and returns non-zero on the first failure.

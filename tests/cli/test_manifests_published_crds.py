@@ -24,7 +24,7 @@ import yaml
 from cli import manifests
 from tests.services.kubernetes import KubeCluster
 from tests.support.k8s_controller import install_crds
-from tests.support.published_crds import cel_rules, published_crds, pruned
+from tests.support.published_crds import cel_rules, pruned, published_crds
 from training.kubernetes_config import KubernetesJobSettings, plan
 from training.kubernetes_jobs import pytorchjob, trainjob
 

@@ -88,6 +88,24 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+LEDGER_ENV = "MLOPS_TEST_SERVICE_LEDGER"
+"""A file ``./test.sh`` names: every service started is recorded there (its stop script and environment) before
+it starts, so an interrupted run (Ctrl-C, a killed worker that never ran its teardown) can stop them all."""
+
+
+def _record_for_stop(script: str, env: dict[str, str]) -> None:
+    """Append the stop command of the service ``script`` starts to the ledger, when ``./test.sh`` keeps one."""
+    ledger = os.environ.get(LEDGER_ENV)
+    stop = SCRIPTS / script.replace("start_", "stop_", 1)
+    if not ledger or not script.startswith("start_") or not stop.is_file():
+        return
+    line = json.dumps({"stop": str(stop), "env": env}) + "\n"
+    with open(
+        ledger, "a", encoding="utf-8"
+    ) as out:  # one short append per line: whole lines, even from two workers
+        out.write(line)
+
+
 def _start(
     name: str,
     script: str,
@@ -98,6 +116,7 @@ def _start(
     """Run a start script; its last stdout line is the service's address. Fails the test loudly."""
     if not (SCRIPTS / script).is_file():
         pytest.fail(f"{SCRIPTS / script} is missing: the test services need the repository's infra/testing/")
+    _record_for_stop(script, env)
     started = time.monotonic()
     try:
         result = subprocess.run(
