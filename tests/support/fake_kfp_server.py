@@ -1,8 +1,11 @@
 """A stand-in for the KFP v2beta1 REST API, served over real HTTP on 127.0.0.1.
 
-Why not a real backend: KFP's API server needs a Kubernetes cluster that runs pods
-(Argo workflows, MySQL, object storage, the metadata service) and pulls container
-images, and none of that can run on the CI machine. What ``mlops upload`` and
+Why not a real backend: the Kubernetes, Argo Workflows (v4.0.5), PostgreSQL and S3 it needs do run here,
+but KFP's backend itself (the Go module github.com/kubeflow/pipelines: API server, persistence agent,
+driver, launcher) is not served by the only source this machine has, the Go module proxy: its version
+list, ``@latest``, commit queries and a known pseudo-version all answer 403 "This module version is not
+available" (checked 2026-11-28). What it hides: server-side validation and re-serialisation of the
+uploaded spec, real run states, KFP's cache. What ``mlops upload`` and
 ``mlops submit`` are responsible for is the conversation ``kfp.Client`` has with that
 server, so this module answers exactly the endpoints those flows call (found in
 ``kfp/client/client.py`` and ``kfp_server_api/api/*.py``), in the same JSON shapes

@@ -1,6 +1,9 @@
 """Stand-in for the KFP v2 launcher, run inside a pod of the platform image (mounted from a ConfigMap).
 
-A real KFP backend wraps every task's container command in its Go launcher, which cannot run here.
+A real KFP backend wraps every task's container command in its Go launcher, which cannot be built here:
+the module (github.com/kubeflow/pipelines) is not served by the Go module proxy, the machine's only source
+(see fake_kfp_server.py). What this hides: the driver's resolution of inputs and caching, the launcher's
+own artifact paths and metadata, and the Argo executor around it.
 This script does the part of its job a component depends on, the same way:
 
 1. substitute the executor input (``{{$}}``) into the component's arguments;
