@@ -30,7 +30,9 @@ dependencies() {
   "$VENV/bin/python" -c "import tomllib; print('\n'.join(tomllib.load(open('$B/pyproject.toml', 'rb'))['project']['dependencies']))" >"$B/requirements.txt"
   "${pip[@]}" -c "$B/constraints.txt" -r "$B/requirements.txt"
   if [ "${TORCH_VARIANT:-cpu}" = cpu ]; then
-    if [ -n "${TORCH_CPU_INDEX_URL:-}" ] || [ -n "${PIP_FIND_LINKS:-}" ]; then
+    # A CPU source: an index given by the builder, or a torch wheel of this release in the find-links folder
+    # (PIP_FIND_LINKS may name a folder that is not there: a machine's pip settings can reach the build).
+    if [ -n "${TORCH_CPU_INDEX_URL:-}" ] || compgen -G "${PIP_FIND_LINKS:-/nonexistent}/torch-${TORCH_VERSION}*.whl" >/dev/null; then
       # A CPU source was given: getting the CUDA build anyway means that source was not used.
       "$VENV/bin/python" -c "import sys, torch; sys.exit('expected the CPU build of torch, got CUDA ' + torch.version.cuda if torch.version.cuda else 0)"
     else
