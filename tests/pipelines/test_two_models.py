@@ -66,7 +66,7 @@ def test_two_datasets_in_one_workspace_are_two_models(
 
     capsys.readouterr()
     assert main(["--workspace", str(workspace), "history"]) == 2
-    assert "holds 2 models (bank, census); say which with mlops history NAME" in capsys.readouterr().err
+    assert "holds 2 models (bank, census); say which, e.g. mlops history bank" in capsys.readouterr().err
 
     # The census data declared as the bank model: refused before training, nothing registered.
     declared = yaml.safe_load(census_schema.read_text())
