@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from kfp import dsl
@@ -132,6 +133,18 @@ class Unanswering:
                 return
             self.connections.append(connection)
 
+    def targets(self) -> list[str]:
+        """Where each connection asked to go: the ``host:port`` of its ``CONNECT`` line (``?`` when unread)."""
+        out = []
+        for connection in list(self.connections):
+            connection.settimeout(2)
+            try:
+                first = connection.recv(4096).decode("latin-1").split()
+            except OSError:
+                first = []
+            out.append(first[1] if len(first) > 1 and first[0] == "CONNECT" else "?")
+        return out
+
     def close(self) -> None:
         self.socket.close()
         for connection in self.connections:
@@ -182,6 +195,9 @@ def test_mlflow_would_have_telemetry_on_in_that_environment(tmp_path: Path, no_n
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert no_network.connections, "MLflow never tried to fetch its telemetry configuration"
+    from mlflow.telemetry.constant import CONFIG_URL
+
+    assert any(t.startswith(urlsplit(CONFIG_URL).hostname or "?") for t in no_network.targets())
 
 
 @pytest.mark.slow
@@ -197,6 +213,12 @@ def test_a_pipeline_run_passes_offline_with_telemetry_enabled_in_the_users_envir
     logs = "".join(path.read_text(errors="replace") for path in (tmp_path / "ws").rglob("logs/*.log"))
     assert "_MLFLOW_TELEMETRY_SESSION_ID" not in said + logs, said
     assert done.returncode == 0, said
-    assert no_network.connections == [], (
-        f"{len(no_network.connections)} process(es) of the run tried to reach MLflow's telemetry service"
+    from mlflow.telemetry.constant import CONFIG_URL
+
+    telemetry_host = urlsplit(CONFIG_URL).hostname or ""
+    targets = no_network.targets()
+    to_telemetry = [t for t in targets if t.split(":")[0].endswith(telemetry_host.split(".", 1)[1])]
+    assert to_telemetry == [], (
+        f"{len(to_telemetry)} process(es) of the run tried to reach MLflow's telemetry service "
+        f"(every HTTPS connection made: {targets})"
     )
