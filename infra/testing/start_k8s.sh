@@ -1,19 +1,13 @@
 #!/usr/bin/env bash
 # Start etcd + a real kube-apiserver (+ kube-controller-manager) on 127.0.0.1, all built by build_k8s.sh
 # (Kubernetes 1.34, etcd 3.6). No kubelet or scheduler here: pods stay Pending unless a node is added
-# (start_node.sh). CEL validation rules, strict field validation and server-side apply are on.
-# Env: DIR (state, required), PORT, ETCD_PORT, K8S_BIN (binaries from build_k8s.sh), KCM=1|0,
-#      ADVERTISE (the address the `kubernetes` Service points at; 127.0.0.1 unless pods must reach it),
-#      BIND (the API server's listen address, 127.0.0.1), SERVICE_ACCOUNTS=1 (ServiceAccount admission:
-#      pods get a projected token; off by default so a test's pod needs no `default` account first).
+# (start_node.sh). CRDs' CEL validation rules run.
+# Env: DIR (state, required), PORT, ETCD_PORT, K8S_BIN (binaries from build_k8s.sh), KCM=1|0.
 # Last stdout line: the kubeconfig path (admin, token auth, RBAC on).
 # Adapted from ../shared/recipes/start_k8s.sh.
 set -euo pipefail
 D=${DIR:?set DIR to a state directory}; BIN=${K8S_BIN:-${HOME}/.cache/k8s-build/bin}
 PORT=${PORT:-6443}; EP=${ETCD_PORT:-2379}; KCM=${KCM:-1}; TOKEN=${TOKEN:-local-admin-token}
-ADVERTISE=${ADVERTISE:-127.0.0.1}; BIND=${BIND:-127.0.0.1}; SERVICE_ACCOUNTS=${SERVICE_ACCOUNTS:-0}
-ADMISSION=(--disable-admission-plugins=ServiceAccount)
-[ "$SERVICE_ACCOUNTS" = 1 ] && ADMISSION=(--enable-admission-plugins=ServiceAccount)
 for b in etcd kube-apiserver; do
   [ -x "$BIN/$b" ] || { echo "no $b in $BIN: run infra/testing/build_k8s.sh once"; exit 1; }
 done
@@ -26,12 +20,12 @@ echo "$TOKEN,admin,admin-uid,system:masters" > "$D/tokens.csv"
 echo $! > "$D/etcd.pid"
 until curl -sf "http://127.0.0.1:$EP/health" >/dev/null 2>&1; do
   kill -0 "$(cat "$D/etcd.pid")" 2>/dev/null || { echo "etcd died, see $D/etcd.log"; tail -5 "$D/etcd.log"; exit 1; }; sleep 0.1; done
-"$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" --bind-address="$BIND" --advertise-address="$ADVERTISE" \
+"$BIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
   --secure-port="$PORT" --cert-dir="$D/certs" --token-auth-file="$D/tokens.csv" --authorization-mode=RBAC \
   --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true \
   --service-account-key-file="$D/sa.pub" --service-account-signing-key-file="$D/sa.key" \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  "${ADMISSION[@]}" --enable-priority-and-fairness=false > "$D/apiserver.log" 2>&1 &
+  --disable-admission-plugins=ServiceAccount --enable-priority-and-fairness=false > "$D/apiserver.log" 2>&1 &
 echo $! > "$D/apiserver.pid"
 until curl -sfk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; do
   kill -0 "$(cat "$D/apiserver.pid")" 2>/dev/null || { echo "kube-apiserver died, see $D/apiserver.log"; tail -5 "$D/apiserver.log"; exit 1; }; sleep 0.1; done
