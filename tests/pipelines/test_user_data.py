@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -19,76 +18,44 @@ from cli.main import main
 from mlops.model.onnx_model import OnnxScorer
 from mlops.tracking.store import TrackingStore
 from serving.protocol import model_metadata
+from tests.pipelines.shared_runs import CENSUS_FAST as FAST
+from tests.pipelines.shared_runs import CENSUS_GROUP, CensusTrained, census, declare_census
 
 pytestmark = pytest.mark.slow
-
-FAST = [
-    "--train.epochs", "3", "--train.batch_size", "256", "--train.model.hidden_units", "32,16",
-    "--model_validation.fairness.confidence", "0.95",
-]  # fmt: skip
-
-
-def census(rows: int = 1500, seed: int = 3) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    age = rng.integers(18, 80, rows)
-    hours = rng.normal(40, 10, rows).round(1)
-    education = rng.choice(["school", "college", "degree", "doctorate"], rows, p=[0.4, 0.3, 0.2, 0.1])
-    sex = rng.choice(["female", "male"], rows)
-    lift = {"school": -1.0, "college": 0.0, "degree": 1.0, "doctorate": 1.5}
-    logit = -1.0 + 0.04 * (age - 40) + 0.08 * (hours - 40) + np.vectorize(lift.get)(education)
-    income = np.where(rng.random(rows) < 1 / (1 + np.exp(-logit)), ">50K", "<=50K")
-    frame = pd.DataFrame(
-        {
-            "person_id": [f"P{i:06d}" for i in range(rows)],
-            "age": age.astype(object),
-            "hours_per_week": hours,
-            "education": education.astype(object),
-            "sex": sex,
-            "income": income,
-        }
-    )
-    frame.loc[rng.choice(rows, 60, replace=False), "education"] = "?"
-    frame.loc[rng.choice(rows, 40, replace=False), "age"] = "?"
-    return frame
-
-
-def _init(data: Path, out: Path, workspace: Path) -> Path:
-    code = main(
-        ["--workspace", str(workspace), "data", "init", "--data", str(data), "--label", "income",
-         "--positive", ">50K", "--protected", "sex", "--favourable", "positive", "--out", str(out)]
-    )  # fmt: skip
-    assert code == 0
-    return out / "census.schema.yaml"
 
 
 def _client(workspace: Path) -> Any:
     return TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db").client
 
 
-def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> None:
-    data = tmp_path / "census.csv"
-    census().to_csv(data, index=False)
-    workspace = tmp_path / "ws"
-    schema_path = _init(data, tmp_path / "decl", workspace)
+@pytest.mark.xdist_group(CENSUS_GROUP)
+def test_data_init_then_run_training_uses_the_declaration(
+    census_trained: CensusTrained, tmp_path: Path
+) -> None:
+    # The workspace test_two_models.py adds a second model to: this test reads its census run by folder and id.
+    data, schema_path, workspace, run_dir = (
+        census_trained.data,
+        census_trained.schema,
+        census_trained.workspace,
+        census_trained.run_dir,
+    )
 
     declared = yaml.safe_load(schema_path.read_text())
+    assert declared["model_name"] == "census"  # from the file's name: the run below names no model
     assert declared["ignored_columns"] == ["person_id"]
     assert declared["missing_values"] == ["?"]
     assert declared["numeric_features"] == ["age", "hours_per_week"]  # "?" did not make age a category
     assert declared["favourable_class"] == "positive"
 
-    code = main(
-        ["--workspace", str(workspace), "run", "training", "--data", str(data), "--schema", str(schema_path),
-         "--registration.model_name", "census", *FAST]
-    )  # fmt: skip
-    assert code == 0
+    assert census_trained.exit_code == 0
     client = _client(workspace)
     version = client.get_model_version("census", "1")
     assert "challenger" in version.aliases  # the gates decided, so the version became the challenger
     # What the run was told to read, by address: a triggered retraining trains on the same source.
     (checked,) = client.search_runs(
         [client.get_run(version.tags["mlops.train_run_id"]).info.experiment_id],
-        "tags.`mlflow.runName` = 'data_validation'",
+        "tags.`mlflow.runName` = 'data_validation'"
+        f" and tags.`mlops.pipeline_run_id` = '{version.tags['mlops.kfp_run_id']}'",
     )
     assert checked.data.params["data.uri"] == str(data)
     assert checked.data.params["validation.schema_uri"] == str(schema_path)
@@ -106,8 +73,7 @@ def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> Non
         ">50K",
     )
 
-    (report_path,) = workspace.glob("pipeline-runs/training-*/validate-model/report_json")
-    report = json.loads(report_path.read_text())
+    report = json.loads((run_dir / "validate-model" / "report_json").read_text())
     assert report["favourable_prediction"] == 1  # the declared favourable outcome: the positive class
     (sex,) = report["fairness"]
     for group in sex["groups"]:
@@ -116,10 +82,8 @@ def test_data_init_then_run_training_uses_the_declaration(tmp_path: Path) -> Non
         assert 0.0 < group["selection_rate"] < 1.0
     assert report["decisions"]["behavioural"]["reason"] == "no behavioural tests declared"
 
-    (data_report,) = workspace.glob("pipeline-runs/training-*/validate-data/report_json")
-    assert json.loads(data_report.read_text())["success"] is True
-    (validated,) = workspace.glob("pipeline-runs/training-*/validate-data/dataset")
-    table = pd.read_parquet(validated)
+    assert json.loads((run_dir / "validate-data" / "report_json").read_text())["success"] is True
+    table = pd.read_parquet(run_dir / "validate-data" / "dataset")
     assert "person_id" not in table.columns
     assert set(table["income"]) == {0, 1}
     assert table["age"].isna().sum() == 40 and table["education"].isna().sum() == 60
@@ -131,7 +95,7 @@ def test_an_unknown_column_in_a_behavioural_test_fails_before_training_and_regis
     data = tmp_path / "census.csv"
     census(rows=600).to_csv(data, index=False)
     workspace = tmp_path / "ws"
-    schema_path = _init(data, tmp_path / "decl", workspace)
+    schema_path = declare_census(data, tmp_path / "decl", workspace)
     declared = yaml.safe_load(schema_path.read_text())
     declared["invariance"] = [{"feature": "zip_code"}]
     schema_path.write_text(yaml.safe_dump(declared))
