@@ -1,13 +1,19 @@
 """Governance end to end through ``mlops``: train → promote → retrain → promote, then lineage, history,
-the audit trail's verification, and a planted secret searched for everywhere the platform writes."""
+the audit trail's verification, and a planted secret searched for everywhere the platform writes.
+
+The first of the two runs is also where `mlops run training`'s console output is checked (what it prints
+and where everything is): it is that command as a user runs it, and a run costs minutes.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,7 +22,8 @@ from cli.main import main
 from mlops.governance.audit import read_events
 from mlops.tracking.store import TrackingStore
 
-pytestmark = pytest.mark.slow
+# Both tests read one module fixture: on one xdist worker it is made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("governance-two-promotions")]
 
 PLANTED = "planted-S3cr3t-7f3a9c"
 SMALL = [  # 2 epochs that still clear both gates (measured: test AUC 0.80, behavioural tests pass)
@@ -32,15 +39,18 @@ SMALL = [  # 2 epochs that still clear both gates (measured: test AUC 0.80, beha
     ),
     *("--set", "model_validation.fairness.gate_on_intervals=false"),
 ]
+MLOPS = shutil.which("mlops", path=str(Path(sys.executable).parent))
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """One ``mlops`` command in its own process, as a user runs it (no state left by earlier tests)."""
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """One ``mlops`` console-script command in its own process, as a user runs it (no state left by tests)."""
+    assert MLOPS, "the mlops console script is not installed in this environment"
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
+        [MLOPS, *args],
+        cwd=cwd,
         capture_output=True,
         text=True,
-        env=os.environ.copy(),
+        env=env if env is not None else os.environ.copy(),
         timeout=1500,
         check=False,
     )
@@ -50,31 +60,84 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
+@dataclass(frozen=True)
+class TwoPromotions:
+    """Two `mlops run training` runs in one workspace, by the actor ci-bot, with secrets in the environment."""
+
+    workspace: Path
+    first: subprocess.CompletedProcess[str]
+    second: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def two_promotions(tmp_path_factory: pytest.TempPathFactory) -> TwoPromotions:
+    root = tmp_path_factory.mktemp("governance")
+    ws = root / "ws"
+    unset = ("MLOPS_AUDIT_URI", "MLOPS_SIGNING_KEY", "MLOPS_SIGNING_PUBLIC_KEY")
+    env = {name: value for name, value in os.environ.items() if name not in unset}
+    env["MLOPS_ACTOR"] = "ci-bot"
+    # Secrets a real deployment would have in its environment: none may be written down anywhere.
+    env["AWS_SECRET_ACCESS_KEY"] = env["MLOPS_DB_PASSWORD"] = PLANTED
+    first = run_cli(
+        "--workspace", str(ws), "run", "training", *SMALL, "--set", "registration.git_commit=aaa111",
+        cwd=root, env=env,
+    )  # fmt: skip
+    second = run_cli(
+        "--workspace", str(ws), "run", "training", *SMALL, "--set", "registration.git_commit=bbb222",
+        "--set", "gate.max_auc_regression=0.05",
+        cwd=root, env=env,
+    )  # fmt: skip
+    return TwoPromotions(ws, first, second)
+
+
+def test_run_training_prints_where_everything_is(two_promotions: TwoPromotions) -> None:
+    ws, out = two_promotions.workspace, two_promotions.first.stdout
+    lines = out.splitlines()
+    assert len(lines) <= 40, out  # no library chatter: a line per step and the summary
+    assert "KFP Executor" not in out and "great_expectations" not in out.lower()
+    assert "model             credit-default version 1 (aliases: challenger" in out
+    assert any(line.startswith("  test AUC          0.") for line in lines), out
+    report = next(line for line in lines if "data report " in line).split()[-1]
+    assert Path(report).is_file() and "<html" in Path(report).read_text().lower()
+    steps = {line.split()[1]: line for line in lines if line.startswith("  ok ")}
+    for task in ("validate-data", "train-model", "evaluate-model", "register-model", "metrics-gate"):
+        assert task in steps, out
+    assert "rows validated" in steps["validate-data"] and "validation AUC 0." in steps["train-model"]
+    assert "test AUC 0." in steps["evaluate-model"] and "version 1" in steps["register-model"]
+    # Each decision reason on its own short line.
+    assert all(len(line) <= 160 for line in lines if line.startswith("    - "))
+    run_dir = Path(next(line for line in lines if "pipeline run " in line).split()[-1])
+    for task in steps:
+        assert "KFP Executor" in (run_dir / "logs" / f"{task}.log").read_text()
+
+    # The --set values reached the tasks: the train task logs its settings by address.
+    client = TrackingStore.from_uri(f"sqlite:///{ws}/mlflow.db").client
+    experiment = client.get_experiment_by_name("training")
+    assert experiment is not None
+    first_run_id = client.get_model_version("credit-default", "1").tags["mlops.kfp_run_id"]
+    (train_run,) = client.search_runs(
+        [experiment.experiment_id],
+        f"tags.`mlops.task` = 'train' and tags.`mlops.pipeline_run_id` = '{first_run_id}'",
+    )
+    assert train_run.data.params["train.epochs"] == "2"
+    assert train_run.data.params["train.learning_rate"] == "0.01"
+
+    listed = run_cli("--workspace", str(ws), "runs", cwd=ws.parent)
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(run_dir.name))
+    assert row.split()[3] == "succeeded" and "credit-default v1" in row
+    shown = run_cli("--workspace", str(ws), "runs", "show", run_dir.name, cwd=ws.parent)
+    assert "succeeded" in shown.stdout.splitlines()[0]
+    assert sum(line.startswith("  ok ") for line in shown.stdout.splitlines()) == len(steps)
+
+
 def test_lineage_history_and_audit_after_two_promotions(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    two_promotions: TwoPromotions, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    ws = tmp_path / "ws"
+    ws = two_promotions.workspace
     for name in ("MLOPS_AUDIT_URI", "MLOPS_SIGNING_KEY", "MLOPS_SIGNING_PUBLIC_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MLOPS_ACTOR", "ci-bot")
-    # Secrets a real deployment would have in its environment: none may be written down anywhere.
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", PLANTED)
-    monkeypatch.setenv("MLOPS_DB_PASSWORD", PLANTED)
-
-    first = run_cli(
-        "--workspace", str(ws), "run", "training", *SMALL, "--set", "registration.git_commit=aaa111"
-    )
-    second = run_cli(
-        "--workspace",
-        str(ws),
-        "run",
-        "training",
-        *SMALL,
-        "--set",
-        "registration.git_commit=bbb222",
-        "--set",
-        "gate.max_auc_regression=0.05",
-    )
+    first, second = two_promotions.first, two_promotions.second
     run_output = first.stdout + first.stderr + second.stdout + second.stderr
 
     client = TrackingStore.from_uri(f"sqlite:///{ws}/mlflow.db").client
@@ -128,10 +191,14 @@ def test_lineage_history_and_audit_after_two_promotions(
         for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
             assert PLANTED not in str(db.execute(f'SELECT * FROM "{table}"').fetchall()), table
 
-    # An edit of the trail is caught and named.
+    # An edit of the trail is caught and named (then undone: the workspace is the module's).
     trail = ws / "audit.jsonl"
-    trail.write_text(
-        trail.read_text().replace('"reason": "every gate decided promote"', '"reason": "manual"', 1)
-    )
-    assert main(["--workspace", str(ws), "audit", "verify"]) == 1
-    assert "was edited" in capfd.readouterr().out
+    recorded = trail.read_bytes()
+    edited = recorded.replace(b'"reason": "every gate decided promote"', b'"reason": "manual"', 1)
+    assert edited != recorded
+    try:
+        trail.write_bytes(edited)
+        assert main(["--workspace", str(ws), "audit", "verify"]) == 1
+        assert "was edited" in capfd.readouterr().out
+    finally:
+        trail.write_bytes(recorded)
