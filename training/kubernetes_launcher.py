@@ -12,9 +12,12 @@
    tracking store (explicit URIs), the one way the pods learn where to log; rank 0 checkpoints every epoch to
    ``staging_uri/<job>/checkpoints/``, so pods the controller restarts resume there;
 3. creates the job through the ``kubernetes`` client (never kubectl);
-4. waits, reporting each change of state: ``queued`` (suspended by Kueue, or no pods
-   yet), ``pending`` (pods not all running), ``running``; the TrainJob API itself only
-   says Suspended/Complete/Failed, so the pods (label ``mlops.platform/job``) tell the rest;
+4. waits, reporting each change of state: ``queued`` (suspended by Kueue, with why its
+   Workload waits, or no pods yet), ``pending`` (pods not all running), ``running``; the
+   TrainJob API itself only says Suspended/Complete/Failed, so the pods (label
+   ``mlops.platform/job``) tell the rest. The events the controllers write about the job
+   (Kueue's, the Trainer's) are reported as they appear, and the first pod's log (rank 0's
+   node) is streamed into the step's log line by line;
 5. on failure raises :class:`TrainingJobFailed` with the controller's reason, the error a
    rank raised (``cause: DatasetError: …``) and the tail of the failed pods' logs; after
    ``queue_timeout_hours`` without starting, or ``time_limit_hours`` of running, raises
@@ -76,8 +79,8 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def job_state(kind: JobKind, obj: dict[str, Any], pods: list[Any]) -> JobState:
-    """The job's state from its conditions, refined by its pods' phases."""
+def job_state(kind: JobKind, obj: dict[str, Any], pods: list[Any], waiting: str = "") -> JobState:
+    """The job's state from its conditions, refined by its pods' phases; ``waiting`` is why Kueue holds it."""
     done, failed = ("Complete", "Failed") if kind == "trainjob" else ("Succeeded", "Failed")
     if cond := _condition(obj, failed):
         return JobState("failed", f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": "))
@@ -85,11 +88,81 @@ def job_state(kind: JobKind, obj: dict[str, Any], pods: list[Any]) -> JobState:
         return JobState("succeeded")
     suspended = _condition(obj, "Suspended") or (obj.get("spec") or {}).get("suspend") is True
     if suspended or not pods:
-        return JobState("queued", "suspended, waiting for Kueue admission" if suspended else "no pods yet")
+        held = "suspended, waiting for Kueue admission" + (f": {waiting}" if waiting else "")
+        return JobState("queued", held if suspended else "no pods yet")
     phases = [p.status.phase or "Pending" for p in pods]
     if all(phase in ("Running", "Succeeded") for phase in phases):
         return JobState("running", f"{len(pods)} pod(s) running")
     return JobState("pending", f"{phases.count('Running')}/{len(pods)} pod(s) running")
+
+
+KUEUE_WORKLOADS = ("kueue.x-k8s.io", "v1beta2", "workloads")
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+"""Kueue labels the Workload it makes for a job with the job's uid."""
+
+
+def admission_wait(custom: Any, namespace: str, uid: str) -> str:
+    """Why Kueue has not admitted the job: its Workload's ``QuotaReserved`` message (``insufficient quota
+    for cpu in flavor …``), or "" where there is none (no Kueue, no Workload yet, or already admitted)."""
+    from kubernetes.client import ApiException
+
+    try:
+        found = custom.list_namespaced_custom_object(
+            *KUEUE_WORKLOADS[:2], namespace, KUEUE_WORKLOADS[2], label_selector=f"{JOB_UID_LABEL}={uid}"
+        )["items"]
+    except ApiException:
+        return ""
+    for workload in found:
+        for cond in (workload.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "QuotaReserved" and cond.get("status") == "False":
+                return str(cond.get("message") or cond.get("reason") or "")
+    return ""
+
+
+class JobWatch:
+    """What the launcher has already reported of a job's events and of its first pod's log."""
+
+    def __init__(self, report: Callable[[str], None]) -> None:
+        self.report = report
+        self.events: set[str] = set()
+        self.log_pod = ""
+        self.log_lines = 0
+
+    def new_events(self, core: Any, namespace: str, kind: str, name: str) -> None:
+        """Report each event about the job not reported yet, oldest first."""
+        selector = f"involvedObject.kind={kind},involvedObject.name={name}"
+        try:
+            items = core.list_namespaced_event(namespace, field_selector=selector).items
+        except Exception:  # events are an aid: a cluster that refuses them must not fail the job
+            return
+        for event in sorted(items, key=lambda e: str(e.last_timestamp or e.event_time or "")):
+            key = f"{event.metadata.uid}/{event.count}"
+            if key in self.events:
+                continue
+            self.events.add(key)
+            source = (
+                event.reporting_component or (event.source.component if event.source else "") or "cluster"
+            )
+            self.report(f"{kind} {name} event from {source}: {event.reason}: {event.message}")
+
+    def stream_log(self, core: Any, namespace: str, pods: list[Any]) -> None:
+        """Report the first pod's log lines not reported yet; a pod that replaced it is followed from its start."""
+        running = sorted(
+            (p for p in pods if (p.status.phase or "") in ("Running", "Succeeded", "Failed")),
+            key=lambda p: str(p.metadata.name),
+        )
+        if not running:
+            return
+        pod = running[0].metadata.name
+        if pod != self.log_pod:
+            self.log_pod, self.log_lines = pod, 0
+        try:
+            lines = str(core.read_namespaced_pod_log(pod, namespace)).splitlines()
+        except Exception:  # not started on a node yet, or gone: the next poll tries again
+            return
+        for line in lines[self.log_lines :]:
+            self.report(f"  {pod} | {line}")
+        self.log_lines = max(self.log_lines, len(lines))
 
 
 JOB_CREATED = "training_job.created"
@@ -253,10 +326,15 @@ class KubernetesLauncher:
         created = time.monotonic()
         started: float | None = None
         last: JobState | None = None
+        watch = JobWatch(self.report)
         while True:
             obj = custom.get_namespaced_custom_object(group, version, checked.namespace, plural, name)
             pods = core.list_namespaced_pod(checked.namespace, label_selector=f"{JOB_LABEL}={name}").items
-            state = job_state(self.kind, obj, pods)
+            held = (obj.get("spec") or {}).get("suspend") is True or _condition(obj, "Suspended")
+            waiting = admission_wait(custom, checked.namespace, obj["metadata"]["uid"]) if held else ""
+            state = job_state(self.kind, obj, pods, waiting)
+            watch.new_events(core, checked.namespace, kind, name)
+            watch.stream_log(core, checked.namespace, pods)
             if state != last:
                 self.report(f"{kind} {name}: {state.phase}" + (f" ({state.detail})" if state.detail else ""))
                 last = state

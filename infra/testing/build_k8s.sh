@@ -24,14 +24,8 @@ K8S_VERSION=${K8S_VERSION:-v1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.8}
 W=${K8S_BUILD_DIR:-${HOME}/.cache/k8s-build}; OUT=${K8S_BIN:-$W/bin}
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
+# Only the Go toolchain and python3 are needed here (no apt: it runs beside install_node.sh in ./test.sh).
 command -v go >/dev/null || { echo "no 'go' on PATH: the Go toolchain is needed to build Kubernetes" >&2; exit 1; }
-if ! command -v kubectl >/dev/null || ! command -v curl >/dev/null || ! command -v openssl >/dev/null; then
-  $SUDO apt-get update -qq
-  # kubectl: Debian ships it in the `kubernetes-client` package (most machine images already have one)
-  $SUDO apt-get install -y -qq --no-install-recommends kubernetes-client curl openssl >/dev/null
-fi
 
 have() {  # have BINARY EXPECTED-VERSION-SUBSTRING
   local v; [ -x "$OUT/$1" ] && v=$("$OUT/$1" --version 2>/dev/null) && [[ "$v" == *"$2"* ]]

@@ -6,18 +6,20 @@
 #   N           state directory (pids, logs, containerd root)         BIN  the built binaries
 #   IMAGES      OCI archives to import ("a.oci.tar b.oci.tar"); the pause archive of build_node_images.sh
 #               must be among them                                      KPORT kubelet port (10250)
-#   SCHED_PORT, HEALTHZ_PORT  kube-scheduler's and the kubelet's health ports (KPORT+9, KPORT-2): pass free
-#               ports; a taken one makes that process exit, which this script reports (exit 1)
+#   SCHED_PORT, HEALTHZ_PORT, PROXY_PORT  kube-scheduler's, the kubelet's and kube-proxy's health ports
+#               (KPORT+9, KPORT-2, KPORT+6): pass free ports; a taken one makes that process exit, which this
+#               script reports (exit 1); kube-proxy's metrics are on PROXY_PORT+1
 #   BRIDGE, SUBNET  the pod network (cni-mlops0, 10.244.0.0/24): pods reach this machine at the subnet's .1
 #   CONTAINERD_ROOT images and their unpacked layers (~/.cache/mlops-node/containerd): kept between runs, so
 #               an image already imported is not unpacked again; one node at a time uses it
+# Cluster DNS: CoreDNS on the bridge's address (COREDNS, from build_controllers.sh).
 # Node Ready in about 30 s. Prints the node's name on the last line. Needs install_node.sh.
 # This VM's quirks: containerd's restrict_oom_score_adj (no CAP_SYS_RESOURCE, else runc fails with "can't
 # get final child's PID from pipe"); no --node-ip=127.0.0.1 (refused); the hostname resolves to this machine.
 set -euo pipefail
 : "${KUBECONFIG:?set KUBECONFIG to the admin kubeconfig of the API server}" "${IMAGES:?set IMAGES to the OCI archives to import}"
 N=${N:-${TMPDIR:-/tmp}/mlops-node}; BIN=${BIN:-${HOME}/.cache/k8s-build/bin}; KPORT=${KPORT:-10250}
-SCHED_PORT=${SCHED_PORT:-$((KPORT + 9))}; HEALTHZ_PORT=${HEALTHZ_PORT:-$((KPORT - 2))}
+SCHED_PORT=${SCHED_PORT:-$((KPORT + 9))}; HEALTHZ_PORT=${HEALTHZ_PORT:-$((KPORT - 2))}; PROXY_PORT=${PROXY_PORT:-$((KPORT + 6))}
 BRIDGE=${BRIDGE:-cni-mlops0}; SUBNET=${SUBNET:-10.244.0.0/24}
 CONTAINERD_ROOT=${CONTAINERD_ROOT:-${HOME}/.cache/mlops-node/containerd}
 export KUBECONFIG
@@ -56,6 +58,26 @@ for old in $(ctr --address "$S" -n k8s.io images ls -q | grep -v '^sha256:'); do
   keep=0; for name in "${imported[@]}"; do [ "$old" = "$name" ] && keep=1; done
   [ $keep = 1 ] || ctr --address "$S" -n k8s.io images rm "$old" >/dev/null
 done
+# Cluster DNS: CoreDNS (build_controllers.sh) on the bridge's address, answering for Services and the pods
+# of headless Services (JobSet names its pods there: torchrun's master address) from the API server, and
+# forwarding every other name to this machine's resolver. The kubelet gives pods this server (clusterDNS).
+COREDNS=${COREDNS:-${HOME}/.cache/controllers-build/bin/coredns}
+[ -x "$COREDNS" ] || { echo "no CoreDNS at $COREDNS: run infra/testing/build_controllers.sh once" >&2; exit 1; }
+DNS_IP=${GATEWAY%/*}
+cat >"$N/Corefile" <<CF
+.:53 {
+    bind $DNS_IP
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $KUBECONFIG
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . /etc/resolv.conf
+    cache 5
+}
+CF
+setsid "$COREDNS" -conf "$N/Corefile" >"$N/coredns.log" 2>&1 & echo $! >"$N/coredns.pid"
 setsid "$BIN/kube-scheduler" --kubeconfig="$KUBECONFIG" --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
   --bind-address=127.0.0.1 --secure-port=$SCHED_PORT --leader-elect=false >"$N/scheduler.log" 2>&1 & echo $! >"$N/scheduler.pid"
 cat >"$N/kubelet/config.yaml" <<KC
@@ -71,6 +93,7 @@ authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
 failSwapOn: false
 clusterDomain: cluster.local
+clusterDNS: ["$DNS_IP"]
 resolvConf: /etc/resolv.conf
 evictionHard: {}
 imageGCHighThresholdPercent: 100
@@ -87,6 +110,18 @@ until kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready
   # A scheduler that could not bind its port exits at once: no pod would ever be placed on the node.
   kill -0 "$(cat "$N/scheduler.pid")" 2>/dev/null || { echo "kube-scheduler died; last lines of $N/scheduler.log:" >&2; tail -n 10 "$N/scheduler.log" >&2; exit 1; }
   [ $SECONDS -lt $deadline ] || { echo "node $NODE not Ready after 120 s; see $N/kubelet.log" >&2; exit 1; }
+  sleep 0.5
+done
+# Services: kube-proxy in iptables mode programs each Service's cluster IP on this machine (pods and this
+# machine reach a Service at its cluster IP or DNS name); it waits for its Node object, so it starts now.
+# --conntrack-max-per-core=0 leaves the machine's conntrack sysctls alone; stop_node.sh removes its rules.
+setsid "$BIN/kube-proxy" --kubeconfig="$KUBECONFIG" --proxy-mode=iptables --cluster-cidr="$SUBNET" \
+  --hostname-override="$NODE" --healthz-bind-address="127.0.0.1:$PROXY_PORT" \
+  --metrics-bind-address="127.0.0.1:$((PROXY_PORT + 1))" --conntrack-max-per-core=0 >"$N/kube-proxy.log" 2>&1 &
+echo $! >"$N/kube-proxy.pid"
+until curl -sf --max-time 2 "http://127.0.0.1:$PROXY_PORT/healthz" >/dev/null 2>&1; do
+  kill -0 "$(cat "$N/kube-proxy.pid")" 2>/dev/null || { echo "kube-proxy died; last lines of $N/kube-proxy.log:" >&2; tail -n 10 "$N/kube-proxy.log" >&2; exit 1; }
+  [ $SECONDS -lt $deadline ] || { echo "kube-proxy not healthy on port $PROXY_PORT after 120 s; see $N/kube-proxy.log" >&2; exit 1; }
   sleep 0.5
 done
 # The scheduler must still be serving once the node is Ready (it dies within a second of a taken port).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,11 +30,14 @@ from tests.services.kubernetes import KubeCluster, running_cluster
 from tests.services.plugin import _free_port, _start, _stop
 
 MARKER = "pods"
-FIXTURES = {"k8s_node", "platform_image", "node_apiserver"}
+FIXTURES = {"k8s_node", "platform_image", "node_apiserver", "k8s_controllers"}
 NODE_IMAGES = Path.home() / ".cache" / "mlops-node-images"
 SUBNET = "10.244.0.0/24"
 """The pod network of start_node.sh; its first address is the bridge, the pods' gateway to this machine."""
-SETUP = "bash infra/testing/install_node.sh && bash infra/testing/build_k8s.sh"
+SETUP = (
+    "bash infra/testing/install_node.sh && bash infra/testing/build_k8s.sh"
+    " && bash infra/testing/build_controllers.sh"
+)
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,12 @@ def k8s_node(node_apiserver: KubeCluster, platform_image: PlatformImage) -> Iter
     }
     try:
         for attempt in (1, 2):  # free ports are picked here and bound later: one retry covers a lost race
-            env.update(KPORT=str(_free_port()), SCHED_PORT=str(_free_port()), HEALTHZ_PORT=str(_free_port()))
+            env.update(
+                KPORT=str(_free_port()),
+                SCHED_PORT=str(_free_port()),
+                HEALTHZ_PORT=str(_free_port()),
+                PROXY_PORT=str(_free_port()),
+            )
             try:
                 name = _start("node", "start_node.sh", env, timeout_s=300, setup=SETUP)
                 break
@@ -139,4 +148,40 @@ def k8s_node(node_apiserver: KubeCluster, platform_image: PlatformImage) -> Iter
         yield K8sNode(node_apiserver, name, platform_image.name, state)
     finally:
         _stop("stop_node.sh", env)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Controllers:
+    """JobSet, Kubeflow Trainer, Kueue and KServe, the real controllers, reconciling on the node's API server."""
+
+    node: K8sNode
+    state: Path
+    """Their configurations, certificates and logs (``trainer-controller-manager.log``, …)."""
+
+    def log(self, name: str) -> str:
+        return (self.state / f"{name}.log").read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.fixture(scope="session")
+def k8s_controllers(k8s_node: K8sNode) -> Iterator[Controllers]:
+    """The releases' own controllers with their CRDs and admission webhooks (infra/testing/start_controllers.sh).
+
+    Started once per session, after the node; objects the tests create are reconciled by them for real."""
+    state = Path(tempfile.mkdtemp(prefix="mlops-test-controllers-"))
+    env = {"KUBECONFIG": str(k8s_node.cluster.kubeconfig), "N": str(state), "PYTHON": sys.executable}
+    try:
+        for attempt in (1, 2):  # free ports are picked here and bound later: one retry covers a lost race
+            for key in ("JOBSET", "TRAINER", "KUEUE", "KSERVE"):
+                env.update({f"{key}_PORT": str(_free_port()), f"{key}_HEALTH_PORT": str(_free_port())})
+            try:
+                _start("controllers", "start_controllers.sh", env, timeout_s=240, setup=SETUP)
+                break
+            except pytest.fail.Exception:
+                _stop("stop_controllers.sh", env)
+                if attempt == 2:
+                    raise
+        yield Controllers(k8s_node, state)
+    finally:
+        _stop("stop_controllers.sh", env)
         shutil.rmtree(state, ignore_errors=True)

@@ -124,7 +124,8 @@ def test_job_queues_runs_the_pod_code_and_returns_rank0s_result(
         result = train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "model", launcher=launcher)
     assert result.epochs_run == 2 and 0.5 < result.best_val_auc <= 1.0, controller.pod_output[-2000:]
     assert (tmp_path / "model").is_dir()
-    states = [r.split(": ", 1)[1].split(" ")[0] for r in reports if ": " in r and "created" not in r]
+    state_lines = [r for r in reports if ": " in r and "created" not in r and " event from " not in r]
+    states = [r.split(": ", 1)[1].split(" ")[0] for r in state_lines if not r.startswith("  ")]
     phases = [phase for phase, _ in itertools.groupby(states)]
     assert phases == ["queued", "pending", "running", "succeeded"], reports
     assert "queued (suspended, waiting for Kueue admission)" in " ".join(reports)
