@@ -3,10 +3,11 @@
 Registered from ``tests/conftest.py``. A test asks for ``kube_apiserver`` and gets a running API
 server on a free 127.0.0.1 port with RBAC on; such tests carry the marker ``kubernetes``
 automatically. The binaries come from ``infra/testing/build_k8s.sh`` (built once per machine
-into ``~/.cache``; ``.ci/run`` runs it). There is no kubelet or scheduler: the controllers that
-cannot run here (KServe, Kubeflow Trainer, Kueue) are played by the tests, which set the
-``status`` of the objects they watch. When the server cannot start the test fails with the
-reason and the build command; it never skips.
+into ``~/.cache``; ``.ci/run`` runs it). This server has no node, scheduler or add-on controllers:
+its tests check objects against the published CRDs and play a controller where they need one (each
+stand-in says what it hides); the real Kueue, Trainer, JobSet and KServe controllers run with the node
+(``tests/services/node.py``, fixture ``k8s_controllers``). When the server cannot start the test fails
+with the reason and the build command; it never skips.
 """
 
 from __future__ import annotations

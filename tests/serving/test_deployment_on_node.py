@@ -1,11 +1,12 @@
-"""The model server as a plain Deployment on a real node (KServe's controller cannot run here).
+"""The model server as a plain Deployment on a real node: what the pod itself does, without KServe.
 
-The Deployment runs the predictor container of ``infra/k8s/base/team/inferenceservice.yaml`` (same
+KServe's real controller deploys the same predictor in tests/delivery/targets/test_kserve_on_pods.py;
+this test keeps to the pod's own behaviour, which holds under any controller (or none). The Deployment runs the predictor container of ``infra/k8s/base/team/inferenceservice.yaml`` (same
 command, probes, Secret volumes and bearer token; image, tracking server and S3 endpoint adapted to
 this node) following ``champion`` in a real MLflow server, and verifies each version's signature
 against the public key its Secret mounts before loading it. A Service selects the pod: the endpoints controller lists it
-as ready only once the readiness probe passes, which is what gates traffic on a cluster (there is
-no kube-proxy here, so the test sends to the ready address itself). When ``champion`` moves, the
+as ready only once the readiness probe passes, which is what gates traffic on a cluster (the test
+sends to the ready address itself). When ``champion`` moves, the
 pod serves the new version without one failed request.
 """
 

@@ -1,15 +1,22 @@
-"""Stand-in for the Kubeflow Trainer / Training Operator controller (neither can run here).
+"""Stand-in for the Kubeflow Trainer / Training Operator controller on an API server without a node.
 
-The API server is real; the controller is played by this thread, and says so. Once the
-launcher has created its job it does what the controller (with Kueue and the kubelet)
-would be seen doing through the API: the job waits suspended (queued), then its pods
-appear Pending, then Running; then, by ``outcome``:
+The launcher's state machine (queued, pending, running, succeeded, failed, timed out), its audit
+records and its cleanup are checked here in seconds, on an API server that has no node: this thread
+plays the controller, and says so. Once the launcher has created its job it does what the controller
+(with Kueue and the kubelet) would be seen doing through the API: the job waits suspended (queued),
+then its pods appear Pending, then Running; then, by ``outcome``:
 
 - ``succeed``: the pod command in the created object runs for real on this machine
   (:func:`tests.support.k8s_pods.run_pod_command`: the job's whole world on one node),
   then pods and job are marked succeeded — or failed, if the command failed;
 - ``fail``: pods Failed and the job's Failed condition with a reason;
 - ``hang``: the job stays running (the launcher's time limit must end it).
+
+What it hides: Kueue's admission and webhooks, the Trainer's and JobSet's reconciling (runtime patches,
+torchrun's rendezvous through the headless Service, restarts), the scheduler and kubelet (resources,
+priority, placement). tests/training/test_training_on_pods.py runs the TrainJob path on the real
+Kueue, Trainer and JobSet controllers and a real node. The PyTorchJob path has no real controller in
+the tests (the Training Operator is not built here): this stand-in is all that checks it.
 """
 
 from __future__ import annotations
