@@ -248,49 +248,44 @@ def test_serve_against_an_unreachable_server_exits_2_fast(tmp_path: Path, named:
 # --- run and tune (wired by `mlops run` / `mlops tune` through mlops.tracking.context.resolve_tracking) -----
 
 TRAINING = ["--set", "data.sample.rows=1500", "--set", "train.epochs=2"]
+SOURCES = {"MLFLOW_TRACKING_URI": "from MLFLOW_TRACKING_URI", "--set tracking.tracking_uri": "set explicitly"}
+"""How a test gives the command the server's URI, and how the run's header names that source."""
 
 
 def check_remote_run(
-    server: MlflowService, result: subprocess.CompletedProcess[str], workspace: Path
+    server: MlflowService, result: subprocess.CompletedProcess[str], workspace: Path, how: str
 ) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    assert f"tracking URI      {server.tracking_uri}" in result.stdout, result.stdout[-2000:]
+    assert f"tracking URI      {server.tracking_uri} ({SOURCES[how]})" in result.stdout, result.stdout[-2000:]
     assert_no_local_store(workspace)
 
 
-@pytest.mark.parametrize("how", ["MLFLOW_TRACKING_URI", "--set tracking.tracking_uri"])
-def test_run_training_against_the_remote_server(
-    mlflow_server: MlflowService, tmp_path: Path, how: str
-) -> None:
-    model = f"remote-training-{'env' if how.startswith('MLFLOW') else 'set'}"
+def test_run_training_against_the_remote_server(mlflow_server: MlflowService, tmp_path: Path) -> None:
+    """The whole training pipeline, with the URI given only by ``--set``: no step has an
+    ``MLFLOW_TRACKING_URI`` to fall back on, so every run, the version and its files reach the server
+    through the pipeline's own parameters. ``MLFLOW_TRACKING_URI`` resolves to the same parameters (one
+    ``resolve_tracking`` for ``run`` and ``tune``, its order tested in tests/mlops/test_tracking.py);
+    the tune test below runs it end to end, so a second training run would prove nothing more."""
+    model = "remote-training"
     workspace = tmp_path / "ws"
-    args = [
-        "--workspace",
-        str(workspace),
-        "run",
-        "training",
-        *TRAINING,
-        "--set",
-        f"registration.model_name={model}",
-    ]
-    if how == "MLFLOW_TRACKING_URI":
-        env = user_env(mlflow_server, MLFLOW_TRACKING_URI=mlflow_server.tracking_uri)
-    else:
-        env = user_env(mlflow_server)
-        args += ["--set", f"tracking.tracking_uri={mlflow_server.tracking_uri}"]
-    result = mlops(args, tmp_path, env)
-    check_remote_run(mlflow_server, result, workspace)
+    args = ["--workspace", str(workspace), "run", "training", *TRAINING]
+    args += ["--set", f"registration.model_name={model}"]
+    args += ["--set", f"tracking.tracking_uri={mlflow_server.tracking_uri}"]
+    result = mlops(args, tmp_path, user_env(mlflow_server))
+    check_remote_run(mlflow_server, result, workspace, "--set tracking.tracking_uri")
     versions = registry_client(mlflow_server).search_model_versions(f"name = '{model}'")
     assert [v.version for v in versions] == ["1"]
     assert f"{model} version 1" in result.stdout
     assert_version_in_bucket(mlflow_server, model, "1")
 
 
-@pytest.mark.parametrize("how", ["MLFLOW_TRACKING_URI", "--set tracking.tracking_uri"])
+@pytest.mark.parametrize("how", list(SOURCES))
 def test_tune_against_the_remote_server_with_a_postgres_study(
     mlflow_server: MlflowService, tmp_path: Path, how: str
 ) -> None:
+    """Both sources, end to end: ``MLFLOW_TRACKING_URI`` alone reaches the server through ``mlops run``
+    (``tune`` is ``run tuning``); with ``--set`` the tuning workers have no environment to fall back on."""
     study = f"remote-{'env' if how.startswith('MLFLOW') else 'set'}"
     storage = mlflow_server.postgres.database("optuna")
     workspace = tmp_path / "ws"
@@ -303,7 +298,7 @@ def test_tune_against_the_remote_server_with_a_postgres_study(
         env = user_env(mlflow_server)
         args += ["--set", f"tracking.tracking_uri={mlflow_server.tracking_uri}"]
     result = mlops(args, tmp_path, env)
-    check_remote_run(mlflow_server, result, workspace)
+    check_remote_run(mlflow_server, result, workspace, how)
     import optuna
 
     trials = optuna.load_study(study_name=study, storage=storage).trials
