@@ -32,6 +32,7 @@ from delivery.targets.kserve_predictor import (
     DEPLOYMENT_MODE_ANNOTATION,
     HTTP_PORT,
     ISVC_LABEL,
+    PLAIN_DEPLOYMENT_MODES,
     PredictorSpec,
     inference_service,
 )
@@ -138,15 +139,29 @@ class KServeTarget(AliasFollowingTarget):
             lines.append(f"{name}{{{rendered}}} {value!r}" if labels else f"{name} {value!r}")
         return "\n".join(lines) + "\n"
 
+    def controller_status(self) -> tuple[bool, str]:
+        """Whether KServe's controller reports the service Ready, and what its conditions say."""
+        isvc = self._get() or {}
+        conditions = (isvc.get("status") or {}).get("conditions") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        said = "; ".join(
+            f"{c.get('type')}={c.get('status')}"
+            + (f" ({c.get('reason')}: {c.get('message')})" if c.get("reason") else "")
+            for c in conditions
+        )
+        return ready, said or "no status from the KServe controller yet"
+
     def _servers(self) -> list[LocalServerTarget]:
-        """One :class:`LocalServerTarget` per ready predictor pod (waiting up to ``timeout_s`` for one)."""
+        """One :class:`LocalServerTarget` per ready predictor pod, once KServe's controller reports the service
+        Ready (waiting up to ``timeout_s`` for both)."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             pods = self.core.list_namespaced_pod(
                 self.namespace, label_selector=f"{ISVC_LABEL}={self.name}"
             ).items
             ready = sorted((p for p in pods if _ready(p)), key=lambda p: p.metadata.name)
-            if ready:
+            controller_ready, said = self.controller_status()
+            if ready and controller_ready:
                 servers = [
                     LocalServerTarget(
                         self.url_of(p),
@@ -163,9 +178,9 @@ class KServeTarget(AliasFollowingTarget):
                 return servers
             if time.monotonic() > deadline:
                 raise DeploymentError(
-                    f"{self.describe()} has no ready predictor pod after {self.timeout_s:g} s ({len(pods)} pod(s) "
-                    f"labelled {ISVC_LABEL}={self.name}); `kubectl describe isvc -n {self.namespace} {self.name}` "
-                    "and the pods' events say why"
+                    f"{self.describe()} has {len(ready)} ready predictor pod(s) after {self.timeout_s:g} s "
+                    f"({len(pods)} labelled {ISVC_LABEL}={self.name}); KServe says: {said}; "
+                    f"`kubectl describe isvc -n {self.namespace} {self.name}` and the pods' events say why"
                 )
             time.sleep(self.poll_s)
 
@@ -194,7 +209,7 @@ class KServeTarget(AliasFollowingTarget):
             return body
         mode = (existing["metadata"].get("annotations") or {}).get(DEPLOYMENT_MODE_ANNOTATION)
         predictor = (existing.get("spec") or {}).get("predictor") or {}
-        if mode != DEPLOYMENT_MODE or "model" in predictor or not predictor.get("containers"):
+        if mode not in PLAIN_DEPLOYMENT_MODES or "model" in predictor or not predictor.get("containers"):
             raise DeploymentError(
                 f"{self.describe()} is not the platform's InferenceService (mode {mode!r}, predictor "
                 f"{sorted(predictor)}): the target splits traffic inside `mlops serve` and needs "

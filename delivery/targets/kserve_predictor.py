@@ -25,6 +25,9 @@ from mlops.vocabulary import CHAMPION
 
 DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 DEPLOYMENT_MODE = "RawDeployment"
+PLAIN_DEPLOYMENT_MODES = frozenset({DEPLOYMENT_MODE, "Standard"})
+"""The mode's names: KServe 0.15 and later call it ``Standard`` and their admission webhook rewrites the
+older ``RawDeployment`` (which the platform writes, and every KServe release accepts) to it."""
 CONTAINER_NAME = "kserve-container"
 HTTP_PORT = 8080
 GRPC_PORT = 8081
@@ -83,7 +86,8 @@ def predictor(model_name: str, alias: str, spec: PredictorSpec) -> dict[str, Any
             {"name": "MLOPS_SIGNING_PUBLIC_KEY", "value": "/var/run/secrets/mlops-signing/signing.pub"},
         ],
         "ports": [
-            {"containerPort": HTTP_PORT, "protocol": "TCP"},
+            # Named: KServe copies both into the predictor's Service, where two ports must each have a name.
+            {"name": "http1", "containerPort": HTTP_PORT, "protocol": "TCP"},
             {"name": "grpc", "containerPort": GRPC_PORT, "protocol": "TCP"},
         ],
         "readinessProbe": {"httpGet": {"path": "/v2/health/ready", "port": HTTP_PORT}, "periodSeconds": 5},

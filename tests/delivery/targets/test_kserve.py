@@ -1,12 +1,14 @@
-"""KServeTarget in RawDeployment mode: a real API server with KServe's published CRD, real `mlops serve` pods' servers.
+"""KServeTarget in RawDeployment mode, quickly: a real API server with KServe's published CRD, real `mlops serve` servers.
 
-KServe's controller cannot run here (no Go module proxy), so :class:`PlayedKServe` plays its
-RawDeployment part through the API: for an InferenceService it creates the predictor pods (the
-Deployment's), labelled ``serving.kserve.io/inferenceservice``, with the predictor's own
-container, and marks them Running and Ready. Each pod's server is a real ``mlops serve`` process
-on this machine (two replicas), following the real MLflow registry's alias; the target drives
-every pod's rollout router over HTTP, as it does in a cluster. Everything else — the API server,
-the published InferenceService CRD, the registry, the servers, their metrics — is real.
+:class:`PlayedKServe` stands in for KServe's controller so that these tests need no node: for an
+InferenceService it creates the predictor pods (the Deployment's), labelled
+``serving.kserve.io/inferenceservice``, with the predictor's own container, marks them Running and
+Ready, and sets the service's ``Ready`` condition. Each pod's server is a real ``mlops serve`` process
+on this machine (two replicas), following the real MLflow registry's alias; the target drives every
+pod's rollout router over HTTP, as it does in a cluster. What the stand-in hides: KServe's admission
+webhooks, its Deployment and Service, the scheduler and kubelet (resources, priority, probes) and the
+status KServe derives from them. tests/delivery/targets/test_kserve_on_pods.py runs the target on the
+real controller and a real node, with requests through the Service.
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ class PlayedKServe(threading.Thread):
             "conditions": [{"type": "Ready", "status": "True"}],
         }
         self.core.patch_namespaced_pod_status(name, NAMESPACE, {"status": status})
+        if index == self.replicas - 1:  # every predictor pod is ready: KServe reports the service Ready
+            ready = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            body = {"status": {"conditions": [ready]}}
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, NAMESPACE, PLURAL, self.name, body
+            )
         return name
 
 
@@ -227,6 +235,19 @@ def test_a_service_with_a_second_implementation_is_refused(cluster: KubeCluster,
         target.set_traffic("2", 10)
 
 
+def test_a_service_in_knatives_serverless_mode_is_refused(cluster: KubeCluster, store: DemoStore) -> None:
+    """Only the plain Deployment mode (``RawDeployment``, or ``Standard`` as KServe 0.15+ renames it: the real
+    controller's rewrite is accepted in test_kserve_on_pods.py) keeps both versions' counters in one pod."""
+    body = inference_service("serverless", NAMESPACE, "m", PredictorSpec(image="img"))
+    body["metadata"]["annotations"][DEPLOYMENT_MODE_ANNOTATION] = "Serverless"
+    client.CustomObjectsApi(cluster.api_client()).create_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, PLURAL, body
+    )
+    target = KServeTarget(cluster.api_client(), NAMESPACE, "serverless", "m", store.workspace.tracking_uri)
+    with pytest.raises(DeploymentError, match=r"is not the platform's InferenceService \(mode 'Serverless'"):
+        target.set_traffic("2", 10)
+
+
 def test_targets_without_a_service_say_so(cluster: KubeCluster, store: DemoStore) -> None:
     target = KServeTarget(
         cluster.api_client(), NAMESPACE, "absent-service", "m", store.workspace.tracking_uri
@@ -243,7 +264,7 @@ def test_a_service_without_ready_pods_times_out_naming_it(cluster: KubeCluster, 
         cluster.api_client(), NAMESPACE, "no-pods", "m", store.workspace.tracking_uri,
         predictor=PredictorSpec(image="img"), timeout_s=0.5, poll_s=0.05,
     )  # fmt: skip
-    with pytest.raises(DeploymentError, match=r"no ready predictor pod after 0.5 s \(0 pod\(s\)"):
+    with pytest.raises(DeploymentError, match=r"has 0 ready predictor pod\(s\) after 0.5 s \(0 labelled"):
         target.deploy("1")
 
 
