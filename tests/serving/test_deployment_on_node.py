@@ -21,29 +21,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.register.register import register_onnx_model
 from mlops.data.sample_data import SampleDataConfig, generate
 from mlops.tracking.store import TrackingStore
-from mlops.vocabulary import Lineage
 from tests.services.node import K8sNode
 from tests.services.plugin import MlflowService
-from tests.support.pods import namespace, predictor_deployment
+from tests.support.pods import (
+    REGISTRATION_ENV,
+    create_serving_secrets,
+    namespace,
+    predictor_deployment,
+    register_on,
+)
 from tests.support.serving import train_onnx
 
 # The first test of a session may build the platform image (minutes cold) and unpack it on the node.
 pytestmark = pytest.mark.timeout(2400)
 MANIFEST = Path(__file__).resolve().parents[2] / "infra" / "k8s" / "base" / "team" / "inferenceservice.yaml"
 TOKEN = "pods-test-token"
-REGISTRATION_ENV = (
-    *("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "MLFLOW_S3_ENDPOINT_URL"),
-    *("MLOPS_S3_SSE", "MLOPS_S3_SSE_KMS_KEY_ID", "MLOPS_AUDIT_URI", "MLOPS_SIGNING_KEY"),
-)
-
-
-def _register(mlflow_server: MlflowService, name: str, onnx_dir: Path, holdout: pd.DataFrame) -> str:
-    context = TrackingStore(tracking_uri=mlflow_server.tracking_uri, experiment="pods-serving")
-    lineage = Lineage("pods-serving", "", "digest", "1", "0.1.0", "run")
-    return register_onnx_model(onnx_dir, holdout, name, lineage, context).version
 
 
 def _ready_addresses(node: K8sNode, ns: str, service: str) -> tuple[list[str], list[str]]:
@@ -71,7 +65,7 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
     onnx_a = train_onnx(tmp_path / "a", train, seed=0)
     onnx_b = train_onnx(tmp_path / "b", train, seed=1, hidden_units=(16,))
     tracking = TrackingStore.from_uri(mlflow_server.tracking_uri)
-    v1 = _register(mlflow_server, name, onnx_a, holdout)
+    v1 = register_on(mlflow_server.tracking_uri, name, onnx_a, holdout, "pods-serving")
     tracking.move_alias(name, "champion", v1, None)
 
     endpoint = k8s_node.from_pod(s3.endpoint)
@@ -99,7 +93,7 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
     probe["periodSeconds"] = 1
     with namespace(k8s_node, "serving") as ns:
         api = k8s_node.cluster.api_client()
-        _create_secrets(k8s_node, ns, s3.env)
+        create_serving_secrets(k8s_node, ns, s3.env, TOKEN, "rollout-admin-credential")
         utils.create_from_dict(api, deployment, namespace=ns)
         labels = deployment["spec"]["selector"]["matchLabels"]
         client.CoreV1Api(api).create_namespaced_service(
@@ -132,7 +126,7 @@ def test_model_server_deployment_serves_v2_gates_on_readiness_and_follows_champi
             assert first["model_version"] == v1
             assert _requests_served(http.get("/metrics").text, name, v1) == 1
 
-            v2 = _register(mlflow_server, name, onnx_b, holdout)
+            v2 = register_on(mlflow_server.tracking_uri, name, onnx_b, holdout, "pods-serving")
             tracking.move_alias(name, "champion", v2, v1)
             versions: list[str] = []
             failures = 0
@@ -164,23 +158,6 @@ def _requests_served(exposition: str, model: str, version: str) -> float:
         and sample.labels.get("version") == version
         and sample.labels.get("code") == "200"
     )
-
-
-def _create_secrets(node: K8sNode, ns: str, env: dict[str, str]) -> None:
-    """The Secrets the manifest names, as an operator creates them: token and S3 keys; the public key."""
-    from kubernetes import client
-
-    serving = {
-        "token": TOKEN,
-        "admin-token": "rollout-admin-credential",
-        "aws-access-key-id": env["AWS_ACCESS_KEY_ID"],
-        "aws-secret-access-key": env["AWS_SECRET_ACCESS_KEY"],
-    }
-    signing = {"signing.pub": Path(env["MLOPS_SIGNING_PUBLIC_KEY"]).read_text(encoding="utf-8")}
-    for secret, data in (("mlops-serving", serving), ("mlops-signing", signing)):
-        node.core().create_namespaced_secret(
-            ns, client.V1Secret(metadata=client.V1ObjectMeta(name=secret), string_data=data)
-        )
 
 
 def _wait_for_pod_name(node: K8sNode, ns: str, labels: dict[str, str]) -> str:

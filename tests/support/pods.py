@@ -267,3 +267,39 @@ def predictor_deployment(
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         },
     }
+
+
+REGISTRATION_ENV = (
+    *("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "MLFLOW_S3_ENDPOINT_URL"),
+    *("MLOPS_S3_SSE", "MLOPS_S3_SSE_KMS_KEY_ID", "MLOPS_AUDIT_URI", "MLOPS_SIGNING_KEY"),
+)
+"""The S3 service's settings a registration on the cluster's MLflow needs: it signs with the cluster's key
+and audits to its S3 trail."""
+
+
+def register_on(tracking_uri: str, name: str, onnx_dir: Path, holdout: Any, experiment: str) -> str:
+    """Register ``onnx_dir`` as a new version of ``name`` on the tracking server; the version."""
+    from components.register.register import register_onnx_model
+    from mlops.tracking.store import TrackingStore
+    from mlops.vocabulary import Lineage
+
+    context = TrackingStore(tracking_uri=tracking_uri, experiment=experiment)
+    lineage = Lineage(experiment, "", "digest", "1", "0.1.0", "run")
+    return register_onnx_model(onnx_dir, holdout, name, lineage, context).version
+
+
+def create_serving_secrets(node: K8sNode, ns: str, env: dict[str, str], token: str, admin_token: str) -> None:
+    """The Secrets the predictor names, as an operator creates them: the tokens and S3 keys; the public key."""
+    from kubernetes import client
+
+    serving = {
+        "token": token,
+        "admin-token": admin_token,
+        "aws-access-key-id": env["AWS_ACCESS_KEY_ID"],
+        "aws-secret-access-key": env["AWS_SECRET_ACCESS_KEY"],
+    }
+    signing = {"signing.pub": Path(env["MLOPS_SIGNING_PUBLIC_KEY"]).read_text(encoding="utf-8")}
+    for secret, data in (("mlops-serving", serving), ("mlops-signing", signing)):
+        node.core().create_namespaced_secret(
+            ns, client.V1Secret(metadata=client.V1ObjectMeta(name=secret), string_data=data)
+        )

@@ -18,36 +18,23 @@ from typing import Any
 
 import httpx
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 from kubernetes import client
 
-from components.register.register import register_onnx_model
 from delivery.targets.kserve import GROUP, PLURAL, VERSION, KServeTarget
 from delivery.targets.kserve_predictor import HTTP_PORT, ISVC_LABEL, PredictorSpec, inference_service
 from mlops.data.sample_data import SampleDataConfig, generate
 from mlops.tracking.store import TrackingStore
-from mlops.vocabulary import Lineage
 from tests.services.node import Controllers, K8sNode
 from tests.services.plugin import MlflowService
 from tests.support.k8s_controller import apply_team_rules
-from tests.support.pods import namespace
+from tests.support.pods import REGISTRATION_ENV, create_serving_secrets, namespace, register_on
 from tests.support.serving import train_onnx, v2_body
 
 pytestmark = [pytest.mark.timeout(2400), pytest.mark.slow]
 TOKEN = "kserve-pods-token"
 ADMIN_TOKEN = "kserve-pods-admin-credential"
-REGISTRATION_ENV = (
-    *("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "MLFLOW_S3_ENDPOINT_URL"),
-    *("MLOPS_S3_SSE", "MLOPS_S3_SSE_KMS_KEY_ID", "MLOPS_AUDIT_URI", "MLOPS_SIGNING_KEY"),
-)
-
-
-def _register(mlflow_server: MlflowService, name: str, onnx_dir: Path, holdout: pd.DataFrame) -> str:
-    context = TrackingStore(tracking_uri=mlflow_server.tracking_uri, experiment="kserve-pods")
-    lineage = Lineage("kserve-pods", "", "digest", "1", "0.1.0", "run")
-    return register_onnx_model(onnx_dir, holdout, name, lineage, context).version
 
 
 def _team(node: K8sNode, ns: str, env: dict[str, str]) -> None:
@@ -62,17 +49,7 @@ def _team(node: K8sNode, ns: str, env: dict[str, str]) -> None:
     ]
     account = {**account, "metadata": {**account["metadata"], "namespace": ns}}
     node.cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(account))
-    serving = {
-        "token": TOKEN,
-        "admin-token": ADMIN_TOKEN,
-        "aws-access-key-id": env["AWS_ACCESS_KEY_ID"],
-        "aws-secret-access-key": env["AWS_SECRET_ACCESS_KEY"],
-    }
-    signing = {"signing.pub": Path(env["MLOPS_SIGNING_PUBLIC_KEY"]).read_text(encoding="utf-8")}
-    for secret, data in (("mlops-serving", serving), ("mlops-signing", signing)):
-        node.core().create_namespaced_secret(
-            ns, client.V1Secret(metadata=client.V1ObjectMeta(name=secret), string_data=data)
-        )
+    create_serving_secrets(node, ns, env, TOKEN, ADMIN_TOKEN)
 
 
 def _service_for_this_node(node: K8sNode, mlflow_server: MlflowService, name: str, ns: str) -> dict[str, Any]:
@@ -144,9 +121,9 @@ def test_kserve_runs_our_server_behind_its_service_and_the_target_rolls_out_a_ca
     onnx_a = train_onnx(tmp_path / "a", train, seed=0)
     onnx_b = train_onnx(tmp_path / "b", train, seed=1, hidden_units=(16,))
     tracking = TrackingStore.from_uri(mlflow_server.tracking_uri)
-    v1 = _register(mlflow_server, name, onnx_a, holdout)
+    v1 = register_on(mlflow_server.tracking_uri, name, onnx_a, holdout, "kserve-pods")
     tracking.move_alias(name, "champion", v1, None)
-    v2 = _register(mlflow_server, name, onnx_b, holdout)
+    v2 = register_on(mlflow_server.tracking_uri, name, onnx_b, holdout, "kserve-pods")
     from mlops.model.onnx_model import OnnxScorer
 
     x = OnnxScorer.load(onnx_a / "model.onnx").spec.encode(holdout.head(4))
