@@ -1,12 +1,15 @@
-"""Faults during registration, with real services: the MLflow server killed, S3 stopped, at every request.
+"""Faults during registration, with real services: the MLflow server killed, S3 stopped, request by request.
 
 A private ``mlflow server`` (the session's PostgreSQL, artifacts proxied to the session's RGW) is
 SIGKILLed, or S3 is stopped for every client (the server's artifact proxy and the audit trail both
 reach the RGW through a relay that is cut), just before the Nth request the registration makes to
-the tracking server, for every N of an undisturbed registration. After each fault the service is
-brought back and the registry is checked: the step failed naming the service; every version of
-the model has its files (verified against its signature and digest), its reference profile and its
-two audit records; the audit chain is intact; and a re-run registers a whole version.
+the tracking server, for the N each test names (why those: ``first_of_each_kind``,
+``s3_fault_points``; ``FAULT_POINTS=all`` takes every N of an undisturbed registration). After each
+fault the service is brought back and the registry is checked: the step failed naming the service;
+every version of the model has its files (verified against its signature and digest), its reference
+profile and its two audit records; the audit chain is intact; and a re-run registers a whole version.
+Each fault point writes a trail of its own (the faulted step's records and the re-run's): a check
+then reads that point's few records, not every earlier point's again.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -62,18 +66,57 @@ FAST_FAILURE = {
 }
 
 
+RESTARTER = """
+import importlib, os, signal, sys, uuid
+sys.argv = ["uvicorn", *sys.argv[1:]]
+importlib.import_module(sys.argv[-1].partition(":")[0])  # the server's app: most of a start's seconds
+from uvicorn.main import main
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # a killed server is reaped at once
+while sys.stdin.readline():
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.dup2(2, 1)  # the server logs to the log file; stdout is the pipe that carries the pids
+        if "_MLFLOW_SERVER_BOOT_ID" in os.environ:
+            os.environ["_MLFLOW_SERVER_BOOT_ID"] = uuid.uuid4().hex
+        try:
+            main()
+        except SystemExit as stop:
+            os._exit(stop.code if isinstance(stop.code, int) else 1)
+        os._exit(0)
+    print(pid, flush=True)
+"""
+"""Imports a server's app once; each line on stdin forks a server from it and prints that server's pid."""
+
+
 @dataclass
 class PrivateMlflow:
-    """An ``mlflow server`` of this module alone, which a test may kill and start again on the same port."""
+    """An ``mlflow server`` of this module alone, which a test may kill and start again on the same port.
+
+    The first start is ``mlflow server`` (infra/testing/start_mlflow.sh): it checks the store and runs
+    the app in a uvicorn process. After :meth:`restart_fast`, each later start runs that uvicorn process
+    again (its command line and environment, read from /proc, with a boot id of its own), forked from a
+    process that imported the app once while the first server served: about a second instead of the
+    CLI's and the app's imports (15 to 30 s of CPU-bound start on a loaded machine, for every fault).
+    Nothing runs on the port between a kill and the next :meth:`start`.
+    """
 
     env: dict[str, str]
     state: Path
+    worker: tuple[list[str], dict[str, str]] | None = None
+    """The uvicorn command line and environment that ``mlflow server`` started."""
+    restarter: subprocess.Popen[bytes] | None = None
 
     @property
     def uri(self) -> str:
         return f"http://127.0.0.1:{self.env['MLFLOW_PORT']}"
 
     def start(self) -> None:
+        """Serve on the port: a server forked by the restarter when there is one, else ``mlflow server``."""
+        if self.restarter is not None:
+            self._fork_server(self.restarter)
+            return
         result = subprocess.run(
             ["bash", str(SCRIPTS / "start_mlflow.sh")],
             env={**os.environ, **self.env},
@@ -83,6 +126,69 @@ class PrivateMlflow:
             check=False,
         )
         assert result.returncode == 0, f"mlflow server did not start: {result.stderr[-2000:]}"
+        self.worker = self._uvicorn_worker(int((self.state / "mlflow.pid").read_text()))
+
+    def restart_fast(self) -> None:
+        """From now on, a start forks the server from a process that imported its app (it imports now)."""
+        assert self.worker is not None, "the server was never started"
+        command, env = self.worker
+        with (self.state / "mlflow.log").open("ab") as log:
+            self.restarter = subprocess.Popen(
+                [sys.executable, "-c", RESTARTER, *command],
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+
+    def _fork_server(self, restarter: subprocess.Popen[bytes]) -> None:
+        assert restarter.stdin is not None and restarter.stdout is not None
+        assert restarter.poll() is None, (
+            f"the restarter exited with {restarter.returncode}: {self._log_tail()}"
+        )
+        restarter.stdin.write(b"serve\n")
+        restarter.stdin.flush()
+        pid = int(restarter.stdout.readline() or 0)
+        assert pid, f"the restarter forked no server: {self._log_tail()}"
+        (self.state / "mlflow.pid").write_text(str(pid))
+        deadline = time.monotonic() + 90
+        while not self._answers():
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                pytest.fail(f"the restarted mlflow server exited: {self._log_tail()}")
+            assert time.monotonic() < deadline, (
+                f"the restarted server did not answer in 90 s: {self._log_tail()}"
+            )
+            time.sleep(0.05)
+
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.uri}/health", timeout=2) as reply:
+                return bool(reply.status == 200)
+        except OSError:
+            return False
+
+    def _log_tail(self) -> str:
+        return (self.state / "mlflow.log").read_text(errors="replace")[-2000:]
+
+    @staticmethod
+    def _uvicorn_worker(cli_pid: int) -> tuple[list[str], dict[str, str]]:
+        """The arguments after ``python -m uvicorn`` and the environment of the CLI's server process."""
+        children = [
+            int(stat.parent.name)
+            for stat in Path("/proc").glob("[0-9]*/stat")
+            if _parent_pid(stat) == cli_pid
+        ]
+        assert len(children) == 1, f"mlflow server (pid {cli_pid}) runs {len(children)} processes, not 1"
+        proc = Path("/proc") / str(children[0])
+        argv = [arg.decode() for arg in (proc / "cmdline").read_bytes().split(b"\0") if arg]
+        assert argv[1:3] == ["-m", "uvicorn"] and ":" in argv[-1], f"not a uvicorn server: {argv}"
+        pairs = [
+            item.decode().partition("=") for item in (proc / "environ").read_bytes().split(b"\0") if item
+        ]
+        return argv[3:], {key: value for key, _, value in pairs}
 
     def kill(self) -> None:
         """SIGKILL, the whole process group: no shutdown handler runs."""
@@ -98,6 +204,17 @@ class PrivateMlflow:
 
     def stop(self) -> None:
         subprocess.run(["bash", str(SCRIPTS / "stop_mlflow.sh")], env={**os.environ, **self.env}, check=False)
+        if self.restarter is not None:
+            os.killpg(self.restarter.pid, signal.SIGKILL)
+            self.restarter.wait(timeout=10)
+            self.restarter = None
+
+
+def _parent_pid(stat: Path) -> int | None:
+    try:
+        return int(stat.read_text().rsplit(")", 1)[1].split()[1])  # after "pid (comm) state"
+    except (OSError, IndexError, ValueError):  # gone meanwhile
+        return None
 
 
 @pytest.fixture(scope="module")
@@ -205,17 +322,25 @@ def assert_registry_whole(server: PrivateMlflow, model: str) -> list[str]:
     return numbers
 
 
+@contextmanager
+def audit_trail(uri: str) -> Iterator[None]:
+    """The audit trail the registrations in this block write (``MLOPS_AUDIT_URI``)."""
+    with mock.patch.dict(os.environ, {audit.AUDIT_URI_ENV: uri}):
+        yield
+
+
 def baseline_requests(
     server: PrivateMlflow, files: tuple[Path, pd.DataFrame], kind: str, audit_uri: str
 ) -> list[str]:
     """The requests of an undisturbed registration (the fault points). The warm-up creates the experiment,
-    so every later registration sends the same; each test has its own models, as it has its own trail."""
-    register(server, files, f"faults-{kind}-warm-up")
-    with fault_before(server.uri, 0, lambda: None) as sent:
-        registered = register(server, files, f"faults-{kind}-baseline")
-    assert assert_registry_whole(server, f"faults-{kind}-baseline") == [registered.version]
-    with fault_before(server.uri, 0, lambda: None) as again:
-        register(server, files, f"faults-{kind}-baseline")
+    so every later registration sends the same; each test has its own models, as it has its own trails."""
+    with audit_trail(f"{audit_uri}/baseline"):
+        register(server, files, f"faults-{kind}-warm-up")
+        with fault_before(server.uri, 0, lambda: None) as sent:
+            registered = register(server, files, f"faults-{kind}-baseline")
+        assert assert_registry_whole(server, f"faults-{kind}-baseline") == [registered.version]
+        with fault_before(server.uri, 0, lambda: None) as again:
+            register(server, files, f"faults-{kind}-baseline")
     assert again == sent, (
         "two undisturbed registrations sent different requests: the fault points would drift"
     )
@@ -234,38 +359,45 @@ def run_faults(
     sent: list[str],
     last_needing_it: int,
     points: list[int],
+    audit_uri: str,
 ) -> None:
     """A fault before each of ``points`` in turn. Up to request ``last_needing_it`` the step must fail naming
-    the service; after it the step needs the service no more and may finish, with a whole version."""
+    the service; after it the step needs the service no more and may finish, with a whole version. The
+    faulted step and its re-run write the trail ``<audit_uri>/fault-<n>``: the checks read what they wrote."""
     outcomes: list[str] = []
     chosen = os.environ.get("FAULT_POINTS", "")  # by hand: FAULT_POINTS=all, or e.g. FAULT_POINTS=30,31
     if chosen:
         points = list(range(1, len(sent) + 1)) if chosen == "all" else [int(n) for n in chosen.split(",")]
     for n in points:
         model = f"faults-{kind}-{n}"
-        started = time.monotonic()
-        error: RegistrationError | None = None
-        try:
-            with fault_before(server.uri, n, fault) as sent_now:
-                register(server, files, model)
-        except RegistrationError as exc:
-            error = exc
-        finally:
-            seconds = time.monotonic() - started  # from the step's start to its failure (or end)
-            restore()
-        assert sent_now[: n - 1] == sent[: n - 1], f"the registration before fault {n} sent other requests"
-        if n <= last_needing_it:
-            assert error is not None, f"{kind} before request {n} ({sent[n - 1]}): the step did not fail"
-        if error is not None:
-            assert says in str(error), f"{kind} before request {n} ({sent[n - 1]}): {error}"
-        left = assert_registry_whole(server, model)
-        whole = error is None or "is registered whole" in str(error)  # else: none created, or taken back
-        assert len(left) == (1 if whole else 0), f"fault {n}: left {left} after {error}"
-        again = register(server, files, model)
-        assert assert_registry_whole(server, model) == [*left, again.version]
+        with audit_trail(f"{audit_uri}/fault-{n}"):
+            started = time.monotonic()
+            error: RegistrationError | None = None
+            try:
+                with fault_before(server.uri, n, fault) as sent_now:
+                    register(server, files, model)
+            except RegistrationError as exc:
+                error = exc
+            finally:
+                seconds = time.monotonic() - started  # from the step's start to its failure (or end)
+                restore()
+                restored = time.monotonic() - started - seconds
+            assert sent_now[: n - 1] == sent[: n - 1], (
+                f"the registration before fault {n} sent other requests"
+            )
+            if n <= last_needing_it:
+                assert error is not None, f"{kind} before request {n} ({sent[n - 1]}): the step did not fail"
+            if error is not None:
+                assert says in str(error), f"{kind} before request {n} ({sent[n - 1]}): {error}"
+            left = assert_registry_whole(server, model)
+            whole = error is None or "is registered whole" in str(error)  # else: none created, or taken back
+            assert len(left) == (1 if whole else 0), f"fault {n}: left {left} after {error}"
+            again = register(server, files, model)
+            assert assert_registry_whole(server, model) == [*left, again.version]
         said = "finished" if error is None else str(error).split("failed: ", 1)[1][:170]
         outcomes.append(
-            f"  {n:2d} {sent[n - 1]:<58} {seconds:4.1f} s, {len(left)} whole version(s) left: {said}"
+            f"  {n:2d} {sent[n - 1]:<58} {seconds:4.1f} s (back in {restored:4.1f} s), "
+            f"{len(left)} whole version(s) left: {said}"
         )
     print(f"{kind}: {len(points)} fault points; after each every version whole and the re-run registered")
     print("\n".join(outcomes))
@@ -284,14 +416,30 @@ def first_of_each_kind(sent: list[str]) -> list[int]:
     return sorted({*points, len(sent)})
 
 
+def s3_fault_points(sent: list[str], last_needing_it: int) -> list[int]:
+    """Where S3 is cut: before the first request of each kind, and before every request from two before the
+    version's creation (``last_needing_it``) to two after it. ``FAULT_POINTS=all`` cuts it before every one.
+
+    A cut fails nothing until the next use of S3: a request the server's artifact proxy serves (the
+    model's files, the profile and the signature written, listed and read back) or the client's audit
+    records, which follow the version's creation with no request between them. A cut before a request
+    that needs no S3 fails at the next one that does, and one before the second file written or read
+    fails as one before the first did; so the first of each kind fail the step at every use of S3 it
+    makes through the server. Around the creation the outcome changes from one request to the next:
+    before it nothing is created; before the creation itself the version is created, its audit record
+    cannot be written and it is taken back; after the records the step finishes with a whole version."""
+    around = range(max(1, last_needing_it - 2), min(len(sent), last_needing_it + 2) + 1)
+    return sorted({*first_of_each_kind(sent), *around})
+
+
 def test_the_mlflow_server_killed_before_each_kind_of_request_leaves_no_partial_version(
     server: PrivateMlflow,
     model_files: tuple[Path, pd.DataFrame],
     client_env: None,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(audit.AUDIT_URI_ENV, "s3://mlflow/audit-faults-mlflow")
-    sent = baseline_requests(server, model_files, "mlflow-killed", "s3://mlflow/audit-faults-mlflow")
+    server.restart_fast()  # it imports the server's app while the baseline registers
+    audit_uri = "s3://mlflow/audit-faults-mlflow"
+    sent = baseline_requests(server, model_files, "mlflow-killed", audit_uri)
     run_faults(
         server,
         model_files,
@@ -302,18 +450,20 @@ def test_the_mlflow_server_killed_before_each_kind_of_request_leaves_no_partial_
         sent,
         last_needing_it=len(sent),  # the run's own end (runs/update) needs the server too
         points=first_of_each_kind(sent),
+        audit_uri=audit_uri,
     )
 
 
-def test_s3_stopped_before_each_request_leaves_no_partial_version(
+def test_s3_stopped_before_each_kind_of_request_leaves_no_partial_version(
     server: PrivateMlflow,
     model_files: tuple[Path, pd.DataFrame],
     client_env: None,
     s3_relay: TcpRelay,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(audit.AUDIT_URI_ENV, "s3://mlflow/audit-faults-s3")
-    sent = baseline_requests(server, model_files, "s3-stopped", "s3://mlflow/audit-faults-s3")
+    audit_uri = "s3://mlflow/audit-faults-s3"
+    sent = baseline_requests(server, model_files, "s3-stopped", audit_uri)
+    # the audit records follow the version's creation; nothing after them touches S3
+    last_needing_it = sent.index("POST /api/2.0/mlflow/model-versions/create") + 1
     run_faults(
         server,
         model_files,
@@ -322,7 +472,7 @@ def test_s3_stopped_before_each_request_leaves_no_partial_version(
         s3_relay.restore,
         "S3",
         sent,
-        # the audit records follow the version's creation; nothing after them touches S3
-        last_needing_it=sent.index("POST /api/2.0/mlflow/model-versions/create") + 1,
-        points=list(range(1, len(sent) + 1)),  # S3 comes back at once: every request
+        last_needing_it=last_needing_it,
+        points=s3_fault_points(sent, last_needing_it),
+        audit_uri=audit_uri,
     )
