@@ -12,8 +12,8 @@
 #               KUEUE_HEALTH_PORT KSERVE_HEALTH_PORT their readiness probes' ports (all free ports, required)
 #   CONTROLLERS_BIN, MANIFESTS  where build_controllers.sh put binaries and manifests
 #   PYTHON      a python3 with PyYAML (controller_manifests.py)
-# Kueue manages TrainJobs (integration trainer.kubeflow.org/trainjob) and, as its default configuration
-# does, only jobs that name a LocalQueue (label kueue.x-k8s.io/queue-name). KServe's inferenceservice-config is
+# Kueue keeps its release's integrations (TrainJob among them; a shorter list makes its Job webhook panic)
+# and, as its default configuration does, manages only jobs that name a LocalQueue (kueue.x-k8s.io/queue-name). KServe's inferenceservice-config is
 # the release's, in RawDeployment mode by default and without Ingress objects (there is no ingress controller:
 # clients reach a predictor through its Service).
 # Prints "controllers ready" on the last line once every controller answers its readiness probe.
