@@ -24,6 +24,8 @@ exec 9>"$CACHE/build.lock"; flock 9
 if [ -f "$ARCHIVE" ]; then echo "$ARCHIVE $IMAGE"; exit 0; fi
 # overlay: layers share files (vfs copies the whole tree per layer: ~3 GB each, and minutes to commit).
 B=(buildah --root "$CACHE/storage" --runroot "$CACHE/run" --storage-driver "${STORAGE_DRIVER:-overlay}")
+# An interrupted build leaves its working container, whose layer holds GBs of installed packages: drop it.
+"${B[@]}" rm --all >/dev/null 2>&1 || true
 "${B[@]}" pull --quiet "oci-archive:$NODE_IMAGES/base.oci.tar" >/dev/null
 args=(--build-arg BASE_IMAGE=localhost/debian-base:v1 --build-arg PIP_CACHE_DIR=/pip-cache -v "$CACHE/pip:/pip-cache")
 # This machine has torch's CPU wheel on disk (pip's find-links) and no route to PyTorch's own index.

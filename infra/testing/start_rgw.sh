@@ -42,6 +42,10 @@ log_file = $D/log/\$name.log
 pid_file = $D/run/\$name.pid
 [mon]
 mon_data = $D/mon/ceph-\$id
+# The monitor refuses to start when its disk has under 5% free; a throwaway monitor's store is a few MB, and
+# on a large shared disk 5% is many GB that the test run itself needs. Disk-full still fails, as ENOSPC.
+mon_data_avail_crit = 1
+mon_data_avail_warn = 2
 [osd]
 osd_data = $D/osd/ceph-\$id
 osd_objectstore = memstore

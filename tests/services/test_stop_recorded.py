@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -38,9 +39,19 @@ def test_a_recorded_service_left_running_is_stopped_from_the_ledger(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As after Ctrl-C: the API server was started and its teardown never ran; the ledger stops it."""
+    state = Path(tempfile.mkdtemp(prefix="mlops-test-ledger-"))
+    try:
+        _stop_from_the_ledger(state, tmp_path, monkeypatch)
+    finally:
+        subprocess.run(
+            ["bash", str(SCRIPTS / "stop_k8s.sh")], env={**os.environ, "DIR": str(state)}, check=False
+        )
+        shutil.rmtree(state, ignore_errors=True)  # etcd's data: tens of MB per run
+
+
+def _stop_from_the_ledger(state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv(LEDGER_ENV, str(ledger))
-    state = Path(tempfile.mkdtemp(prefix="mlops-test-ledger-"))
     env = {"DIR": str(state), "PORT": str(_free_port()), "ETCD_PORT": str(_free_port()), "KCM": "0"}
     _start("kube-apiserver", "start_k8s.sh", env, timeout_s=120, setup="bash infra/testing/build_k8s.sh")
     entries = [json.loads(line) for line in ledger.read_text().splitlines()]
