@@ -1,6 +1,6 @@
 """Entry point of every rank of a Kubernetes training job: ``torchrun -m training.cluster_worker URI``.
 
-torchrun (started by the TrainJob's or PyTorchJob's pod) sets ``RANK``, ``WORLD_SIZE``,
+torchrun (started by the TrainJob's pod) sets ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``; this joins the
 process group from them, reads the :class:`~training.loop.WorkerJob` the launcher staged
 at ``URI/job.pkl`` (its logger holds the task's tracking store: rank 0 logs through it, with
@@ -68,6 +68,26 @@ class PrometheusLogger:
         self.inner.log_artifacts(local_dir, artifact_path)
 
 
+@dataclass
+class EpochPrinter:
+    """Forwards to the job's logger and prints one line per epoch on the pod's log: the launcher streams the
+    log to the step, so the step shows a cluster job's progress (and when its first epoch ended)."""
+
+    inner: MetricsLogger
+    epochs: int
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        self.inner.log_params(params)
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        self.inner.log_metrics(metrics, step)
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+        print(f"rank 0: epoch {step}/{self.epochs}: {shown}", flush=True)
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
+        self.inner.log_artifacts(local_dir, artifact_path)
+
+
 def _env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
@@ -105,10 +125,13 @@ def run(staging_uri: str) -> None:
         with tempfile.TemporaryDirectory(prefix="mlops-rank-") as scratch:
             result_path = Path(scratch) / RESULT_FILE if rank == 0 else None
             checkpoint_dir = _restore_checkpoint(job, Path(scratch) / "checkpoint", rank)
-            logger = job.logger
+            logger: MetricsLogger = job.logger
             port = _env_int("MLOPS_METRICS_PORT", 0)
             if rank == 0 and port:
                 logger = PrometheusLogger.serve(logger, port, os.environ.get("MLOPS_JOB_NAME", "training"))
+            if rank == 0:
+                logger = EpochPrinter(logger, job.config.epochs)
+                print(f"rank 0: {world} rank(s) joined on {runtime.device_type}; training starts", flush=True)
             job = replace(
                 job, runtime=runtime, result_path=result_path, logger=logger, checkpoint_dir=checkpoint_dir
             )

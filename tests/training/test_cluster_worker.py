@@ -41,12 +41,15 @@ class TorchrunPodLauncher:
 
     staging: Path
     metrics_port: int = 0
+    log: str = ""
+    """What the pod command printed (stdout): the pod's log as the launcher streams it."""
 
     def run(self, job: WorkerJob) -> WorkerResult:
         storage.write_bytes(str(self.staging / JOB_FILE), pickle.dumps(replace(job, result_path=None)))
         env = {"MLOPS_METRICS_PORT": str(self.metrics_port), "MLOPS_JOB_NAME": "train-test"}
         done = run_pod_command(worker_command(str(self.staging)), job.config.nproc, env)
         assert done.returncode == 0, done.stderr[-3000:]
+        self.log = done.stdout
         return load_result(self.staging / RESULT_FILE)
 
 
@@ -56,18 +59,19 @@ def frame() -> pd.DataFrame:
 
 
 def test_torchrun_ranks_train_like_the_local_launcher(frame: pd.DataFrame, tmp_path: Path) -> None:
-    pods = train(
-        frame,
-        SAMPLE_SCHEMA,
-        CONFIG,
-        tmp_path / "pods",
-        launcher=TorchrunPodLauncher(tmp_path / "stage", free_port()),
-    )
+    pod = TorchrunPodLauncher(tmp_path / "stage", free_port())
+    pods = train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "pods", launcher=pod)
     local = train(frame, SAMPLE_SCHEMA, CONFIG, tmp_path / "local", launcher=LocalProcessesLauncher())
     assert pods.epochs_run == local.epochs_run == 2
     assert pods.best_val_auc == pytest.approx(local.best_val_auc, abs=1e-6)
     assert [h.val_loss for h in pods.history] == pytest.approx([h.val_loss for h in local.history], abs=1e-6)
     assert (tmp_path / "stage" / RESULT_FILE).is_file()
+    # Rank 0 alone says when training starts and how each epoch ended, on the pod's log.
+    lines = [line for line in pod.log.splitlines() if line.startswith("rank ")]
+    assert lines[0] == "rank 0: 2 rank(s) joined on cpu; training starts", pod.log
+    epochs = [line for line in lines if ": epoch " in line]
+    assert [line.split(":")[1] for line in epochs] == [" epoch 1/2", " epoch 2/2"], pod.log
+    assert f"val_auc={pods.history[0].val_auc:.4g}" in epochs[0], epochs
 
 
 def test_a_job_planned_for_other_ranks_fails_clearly(frame: pd.DataFrame, tmp_path: Path) -> None:
