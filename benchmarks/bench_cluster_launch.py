@@ -2,7 +2,7 @@
 
 Both sides train the same rows with the same config and ``nproc`` ranks. The local side
 is :class:`training.launcher.LocalProcessesLauncher` (spawned ranks, job via a temp file).
-The pod side is what every pod of a TrainJob/PyTorchJob runs, on this machine: the job
+The pod side is what every pod of a TrainJob runs, on this machine: the job
 staged through ``mlops.storage``, ``torchrun -m training.cluster_worker`` started with
 the ``PET_*`` rendezvous environment, rank 0's result written back and read. Cluster
 scheduling and image pulls come on top and are not measured here (no kubelet).

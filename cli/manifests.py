@@ -122,12 +122,11 @@ EMBEDDED: dict[tuple[str, str], list[tuple[str, str]]] = {
     ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): [
         ("spec.template.spec.replicatedJobs.*.template", "Job")
     ],
-    ("kubeflow.org/v1", "PyTorchJob"): [("spec.pytorchReplicaSpecs.*.template", "PodTemplate")],
     ("serving.kserve.io/v1beta1", "InferenceService"): [("spec.predictor", "Pod")],
 }
 """Core-type parts the minimal CRDs leave open (``x-kubernetes-preserve-unknown-fields``), checked
 against the built-in schemas as the published CRDs check them: ``path`` (``*`` = every item or
-value) -> the built-in kind that wraps it (a Job's spec, a PodTemplate's template, a Pod's spec)."""
+value) -> the built-in kind that wraps it (a Job's spec, a Pod's spec)."""
 POD_FIELDS = frozenset(
     {
         "containers",
@@ -159,8 +158,6 @@ def _wrapped(kind: str, part: dict[str, Any]) -> dict[str, Any]:
     meta = {"name": "embedded"}
     if kind == "Job":
         return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": part.get("spec", {})}
-    if kind == "PodTemplate":
-        return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": meta, "template": part}
     spec = {k: v for k, v in part.items() if k in POD_FIELDS}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 

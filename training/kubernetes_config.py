@@ -1,12 +1,12 @@
 """Settings of a training job on Kubernetes, and the checks that run before anything is created.
 
-One :class:`KubernetesJobSettings` describes the job whichever launcher submits it
-(Kubeflow Trainer ``TrainJob`` or Training Operator ``PyTorchJob``): how many worker pods,
-GPUs per pod and of which kind, where it may run (data residency), which Kueue queue and
-priority, and how long it may take. :func:`plan` checks all of it against the training
-config and refuses, with the setting to change, before any object exists on the cluster
-or in the staging store: a region outside ``allowed_regions``, an estimate of GPU-hours
-over ``gpu_hours_budget``, or a rank count that does not match ``nproc``.
+One :class:`KubernetesJobSettings` describes the Kubeflow Trainer v2 ``TrainJob`` the
+Kubernetes launcher submits: how many worker pods, GPUs per pod and of which kind, where
+it may run (data residency), which Kueue queue and priority, and how long it may take.
+:func:`plan` checks all of it against the training config and refuses, with the setting to
+change, before any object exists on the cluster or in the staging store: a region outside
+``allowed_regions``, an estimate of GPU-hours over ``gpu_hours_budget``, or a rank count
+that does not match ``nproc``.
 """
 
 from __future__ import annotations

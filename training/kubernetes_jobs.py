@@ -1,14 +1,17 @@
-"""The objects a Kubernetes launcher creates: a Kubeflow ``TrainJob`` or a ``PyTorchJob``.
+"""The object the Kubernetes launcher creates: a Kubeflow Trainer v2 ``TrainJob``.
 
-Both run the same pods: the platform image starting ``torchrun -m training.cluster_worker
+Its pods run the platform image starting ``torchrun -m training.cluster_worker
 <staging_uri>``. torchrun reads the rendezvous from the ``PET_*`` environment the Trainer's
-Torch runtime (TrainJob) or the Training Operator (PyTorchJob) sets on every pod (number
-of nodes, this node's rank, master address and port; ranks per node), starts one process
-per GPU (or one on CPU), and each process joins the job's process group exactly as the
-local launcher's spawned ranks do. Pods are built with the ``kubernetes`` client's typed
-models and carry the Kueue queue and priority labels, region affinity (data residency),
-the GPU type's node selector and toleration, and ``mlops.platform/job=<name>`` so the
-launcher finds them whichever controller made them.
+Torch runtime sets on every pod (number of nodes, this node's rank, master address and
+port; ranks per node), starts one process per GPU (or one on CPU), and each process joins
+the job's process group exactly as the local launcher's spawned ranks do. Pods are built
+with the ``kubernetes`` client's typed models and carry the Kueue queue and priority labels,
+region affinity (data residency), the GPU type's node selector and toleration, and
+``mlops.platform/job=<name>`` so the launcher finds them among the JobSet's pods.
+
+There is no Training Operator v1 ``PyTorchJob`` builder: Kubeflow replaced that line with
+Trainer v2, and the cluster tier runs the real Trainer v2, JobSet and Kueue controllers, while
+a PyTorchJob was only ever checked against a stand-in controller, an untested path to ship.
 """
 
 from __future__ import annotations
@@ -22,14 +25,12 @@ from mlops.storage_policy import StoragePolicy
 from training.kubernetes_config import GPU_PRODUCT_LABEL, REGION_LABEL, JobPlan, KubernetesJobSettings
 
 TRAINJOB_API = ("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
-PYTORCHJOB_API = ("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_LABEL = "mlops.platform/job"
 WORKLOAD_LABEL = "mlops.platform/workload"
 PATCH_MANAGER = "mlops.platform/kubernetes-launcher"
 TRAINER_CONTAINER = "node"
-PYTORCH_CONTAINER = "pytorch"
 FORWARDED_ENV = ("MLFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION")
 """Non-secret settings of the task's environment the pods need too (the S3 endpoint and region);
 the storage policy's (``MLOPS_S3_SSE`` …) go with them, so the pods' writes are governed like the task's.
@@ -165,49 +166,5 @@ def trainjob(plan: JobPlan, name: str, image: str) -> dict[str, Any]:
         "trainer": trainer,
         "runtimePatches": [patch],
         "activeDeadlineSeconds": s.deadline_seconds(),
-    }
-    return body
-
-
-def pytorchjob(plan: JobPlan, name: str, image: str) -> dict[str, Any]:
-    """A Training Operator v1 PyTorchJob: one Master and ``workers - 1`` Worker pods."""
-    s = plan.settings
-    selector, tolerations, affinity = placement(plan)
-    container = client.V1Container(
-        name=PYTORCH_CONTAINER,
-        image=image,
-        command=worker_command(s.staging_uri),
-        env=environment(plan, name),
-        resources=resources(plan),
-        ports=[client.V1ContainerPort(name="metrics", container_port=s.metrics_port)],
-    )
-    template = client.V1PodTemplateSpec(
-        metadata=client.V1ObjectMeta(labels={JOB_LABEL: name, WORKLOAD_LABEL: "training"}),
-        spec=client.V1PodSpec(
-            containers=[container],
-            node_selector=selector or None,
-            tolerations=tolerations or None,
-            affinity=affinity,
-            priority_class_name=s.priority_class,
-            restart_policy="Never",
-        ),
-    )
-    replicas = {"Master": {"replicas": 1, "restartPolicy": "Never", "template": _plain(template)}}
-    if s.workers > 1:
-        replicas["Worker"] = {
-            "replicas": s.workers - 1,
-            "restartPolicy": "Never",
-            "template": _plain(template),
-        }
-    body = _metadata(plan, name, PYTORCHJOB_API[3], PYTORCHJOB_API)
-    body["spec"] = {
-        "nprocPerNode": str(s.ranks_per_worker()),
-        "runPolicy": {
-            "cleanPodPolicy": "None",
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": s.deadline_seconds(),
-            "schedulingPolicy": {"priorityClass": s.priority_class},
-        },
-        "pytorchReplicaSpecs": replicas,
     }
     return body

@@ -1,4 +1,4 @@
-"""Kubernetes launchers: the training ranks run as a Kubeflow TrainJob or a PyTorchJob.
+"""Kubernetes launcher: the training ranks run as a Kubeflow Trainer v2 TrainJob.
 
 :class:`KubernetesLauncher` is a :class:`training.launcher.Launcher`. For one job it:
 
@@ -26,6 +26,11 @@
 
 The job's creation and its outcome are audit records (``training_job.created`` /
 ``training_job.finished``) in the task's trail.
+
+Only TrainJobs: the Training Operator v1 ``PyTorchJob`` (``kubeflow.org/v1``) is the line Kubeflow
+replaced with Trainer v2. The cluster tier runs the real Trainer v2, JobSet and Kueue controllers,
+whereas a PyTorchJob was only ever checked against a stand-in controller, so keeping it would ship
+an untested path; a cluster with only the Training Operator needs Trainer v2 (or ``launcher=local``).
 """
 
 from __future__ import annotations
@@ -39,17 +44,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from mlops import storage
 from mlops.images import PLATFORM_IMAGE
 from training.kubernetes_admission import check_admission
 from training.kubernetes_config import JobPlan, KubernetesJobSettings, plan
-from training.kubernetes_jobs import JOB_LABEL, PYTORCHJOB_API, TRAINJOB_API, pytorchjob, trainjob
+from training.kubernetes_jobs import JOB_LABEL, TRAINJOB_API, trainjob
 from training.launcher import JOB_FILE, RESULT_FILE, load_result
 from training.loop import WorkerJob, WorkerResult
 
-JobKind = Literal["trainjob", "pytorchjob"]
 LOG_TAIL_LINES = 40
 CHECKPOINTS = "checkpoints"
 """Folder under the job's staging URI where rank 0 uploads ``last.pt`` after every epoch."""
@@ -79,12 +83,11 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def job_state(kind: JobKind, obj: dict[str, Any], pods: list[Any], waiting: str = "") -> JobState:
-    """The job's state from its conditions, refined by its pods' phases; ``waiting`` is why Kueue holds it."""
-    done, failed = ("Complete", "Failed") if kind == "trainjob" else ("Succeeded", "Failed")
-    if cond := _condition(obj, failed):
+def job_state(obj: dict[str, Any], pods: list[Any], waiting: str = "") -> JobState:
+    """The TrainJob's state from its conditions, refined by its pods' phases; ``waiting`` is why Kueue holds it."""
+    if cond := _condition(obj, "Failed"):
         return JobState("failed", f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": "))
-    if _condition(obj, done):
+    if _condition(obj, "Complete"):
         return JobState("succeeded")
     suspended = _condition(obj, "Suspended") or (obj.get("spec") or {}).get("suspend") is True
     if suspended or not pods:
@@ -224,16 +227,15 @@ def killed_containers(pods: list[Any]) -> str | None:
 
 
 class KubernetesLauncher:
-    """Runs a :class:`WorkerJob` as a TrainJob (``kind="trainjob"``) or a PyTorchJob on a cluster."""
+    """Runs a :class:`WorkerJob` as a Kubeflow Trainer v2 TrainJob on a cluster."""
 
     def __init__(
         self,
         settings: KubernetesJobSettings,
-        kind: JobKind,
         api_client: Any = None,
         report: Callable[[str], None] = print,
     ) -> None:
-        self.settings, self.kind, self.report = settings, kind, report
+        self.settings, self.report = settings, report
         self._api_client = api_client
 
     def _apis(self) -> tuple[Any, Any]:
@@ -259,9 +261,8 @@ class KubernetesLauncher:
             job, result_path=None, checkpoint_dir=None, checkpoint_uri=f"{staging}/{CHECKPOINTS}"
         )
         storage.write_bytes(f"{staging}/{JOB_FILE}", pickle.dumps(staged))
-        group, version, plural, _ = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
-        build = trainjob if self.kind == "trainjob" else pytorchjob
-        body = build(
+        group, version, plural, _ = TRAINJOB_API
+        body = trainjob(
             replace(checked, settings=checked.settings.model_copy(update={"staging_uri": staging})),
             name,
             self.image,
@@ -295,7 +296,7 @@ class KubernetesLauncher:
         """Create the job; a refusal says what the API server said and what usually fixes it."""
         from kubernetes.client import ApiException
 
-        group, version, plural, kind = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
+        group, version, plural, kind = TRAINJOB_API
         try:
             custom.create_namespaced_custom_object(group, version, namespace, plural, body)
         except ApiException as exc:
@@ -303,7 +304,7 @@ class KubernetesLauncher:
                 403: f"the train task's ServiceAccount may not create {plural}.{group} in {namespace!r}: run it "
                 "as mlops-pipeline-runner (infra/k8s/base/team/rbac.yaml)",
                 404: f"namespace {namespace!r} does not exist, or the cluster does not serve {plural}.{group}/"
-                f"{version} (install {'Kubeflow Trainer v2' if self.kind == 'trainjob' else 'the Training Operator'})",
+                f"{version} (install Kubeflow Trainer v2; the Training Operator's PyTorchJob is not supported)",
             }
             reason = hints.get(exc.status, "the API server refused the object")
             raise TrainingJobFailed(
@@ -321,7 +322,7 @@ class KubernetesLauncher:
         return f"{s.workers} worker(s) x {gpus if s.gpus_per_worker else 'CPU'}, queue {s.kueue_queue}{where}"
 
     def _wait(self, custom: Any, core: Any, checked: JobPlan, name: str) -> None:
-        group, version, plural, kind = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
+        group, version, plural, kind = TRAINJOB_API
         s = checked.settings
         created = time.monotonic()
         started: float | None = None
@@ -332,7 +333,7 @@ class KubernetesLauncher:
             pods = core.list_namespaced_pod(checked.namespace, label_selector=f"{JOB_LABEL}={name}").items
             held = (obj.get("spec") or {}).get("suspend") is True or _condition(obj, "Suspended")
             waiting = admission_wait(custom, checked.namespace, obj["metadata"]["uid"]) if held else ""
-            state = job_state(self.kind, obj, pods, waiting)
+            state = job_state(obj, pods, waiting)
             watch.new_events(core, checked.namespace, kind, name)
             watch.stream_log(core, checked.namespace, pods)
             if state != last:

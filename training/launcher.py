@@ -7,10 +7,10 @@ runs :func:`training.loop.run_worker` as every rank and returns rank 0's
 
 Today's launchers run on this machine: :class:`InProcessLauncher` (one process, the
 caller's own) and :class:`LocalProcessesLauncher` (``nproc`` spawned DDP ranks, see
-:mod:`training.distributed`). A Kubernetes launcher (Kubeflow TrainJob or PyTorchJob)
+:mod:`training.distributed`). The Kubernetes launcher (a Kubeflow Trainer v2 TrainJob)
 goes beside them (``training/kubernetes_launcher.py``): it writes the job to the
 artifact store where :func:`training.loop.run_worker_from_file` reads it, creates the
-job with ``nproc`` pods whose ranks join through the operator's
+job with ``nproc`` ranks on its pods, which join through the Trainer's
 ``MASTER_ADDR``/``RANK``/``WORLD_SIZE`` environment, waits for it, and reads rank 0's
 result file back, exactly as :class:`LocalProcessesLauncher` does with a temporary
 directory.

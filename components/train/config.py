@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from mlops.settings import SETTINGS_CONFIG
 from training.kubernetes_config import KubernetesJobSettings
@@ -16,8 +16,8 @@ class TrainTaskSettings(BaseModel):
     model_config = SETTINGS_CONFIG
     section: ClassVar[str] = "train_task"
 
-    launcher: Literal["local", "trainjob", "pytorchjob"] = Field(default="local")
-    """Where the training ranks run: local = nproc processes inside the task; trainjob = a Kubeflow Trainer v2 TrainJob; pytorchjob = a Training Operator PyTorchJob (both: the cluster settings below, Kueue-queued)."""
+    launcher: Literal["local", "trainjob"] = Field(default="local")
+    """Where the training ranks run: local = nproc processes inside the task; trainjob = a Kubeflow Trainer v2 TrainJob (the cluster settings below, Kueue-queued)."""
     checkpoint_dir: str = Field(default="")
     """Directory for per-epoch checkpoints; a restarted task resumes from it. Empty: inside the task's output."""
     cpu_request: str = Field(default="1", pattern=r"^[0-9]+(\.[0-9]+)?m?$")
@@ -29,4 +29,19 @@ class TrainTaskSettings(BaseModel):
     accelerator_limit: int = Field(default=0, ge=0, le=16)
     """Accelerators of the train task's own pod; 0 with the Kubernetes launchers, whose job pods hold the GPUs."""
     cluster: KubernetesJobSettings = Field(default_factory=KubernetesJobSettings)
-    """The Kubernetes job of the trainjob and pytorchjob launchers (workers, GPUs, region, queue, budget)."""
+    """The TrainJob of the trainjob launcher (workers, GPUs, region, queue, budget)."""
+
+    @field_validator("launcher", mode="before")
+    @classmethod
+    def _no_pytorchjob(cls, value: Any) -> Any:
+        """The Training Operator v1 PyTorchJob launcher is gone: Kubeflow replaced that line with Trainer v2,
+        and it was only ever checked against a stand-in controller, so a config still naming it is told
+        the fix rather than shown the bare list of allowed values."""
+        if value == "pytorchjob":
+            raise ValueError(
+                "launcher 'pytorchjob' (a Training Operator v1 PyTorchJob) is not supported: Kubeflow replaced "
+                "the Training Operator with Trainer v2, and the platform runs cluster training as Trainer v2 "
+                "TrainJobs only; use --set train_task.launcher=trainjob (the cluster needs Kubeflow Trainer v2, "
+                "JobSet and Kueue) or launcher=local"
+            )
+        return value

@@ -68,7 +68,7 @@ def launcher_for(settings: TrainTaskSettings, nproc: int) -> Launcher:
     from training.kubernetes_launcher import KubernetesLauncher
 
     check_policy(settings.cluster, nproc)  # refuse a bad plan before the training data is even read
-    return KubernetesLauncher(settings.cluster, settings.launcher)
+    return KubernetesLauncher(settings.cluster)
 
 
 def run_training(

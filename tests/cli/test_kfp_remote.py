@@ -594,7 +594,7 @@ def test_submit_sets_the_kubernetes_launcher_and_the_job_shape(
         TrainTaskSettings, parameters["train_task"], cpu_request=parameters["train_task_cpu_request"]
     )
     launcher = launcher_for(task, nproc=parameters["train"]["nproc"])
-    assert isinstance(launcher, KubernetesLauncher) and launcher.kind == "trainjob"
+    assert isinstance(launcher, KubernetesLauncher) and launcher.settings == task.cluster
     assert task.cluster.workers * task.cluster.gpus_per_worker == 4
     assert task.cluster.namespace == "team-risk" and task.cpu_request == "500m"
 

@@ -70,7 +70,7 @@ def test_every_rendered_object_validates_offline(overlay: str) -> None:
 def test_vendored_crds_are_valid_crds() -> None:
     crds = list(rendered("crds"))
     assert {c["spec"]["names"]["kind"] for c in crds} >= {
-        "TrainJob", "PyTorchJob", "ClusterQueue", "LocalQueue", "ResourceFlavor", "InferenceService", "ServiceMonitor"
+        "TrainJob", "ClusterQueue", "LocalQueue", "ResourceFlavor", "InferenceService", "ServiceMonitor"
     }  # fmt: skip
     assert list(manifests.validate(crds, "crds")) == []
 

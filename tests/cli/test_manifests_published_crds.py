@@ -8,9 +8,9 @@ what the server would store is compared with what was sent: a server prunes an u
 field silently, and :func:`~tests.support.published_crds.pruned` names it. The CRDs' CEL rules
 run (Kubernetes 1.34): an object one of them refuses fails here as on a user's cluster.
 The objects: both overlays (ClusterTrainingRuntimes, Kueue queues and flavors, the
-InferenceService, ServiceMonitor and PodMonitor included), the launchers' TrainJob and
-PyTorchJob in the shapes they take (CPU, GPU with type and region, production priority,
-several workers), and the KServe target's InferenceService.
+InferenceService, ServiceMonitor and PodMonitor included), the launcher's TrainJob in the
+shapes it takes (CPU, GPU with type and region, production priority, several workers), and
+the KServe target's InferenceService.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.services.kubernetes import KubeCluster
 from tests.support.k8s_controller import install_crds
 from tests.support.published_crds import cel_rules, pruned, published_crds
 from training.kubernetes_config import KubernetesJobSettings, plan
-from training.kubernetes_jobs import pytorchjob, trainjob
+from training.kubernetes_jobs import trainjob
 
 IMAGE = "ghcr.io/mlops-platform/mlops:0.1.0"
 
@@ -104,15 +104,14 @@ JOB_SHAPES: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.parametrize("shape", sorted(JOB_SHAPES))
-@pytest.mark.parametrize("build", [trainjob, pytorchjob], ids=["trainjob", "pytorchjob"])
-def test_the_launchers_jobs_are_accepted_with_nothing_pruned(
-    cluster: KubeCluster, build: Any, shape: str, monkeypatch: pytest.MonkeyPatch
+def test_the_launchers_trainjobs_are_accepted_with_nothing_pruned(
+    cluster: KubeCluster, shape: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MLFLOW_S3_ENDPOINT_URL", "http://s3.mlops-system:8080")
     settings = KubernetesJobSettings(
         namespace="team-risk", staging_uri="s3://mlops/jobs/t", **JOB_SHAPES[shape]
     )
-    job = build(plan(settings, settings.workers * settings.ranks_per_worker()), "train-crd-check", IMAGE)
+    job = trainjob(plan(settings, settings.workers * settings.ranks_per_worker()), "train-crd-check", IMAGE)
     assert_nothing_pruned(cluster, [job])
 
 

@@ -60,7 +60,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     rec(
         "data.validated", BANK_DATA, {"dataset_digest": BANK_DIGEST, "success": True}, pipeline_run_id="run-b"
     )
-    rec("training_job.created", "PyTorchJob/default/job-c", {"image": "mlops:1"}, pipeline_run_id="run-c")
+    rec("training_job.created", "TrainJob/default/job-c", {"image": "mlops:1"}, pipeline_run_id="run-c")
     rec(
         "model.registered",
         f"{CENSUS}/1",

@@ -1,4 +1,4 @@
-"""Stand-in for the Kubeflow Trainer / Training Operator controller on an API server without a node.
+"""Stand-in for the Kubeflow Trainer controller on an API server without a node.
 
 The launcher's state machine (queued, pending, running, succeeded, failed, timed out), its audit
 records and its cleanup are checked here in seconds, on an API server that has no node: this thread
@@ -14,9 +14,8 @@ then its pods appear Pending, then Running; then, by ``outcome``:
 
 What it hides: Kueue's admission and webhooks, the Trainer's and JobSet's reconciling (runtime patches,
 torchrun's rendezvous through the headless Service, restarts), the scheduler and kubelet (resources,
-priority, placement). tests/training/test_training_on_pods.py runs the TrainJob path on the real
-Kueue, Trainer and JobSet controllers and a real node. The PyTorchJob path has no real controller in
-the tests (the Training Operator is not built here): this stand-in is all that checks it.
+priority, placement). tests/training/test_training_on_pods.py runs the same TrainJobs on the real
+Kueue, Trainer and JobSet controllers and a real node.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from typing import Any, Literal
 from kubernetes import client
 
 from tests.support.k8s_pods import run_pod_command
-from training.kubernetes_jobs import JOB_LABEL, PYTORCHJOB_API, TRAINJOB_API
+from training.kubernetes_jobs import JOB_LABEL, TRAINJOB_API
 
 Outcome = Literal["succeed", "fail", "hang"]
 FAILURE_REASON = "BackoffLimitExceeded"
@@ -96,11 +95,10 @@ class PlayedController:
 
 @dataclass
 class JobController(PlayedController):
-    """Plays the controller for the first job of ``kind`` created in ``namespace``."""
+    """Plays the controller for the first TrainJob created in ``namespace``."""
 
     api_client: Any
     namespace: str
-    kind: Literal["trainjob", "pytorchjob"]
     outcome: Outcome
     seen: dict[str, Any] = field(default_factory=dict)
     error: BaseException | None = None
@@ -112,7 +110,7 @@ class JobController(PlayedController):
     def __post_init__(self) -> None:
         self.custom = client.CustomObjectsApi(self.api_client)
         self.core = client.CoreV1Api(self.api_client)
-        self.api = TRAINJOB_API if self.kind == "trainjob" else PYTORCHJOB_API
+        self.api = TRAINJOB_API
         self.thread = threading.Thread(target=self._guarded, daemon=True)
 
     def _status(self, name: str, conditions: list[dict[str, Any]]) -> None:
@@ -131,11 +129,7 @@ class JobController(PlayedController):
 
     def _pods(self, job: dict[str, Any], phase: str, names: list[str] | None = None) -> list[str]:
         name = job["metadata"]["name"]
-        count = (
-            job["spec"]["trainer"]["numNodes"]
-            if self.kind == "trainjob"
-            else sum(r["replicas"] for r in job["spec"]["pytorchReplicaSpecs"].values())
-        )
+        count = job["spec"]["trainer"]["numNodes"]
         if names is None:
             names = []
             for index in range(count):
@@ -149,15 +143,9 @@ class JobController(PlayedController):
         return names
 
     def _command(self, job: dict[str, Any]) -> tuple[list[str], int, dict[str, str]]:
-        if self.kind == "trainjob":
-            trainer = job["spec"]["trainer"]
-            command, env = trainer["command"], trainer["env"]
-            world = trainer["numNodes"] * trainer["numProcPerNode"]
-        else:
-            replicas = job["spec"]["pytorchReplicaSpecs"]
-            (container,) = replicas["Master"]["template"]["spec"]["containers"]
-            command, env = container["command"], container["env"]
-            world = sum(r["replicas"] for r in replicas.values()) * int(job["spec"]["nprocPerNode"])
+        trainer = job["spec"]["trainer"]
+        command, env = trainer["command"], trainer["env"]
+        world = trainer["numNodes"] * trainer["numProcPerNode"]
         plain = {e["name"]: e["value"] for e in env if "value" in e}
         plain["MLOPS_METRICS_PORT"] = "0"  # several test jobs on one machine: no fixed port
         return command, world, plain
@@ -168,8 +156,7 @@ class JobController(PlayedController):
         name = job["metadata"]["name"]
         self._status(name, [condition("Suspended", "Suspended", "waiting for Kueue admission")])
         self._hold("queued (suspended")
-        queued_done = "Resumed" if self.kind == "trainjob" else "Running"
-        self._status(name, [{**condition("Suspended", queued_done), "status": "False"}])
+        self._status(name, [{**condition("Suspended", "Resumed"), "status": "False"}])
         pods = self._pods(job, "Pending")
         self._hold("pending")
         self._pods(job, "Running", pods)
@@ -182,10 +169,9 @@ class JobController(PlayedController):
             succeeded = done.returncode == 0
         else:
             succeeded = False
-        done_kind = "Complete" if self.kind == "trainjob" else "Succeeded"
         self._pods(job, "Succeeded" if succeeded else "Failed", pods)
         if succeeded:
-            self._status(name, [condition(done_kind, "JobsCompleted", "all pods succeeded")])
+            self._status(name, [condition("Complete", "JobsCompleted", "all pods succeeded")])
         else:
             self._status(name, [condition("Failed", FAILURE_REASON, "rank 0 exited with code 1")])
 

@@ -1,9 +1,8 @@
 """A training pod's ``torchrun`` command run on this machine, for the tests that need no node.
 
 :class:`tests.support.k8s_controller.JobController` and the cluster worker's own tests give the pod's
-command the ``PET_*`` rendezvous environment the Trainer's Torch runtime and the Training Operator set
-on a single node (nodes, node rank, master address/port, ranks per node) and run it with this
-interpreter's torchrun. What runs is the platform's real entry point (``training.cluster_worker``) and
+command the ``PET_*`` rendezvous environment the Trainer's Torch runtime sets on a single node
+(nodes, node rank, master address/port, ranks per node) and run it with this interpreter's torchrun. What runs is the platform's real entry point (``training.cluster_worker``) and
 real DDP ranks. What it hides: the container, the pod's resources and the rendezvous by DNS name, which
 tests/training/test_training_on_pods.py exercises on real pods made by the real Trainer and JobSet.
 """

@@ -130,7 +130,7 @@ def test_kueues_reason_for_holding_the_job_is_its_workloads_quota_message() -> N
     custom = Custom([{"status": {"conditions": [condition("QuotaReserved", "False", held)]}}])
     assert admission_wait(custom, "team", "uid-1") == held
     assert custom.selectors == [("kueue.x-k8s.io", "v1beta2", "workloads", "kueue.x-k8s.io/job-uid=uid-1")]
-    state = job_state("trainjob", {"spec": {"suspend": True}}, [], admission_wait(custom, "team", "uid-1"))
+    state = job_state({"spec": {"suspend": True}}, [], admission_wait(custom, "team", "uid-1"))
     assert state.detail == f"suspended, waiting for Kueue admission: {held}"
 
 
@@ -139,5 +139,25 @@ def test_an_admitted_workload_no_workload_or_no_kueue_give_no_reason() -> None:
     assert admission_wait(reserved, "team", "u") == ""
     assert admission_wait(Custom([]), "team", "u") == ""
     assert admission_wait(Custom(status=404), "team", "u") == ""
-    state = job_state("trainjob", {"spec": {"suspend": True}}, [], "")
+    state = job_state({"spec": {"suspend": True}}, [], "")
     assert state.detail == "suspended, waiting for Kueue admission"
+
+
+def test_the_trainjobs_own_conditions_end_it_and_its_pods_tell_the_rest() -> None:
+    """TrainJob says Complete or Failed; a ``Succeeded`` condition (another API's word) ends nothing."""
+    running = [pod("t-node-0", "Running"), pod("t-node-1", "Running")]
+
+    def status(kind: str, reason: str = "", message: str = "") -> dict[str, Any]:
+        return {
+            "status": {"conditions": [{"type": kind, "status": "True", "reason": reason, "message": message}]}
+        }
+
+    assert job_state(status("Complete"), running).phase == "succeeded"
+    failed = job_state(status("Failed", "BackoffLimitExceeded", "node 1 exited 1"), running)
+    assert (failed.phase, failed.detail) == ("failed", "BackoffLimitExceeded: node 1 exited 1")
+    assert job_state(status("Succeeded"), running) == job_state({}, running)
+    assert job_state({}, running).phase == "running"
+    assert (
+        job_state({}, [pod("t-node-0", "Running"), pod("t-node-1", "Pending")]).detail == "1/2 pod(s) running"
+    )
+    assert job_state({}, []).detail == "no pods yet"

@@ -1,4 +1,4 @@
-"""The TrainJob and PyTorchJob the launchers create: shape, placement, queue, and schema-valid."""
+"""The TrainJob the launcher creates: shape, placement, queue, and schema-valid."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from cli.manifests import validate
 from training.kubernetes_config import KubernetesJobSettings, plan
-from training.kubernetes_jobs import pytorchjob, trainjob
+from training.kubernetes_jobs import trainjob
 
 SETTINGS = KubernetesJobSettings(
     namespace="team-risk",
@@ -33,9 +33,8 @@ def pod_patch(body: dict[str, Any]) -> dict[str, Any]:
     return template
 
 
-@pytest.mark.parametrize("build", [trainjob, pytorchjob])
-def test_jobs_validate_against_their_crd_schemas(build: Any) -> None:
-    body = build(PLAN, "train-abc", "ghcr.io/mlops-platform/mlops:0.1.0")
+def test_the_trainjob_validates_against_its_crd_schema() -> None:
+    body = trainjob(PLAN, "train-abc", "ghcr.io/mlops-platform/mlops:0.1.0")
     assert list(validate([body], "launcher")) == []
     labels = body["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/queue-name"] == "training"
@@ -83,32 +82,6 @@ def test_trainjob_shape_resources_and_placement() -> None:
     assert not any("value" in e and "SECRET" in e["name"] for e in trainer["env"])
 
 
-def test_pytorchjob_has_one_master_and_the_other_workers() -> None:
-    body = pytorchjob(PLAN, "train-abc", "img:1")
-    spec = body["spec"]
-    assert spec["nprocPerNode"] == "2"
-    assert spec["runPolicy"]["activeDeadlineSeconds"] == 1800 and spec["runPolicy"]["backoffLimit"] == 0
-    replicas = spec["pytorchReplicaSpecs"]
-    assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"]) == (1, 2)
-    pod = replicas["Worker"]["template"]
-    (container,) = pod["spec"]["containers"]
-    assert container["resources"]["limits"]["nvidia.com/mig-1g.10gb"] == "2"
-    assert container["ports"] == [{"name": "metrics", "containerPort": 9090}]
-    assert pod["spec"]["priorityClassName"] == "mlops-production-training"
-    assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
-    assert pod["metadata"]["labels"]["mlops.platform/job"] == "train-abc"
-    # Data residency: every replica is pinned to the planned region.
-    for replica in replicas.values():
-        (term,) = replica["template"]["spec"]["affinity"]["nodeAffinity"][
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        ]["nodeSelectorTerms"]
-        assert term["matchExpressions"] == [
-            {"key": "topology.kubernetes.io/region", "operator": "In", "values": ["eu-west-1"]}
-        ]
-        limits = replica["template"]["spec"]["containers"][0]["resources"]["limits"]
-        assert (limits["memory"], limits["cpu"]) == ("8Gi", "2")
-
-
 @pytest.mark.parametrize(
     "priority, runtime",
     [
@@ -131,14 +104,15 @@ def test_trainjob_runs_on_the_runtime_carrying_its_pod_priority(priority: str, r
     assert pod["spec"]["priorityClassName"] == priority
 
 
-def test_single_cpu_worker_has_no_gpu_and_no_worker_replicas() -> None:
+def test_single_cpu_worker_is_one_node_with_no_gpu_placement() -> None:
     cpu = plan(KubernetesJobSettings(namespace="team-dev", staging_uri="/shared/jobs"), nproc=1)
-    body = pytorchjob(cpu, "train-cpu", "img:1")
-    assert set(body["spec"]["pytorchReplicaSpecs"]) == {"Master"}
-    pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    body = trainjob(cpu, "train-cpu", "img:1")
+    trainer = body["spec"]["trainer"]
+    assert (trainer["numNodes"], trainer["numProcPerNode"]) == (1, 1)
+    pod = pod_patch(body)["spec"]
     assert "tolerations" not in pod and "affinity" not in pod and "nodeSelector" not in pod
-    assert pod["containers"][0]["resources"]["requests"] == {"cpu": "2", "memory": "8Gi"}
-    assert pod["containers"][0]["resources"]["limits"] == {"cpu": "2", "memory": "8Gi"}
+    assert trainer["resourcesPerNode"]["requests"] == {"cpu": "2", "memory": "8Gi"}
+    assert trainer["resourcesPerNode"]["limits"] == {"cpu": "2", "memory": "8Gi"}
 
 
 def test_pods_get_the_tasks_endpoints_and_storage_policy_but_no_secret(

@@ -1,9 +1,9 @@
-"""The exact objects the launchers submit, field by field: what the cluster receives is all there is.
+"""The exact TrainJob the launcher submits, field by field: what the cluster receives is all there is.
 
 ``test_kubernetes_jobs.py`` checks the shapes against the CRD schemas and the main placement rules;
 these pin every field of a small job (two one-GPU workers in one region): labels, environment in
-order, the TrainJob's runtime patch and trainer, the PyTorchJob's replicas and run policy, and the
-edges: when a variable is forwarded, when a toleration or node selector appears, when a Worker replica does.
+order, the runtime patch and trainer, and the edges: when a variable is forwarded, when a toleration
+or node selector appears, how nodes and ranks per node follow the workers and their GPUs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from mlops.storage_policy import StoragePolicy
 from training.kubernetes_config import KubernetesJobSettings, plan
-from training.kubernetes_jobs import FORWARDED_ENV, pytorchjob, trainjob
+from training.kubernetes_jobs import FORWARDED_ENV, trainjob
 
 NAME = "t1"
 SETTINGS = KubernetesJobSettings(
@@ -128,55 +128,16 @@ def test_trainjob_is_exactly_the_job_asked_for() -> None:
     }
 
 
-def test_pytorchjob_is_exactly_the_job_asked_for() -> None:
-    body = pytorchjob(_plan(), NAME, "img:1")
-    template = {
-        "metadata": {"labels": POD_LABELS},
-        "spec": {
-            "containers": [
-                {
-                    "name": "pytorch",
-                    "image": "img:1",
-                    "command": COMMAND,
-                    "env": ENV,
-                    "resources": {"requests": ONE_GPU, "limits": ONE_GPU},
-                    "ports": [{"name": "metrics", "containerPort": 9090}],
-                }
-            ],
-            "tolerations": [TOLERATION],
-            "affinity": REGION_AFFINITY,
-            "priorityClassName": "mlops-experiment",
-            "restartPolicy": "Never",
-        },
-    }
-    assert body == {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": NAME, "namespace": "team-risk", "labels": JOB_LABELS},
-        "spec": {
-            "nprocPerNode": "1",
-            "runPolicy": {
-                "cleanPodPolicy": "None",
-                "backoffLimit": 0,
-                "activeDeadlineSeconds": 900,
-                "schedulingPolicy": {"priorityClass": "mlops-experiment"},
-            },
-            "pytorchReplicaSpecs": {
-                "Master": {"replicas": 1, "restartPolicy": "Never", "template": template},
-                "Worker": {"replicas": 1, "restartPolicy": "Never", "template": template},
-            },
-        },
-    }
-
-
-def test_one_worker_with_gpus_has_a_master_only() -> None:
-    body = pytorchjob(_plan(workers=1, gpus_per_worker=4), NAME, "img:1")
-    assert list(body["spec"]["pytorchReplicaSpecs"]) == ["Master"]
-    assert body["spec"]["nprocPerNode"] == "4"
+def test_one_worker_with_gpus_is_one_node_running_a_rank_per_gpu() -> None:
+    trainer = trainjob(_plan(workers=1, gpus_per_worker=4), NAME, "img:1")["spec"]["trainer"]
+    assert (trainer["numNodes"], trainer["numProcPerNode"]) == (1, 4)
+    assert trainer["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == "4"
 
 
 def test_gpus_without_a_gpu_type_tolerate_the_gpu_taint_but_pin_no_product() -> None:
-    pod = pytorchjob(_plan(), NAME, "img:1")["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    (patch,) = trainjob(_plan(), NAME, "img:1")["spec"]["runtimePatches"]
+    (job,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = job["template"]["spec"]["template"]["spec"]
     assert "nodeSelector" not in pod and pod["tolerations"] == [TOLERATION]
 
 

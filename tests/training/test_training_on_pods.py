@@ -118,9 +118,7 @@ def _launcher(node: K8sNode, ns: str, staging: str, reports: list[str], **change
         poll_interval_s=0.5,
         time_limit_hours=0.5,
     ).model_copy(update=changes)
-    return KubernetesLauncher(
-        settings, "trainjob", api_client=node.cluster.api_client(), report=reports.append
-    )
+    return KubernetesLauncher(settings, api_client=node.cluster.api_client(), report=reports.append)
 
 
 @dataclass
@@ -303,9 +301,7 @@ def test_a_default_sized_job_is_admitted_and_runs_under_the_teams_rules(
     frame = generate(SampleDataConfig(rows=3_000, seed=43))
     config = CONFIG.model_copy(update={"epochs": 2, "nproc": 1})
     reports: list[str] = []
-    launcher = KubernetesLauncher(
-        settings, "trainjob", api_client=node.cluster.api_client(), report=reports.append
-    )
+    launcher = KubernetesLauncher(settings, api_client=node.cluster.api_client(), report=reports.append)
     result = train(frame, SAMPLE_SCHEMA, config, tmp_path / "model", launcher=launcher)
     assert [h.epoch for h in result.history] == [1, 2], reports
     (pod,) = node.core().list_namespaced_pod(ns, label_selector=JOB_LABEL).items

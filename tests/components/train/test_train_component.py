@@ -171,10 +171,21 @@ def test_the_task_settings_pick_the_launcher_that_runs_the_ranks() -> None:
     from training.kubernetes_launcher import KubernetesLauncher
 
     cluster = KubernetesJobSettings(namespace="team-dev", staging_uri="s3://mlops/jobs", workers=2)
-    for kind in ("trainjob", "pytorchjob"):
-        launcher = launcher_for(TrainTaskSettings(launcher=kind, cluster=cluster), nproc=2)
-        assert isinstance(launcher, KubernetesLauncher) and launcher.kind == kind
-    with pytest.raises(
-        ValidationError, match=r"launcher\n  Input should be 'local', 'trainjob' or 'pytorchjob'"
-    ):
+    launcher = launcher_for(TrainTaskSettings(launcher="trainjob", cluster=cluster), nproc=2)
+    assert isinstance(launcher, KubernetesLauncher) and launcher.settings == cluster
+    with pytest.raises(ValidationError, match=r"launcher\n  Input should be 'local' or 'trainjob'"):
         TrainTaskSettings(launcher="mpijob")  # type: ignore[arg-type]
+
+
+def test_the_removed_pytorchjob_launcher_is_refused_with_the_fix() -> None:
+    """A config written for the Training Operator launcher is told what replaced it, not shown a bare list."""
+    from pydantic import ValidationError
+
+    from components.train.config import TrainTaskSettings
+
+    with pytest.raises(ValidationError) as refused:
+        TrainTaskSettings(launcher="pytorchjob")  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert "launcher 'pytorchjob'" in message and "Training Operator" in message
+    assert "Trainer v2" in message and "--set train_task.launcher=trainjob" in message
+    assert "Input should be" not in message, "the bare literal error would not say what to do"
