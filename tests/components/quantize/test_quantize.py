@@ -1,4 +1,4 @@
-"""INT8 quantisation: the parity gate, registration with lineage, `mlops quantize`, and the KFP component."""
+"""INT8 quantisation: the parity gate, registration with lineage, `mlops quantize`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from cli.commands import quantize as quantize_cmd
-from components.quantize.quantize import ACCEPT, REJECT, run_quantize
 from components.quantize.quantizer import QuantizationRejected, QuantizeConfig, compare, quantize_with_gate
 from mlops.model.onnx_model import OnnxScorer
 from mlops.vocabulary import file_sha256
@@ -109,42 +108,6 @@ def test_mlops_quantize_out_writes_a_file_and_registers_nothing(store: DemoStore
     assert OnnxScorer.load(out).spec.n_features == 20
     versions = store.tracking.client.search_model_versions(f"name='{name}'")
     assert [str(v.version) for v in versions] == ["1"]
-
-
-def test_component_core_records_reject_without_failing(store: DemoStore, tmp_path: Path) -> None:
-    name = "int8-gate-model"
-    register(store, name, store.onnx_a)
-    biased = tmp_path / "self_labelled.parquet"
-    self_labelled(store).to_parquet(biased)
-    context = store.tracking
-    outcome = run_quantize(name, "1", biased, LABEL, 0.0, tmp_path / "rejected", context)
-    assert outcome.decision == REJECT and outcome.version == "" and "exceeds the bound" in outcome.reason
-    assert not (tmp_path / "rejected" / "model.onnx").exists()
-
-    holdout = tmp_path / "holdout.parquet"
-    store.holdout.to_parquet(holdout)
-    outcome = run_quantize(name, "1", holdout, LABEL, 0.05, tmp_path / "accepted", context)
-    assert outcome.decision == ACCEPT and outcome.version == "2"
-    assert (tmp_path / "accepted" / "model.onnx").is_file()
-    with pytest.raises(ValueError, match="version number"):
-        run_quantize(name, "champion", holdout, LABEL, 0.05, tmp_path / "x", context)
-
-
-def test_component_compiles_with_the_platform_parameters(tmp_path: Path) -> None:
-    import yaml
-    from kfp import compiler
-
-    from components.quantize.component import quantize_model
-
-    path = tmp_path / "quantize.yaml"
-    compiler.Compiler().compile(quantize_model, str(path))
-    spec = yaml.safe_load(path.read_text())
-    params = spec["root"]["inputDefinitions"]["parameters"]
-    # Tracking travels as one value, the pipeline run id beside it; the label comes from the test data's
-    # schema metadata.
-    assert set(params) == {"tracking", "pipeline_run_id", "model_name", "source_version", "max_auc_drop"}
-    assert params["tracking"]["parameterType"] == "STRUCT"
-    assert "test_data" in spec["root"]["inputDefinitions"]["artifacts"]
 
 
 def test_quantize_cli_reports_a_missing_model_or_store(store: DemoStore, tmp_path: Path) -> None:
