@@ -71,10 +71,6 @@ class Location:
     bucket: str = ""
     key: str = ""
 
-    @property
-    def is_s3(self) -> bool:
-        return self.path is None
-
 
 def parse(uri: str, need_key: bool = True) -> Location:
     """Split ``uri``; ``s3://`` needs a bucket (and a key unless ``need_key`` is False)."""

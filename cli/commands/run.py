@@ -220,7 +220,7 @@ def served_tracking(tracking: ResolvedTracking, workspace: Workspace, runner_nam
     starts beside the first steps (tasks wait for it); on a fresh workspace the run first waits until the
     server has created the store's tables, so that no step creates them at the same time. It stops when
     the run ends, fails or is interrupted. ``MLOPS_SERVE_TRACKING=0`` turns it off (every task opens the
-    store itself, as before: the baseline of ``benchmarks/bench_task_startup.py``).
+    store itself: the baseline ``benchmarks/bench_task_startup.py`` measures the server against).
     """
     from mlops.tracking.served import SERVE_ENV, serve_store
 

@@ -232,13 +232,6 @@ def store_day(
         log.warning("could not store the day summary %s (%s); the next check reads that day again", uri, exc)
 
 
-def _day_of(table: Any) -> np.ndarray:
-    """UTC day start (epoch microseconds) of each row."""
-    micros = table.column("timestamp").cast("int64").to_numpy(zero_copy_only=False)
-    day = 86_400_000_000
-    return np.asarray(micros - micros % day)
-
-
 def summarise_window(
     root: str,
     model_name: str,

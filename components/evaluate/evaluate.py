@@ -96,7 +96,10 @@ def labels_of(frame: pd.DataFrame, label_column: str) -> np.ndarray:
         )
     labels = frame[label_column]
     problem = binary_label_problem(
-        labels, label_column, "ROC AUC needs both classes, so use a larger or stratified test split"
+        labels,
+        label_column,
+        "ROC AUC needs both classes; rows are split by their stable hash, not by class, so provide "
+        "more rows or raise train.test_fraction",
     )
     if problem:
         raise EvaluationError(f"test data {problem}")

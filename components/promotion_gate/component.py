@@ -60,7 +60,7 @@ def metrics_gate(
     )
     store = TrackingStore.for_task(tracking, pipeline_run_id)
     record(decision, model_name, version, store, Path(report.path))
-    # --- slice floors (issue 29): recorded as gate "slices"; a rejection rejects this task's verdict ---
+    # --- slice floors: recorded as gate "slices"; a rejection rejects this task's verdict ---
     import tempfile
 
     from components.promotion_gate.slice_floors import decide_slices, verdict

@@ -55,7 +55,7 @@ class MetricsGatePolicy(BaseModel):
     """One feature explains the model when its own AUC is at least the model's minus this: rejected, naming it."""
     leakage: LeakagePolicy = Field(default_factory=LeakagePolicy)
     """The leakage gate's rules (components/promotion_gate/leakage.py): columns only one label class fills, one column or a small group that carries the model."""
-    # --- slice floors (issue 29) ---
+    # --- slice floors: a declared slice below a floor rejects the version ---
     slice_floors: dict[str, float] = Field(default_factory=dict)
     """Per-slice floors by metric, e.g. {"roc_auc": 0.6}: a declared slice (schema file slices:) whose whole interval lies below a floor rejects the version. Empty: slices are reported, not gated."""
     slice_min_rows: int = Field(default=50, ge=1)

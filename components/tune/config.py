@@ -43,7 +43,7 @@ class TuneSettings(BaseModel):
     """YAML/JSON search space. Empty: components/tune/search_spaces/default.yaml."""
     search_space: dict[str, Any] = Field(default_factory=dict)
     """Parameter ranges replacing or extending the file's, e.g. {"dropout": {"type": "float", "low": 0, "high": 0.3}}."""
-    # --- fairness-aware tuning (issue 29) ---
+    # --- fairness-aware tuning: the study can trade AUC for a smaller fairness gap ---
     objectives: tuple[str, ...] = Field(default=("val_auc",), min_length=1)
     """What the study optimises: val_auc alone (maximised), or with fairness_gap (minimised: the largest demographic-parity or equalized-odds difference over the protected attributes, on the validation split) as a multi-objective study (Pareto front)."""
     max_fairness_gap: float = Field(default=0.1, ge=0.0, le=1.0)

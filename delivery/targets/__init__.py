@@ -2,6 +2,7 @@
 
 :class:`~delivery.targets.base.DeploymentTarget` is what a rollout (shadow → canary
 steps → promote | rollback) needs from the place a model serves.
-:class:`~delivery.targets.local.LocalServerTarget` drives today's ``mlops serve``; a
-KServe InferenceService target goes beside it as ``delivery/targets/kserve.py``.
+:class:`~delivery.targets.local.LocalServerTarget` drives one local ``mlops serve``;
+:class:`~delivery.targets.kserve.KServeTarget` drives a KServe InferenceService (RawDeployment)
+whose predictor pods each run ``mlops serve``, through the same admin route on every pod.
 """

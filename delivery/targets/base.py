@@ -1,11 +1,12 @@
 """The deployment-target interface: deploy a version, shift traffic, report what serves, roll back.
 
 A rollout is written once against :class:`DeploymentTarget` and runs unchanged on a
-laptop (:class:`~delivery.targets.local.LocalServerTarget`) and on a cluster (a KServe
-target, later: ``delivery/targets/kserve.py``, where ``set_traffic`` maps onto the
-InferenceService's ``canaryTrafficPercent`` and ``current`` onto its status's traffic
-list). Which version *should* serve stays in the MLflow registry (alias ``champion``);
-a target only makes the serving side follow it and reports whether it does.
+laptop (:class:`~delivery.targets.local.LocalServerTarget`) and on a cluster
+(:class:`~delivery.targets.kserve.KServeTarget`, where ``set_traffic`` sets the platform's own
+split on every predictor pod of the InferenceService, never KServe's ``canaryTrafficPercent``,
+and ``current`` is the plan every pod agrees on). Which version *should* serve stays in the
+MLflow registry (alias ``champion``); a target only makes the serving side follow it and
+reports whether it does.
 """
 
 from __future__ import annotations

@@ -136,11 +136,11 @@ class DatasetSchema(BaseModel):
             )
         return self
 
-    # --- slices (issue 29, model card) ---
+    # --- slices: the segments evaluation and the model card report metrics for ---
     slices: tuple[SliceSpec, ...] = Field(default=())
     """Segments evaluation reports every metric for: columns crossed, numeric ones binned (mlops.data.slice_spec)."""
 
-    # --- fairness: bins of numeric protected attributes (issue 30) ---
+    # --- fairness: bins of numeric protected attributes ---
     protected_bins: dict[str, tuple[float, ...]] = Field(default_factory=dict)
     """Bin edges per numeric protected attribute, e.g. {age: [25, 40, 60]} for < 25, [25, 40), [40, 60), >= 60. A numeric protected attribute not named here gets quantile bins (model_validation.fairness.quantile_bins)."""
 
@@ -161,7 +161,7 @@ class DatasetSchema(BaseModel):
 
     # --- end fairness block ---
 
-    # --- the stable split (issue 30: a row's split never changes between runs) ---
+    # --- the stable split: a row's split never changes between runs ---
     split_key: str = ""
     """Column whose value decides a row's train/validation/test split (a stable row ID); empty: the row's declared content."""
 

@@ -43,7 +43,7 @@ class FeatureSpec(BaseModel):
         default=("0", "1"),
         description="Label values [negative, positive]; the model's probability is of the positive one.",
     )
-    # Columns a raw data row may carry that are not model inputs (issue 30: rows served as they are).
+    # Columns a raw data row may carry that are not model inputs, so rows can be served as they are.
     protected: tuple[str, ...] = Field(
         default=(), description="Protected-attribute columns of the schema: in the data, never model inputs."
     )

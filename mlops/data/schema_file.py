@@ -32,11 +32,11 @@ class SchemaFile(DatasetSchema):
     """Features whose perturbation must not move the score (e.g. a column that must not matter)."""
     directional: tuple[DirectionalTest, ...] = Field(default=())
     """Numeric features whose change must move the score one way."""
-    # --- model card (issue 29) ---
+    # --- model card: what only a person can declare ---
     card: CardFields = Field(default_factory=CardFields)
     """What only a person can say on the model card: intended use, users, limitations, owners (mlops card)."""
 
-    # --- the model this data trains (issue 30: one dataset, one registered model) ---
+    # --- the model this data trains: one dataset, one registered model ---
     model_name: str = Field(default="", pattern=r"^$|" + NAME_PATTERN)
     """Registered model this data trains (`mlops data init` writes the file's stem); empty: registration.model_name."""
 
@@ -54,9 +54,6 @@ class SchemaFile(DatasetSchema):
         base = schema_uri.removeprefix("file://")
         parent = base.rsplit("/", 1)[0] if "/" in base else "."
         return f"{parent}/{suite}"
-
-    def unknown_columns(self, columns: list[str] | tuple[str, ...]) -> list[str]:
-        return sorted(set(self.columns) | set(self.ignored_columns) - set(columns))
 
     def to_yaml(self, header: str = "", omit: tuple[str, ...] = ()) -> str:
         """The file's text: ``header`` as comments, then every field but those in ``omit`` (left to their

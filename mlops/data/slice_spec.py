@@ -1,4 +1,4 @@
-"""Slices a dataset declares: the segments evaluation reports every metric for (issue 29).
+"""Slices a dataset declares: the segments evaluation reports every metric for.
 
 A slice specification names one or more columns (a model feature or a protected attribute);
 each categorical column contributes one slice per value, each numeric column one slice per

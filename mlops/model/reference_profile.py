@@ -82,7 +82,7 @@ class CategoricalProfile(BaseModel):
 class Calibration(BaseModel):
     """A step calibration map fitted on the labelled reference rows: a positive rate per score bin.
 
-    ``isotonic`` (written since issue 28): the bins are the isotonic fit's blocks, as many as
+    ``isotonic`` (what a new profile is fitted with): the bins are the isotonic fit's blocks, as many as
     the labels support, so drifted scores no longer pile into one wide top bin.
     ``histogram`` (older profiles): ten quantile bins of the reference scores.
     """

@@ -1,16 +1,17 @@
-"""One MLflow run per pipeline task, grouped by the pipeline run id.
+"""Where a command tracks: the tracking store, the artifact root and the S3 endpoint, decided once.
 
-Components receive the tracking settings (the ``tracking`` section) and the KFP run id
-and build a :class:`~mlops.tracking.store.TrackingStore` from them; its ``task_run`` opens
-the run with the tags that tie it to its pipeline run, so the MLflow UI can filter a whole
-pipeline run with ``tags.mlops.pipeline_run_id = '…'``.
-
-Where runs go is decided once, by :func:`resolve_tracking`, for every command
-(``run``, ``tune``, ``serve``, the summary): an explicit value, else
+:func:`resolve_tracking` is what every command that reads or writes runs (``run``, ``serve``,
+``score``, ``rollout``, ``card``, ``lineage``, …) asks: an explicit value, else
 ``MLFLOW_TRACKING_URI``, else the workspace's SQLite file. The artifact root follows
 the same order (explicit, ``MLOPS_ARTIFACT_ROOT``, the workspace's ``artifacts/``
 only for the workspace store, else the server's own default), because a local
 artifact root under a remote server silently keeps models on one laptop.
+
+The answer, :class:`ResolvedTracking`, holds the :class:`~mlops.tracking.store.TrackingStore`
+tasks receive and where each value came from, for the run's header (:meth:`~ResolvedTracking.describe`,
+passwords masked). :meth:`~ResolvedTracking.check` and :func:`check_reachable` fail a command in
+seconds when the server does not answer, where MLflow's own client would retry for minutes.
+How a task opens its MLflow run lives with the store (:meth:`~mlops.tracking.store.TrackingStore.task_run`).
 """
 
 from __future__ import annotations

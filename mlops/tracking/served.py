@@ -9,7 +9,7 @@ store's URI, so a ``--cache`` key does not change from run to run with the serve
 
 :meth:`mlops.tracking.store.TrackingStore.for_task` reads the variable: a store whose URI is
 served records its light writes over REST (:mod:`mlops.tracking.rest_client`), and everything
-else opens the store directly, as before. The server is started with a random path prefix
+else opens the store directly. The server is started with a random path prefix
 (``--static-prefix /mlops-<random>``): only the server this run started answers that address,
 so a task never writes to another process that took the port.
 """

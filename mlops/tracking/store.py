@@ -209,7 +209,7 @@ class TrackingStore:
         """The tracking and registry URIs MLflow is given: the server this very store is served by when a
         local run serves it (:attr:`served_url`; the server pays SQLAlchemy's and alembic's set-up once,
         not every task), else the store's own. Artifacts are unaffected: the served store keeps them where
-        its experiments say (``--no-serve-artifacts``), which the task writes directly as before."""
+        its experiments say (``--no-serve-artifacts``), which the task still writes directly."""
         if not self.served_url:
             return self.tracking_uri, self.registry_uri
         registry = self.served_url if self.registry_uri == self.tracking_uri else self.registry_uri
