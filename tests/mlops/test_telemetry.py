@@ -217,6 +217,7 @@ def test_a_pipeline_run_passes_offline_with_telemetry_enabled_in_the_users_envir
 
     telemetry_host = urlsplit(CONFIG_URL).hostname or ""
     targets = no_network.targets()
+    print(f"HTTPS connections the run tried (CONNECT targets): {targets}")
     to_telemetry = [t for t in targets if t.split(":")[0].endswith(telemetry_host.split(".", 1)[1])]
     assert to_telemetry == [], (
         f"{len(to_telemetry)} process(es) of the run tried to reach MLflow's telemetry service "
