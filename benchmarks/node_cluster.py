@@ -35,6 +35,8 @@ class BenchNode:
     """Seconds build_image.sh took (a cache hit is a hash check)."""
     node_s: float
     """Seconds until the node was Ready with the images imported."""
+    kubeconfig: Path
+    """The admin kubeconfig of the node's API server."""
 
 
 def script(name: str, env: dict[str, str], timeout: float = 1800) -> str:
@@ -76,7 +78,7 @@ def running_node(with_base_image: bool = False) -> Iterator[BenchNode]:
         }
         script("start_node.sh", node_env)
         core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
-        yield BenchNode(core, image, Path(archive), build_s, time.monotonic() - started)
+        yield BenchNode(core, image, Path(archive), build_s, time.monotonic() - started, Path(kubeconfig))
     finally:
         script("stop_node.sh", {"N": str(node)}, timeout=120)
         script("stop_k8s.sh", {"DIR": str(k8s)}, timeout=120)
