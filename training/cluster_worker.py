@@ -27,14 +27,13 @@ from mlops import storage
 from training.checkpoint import fetch_checkpoint
 from training.launcher import JOB_FILE, RESULT_FILE
 from training.loop import WorkerJob, run_worker
-from training.tracking import MetricsLogger
+from training.tracking import ForwardingLogger, MetricsLogger
 
 
-@dataclass
-class PrometheusLogger:
+@dataclass(frozen=True)
+class PrometheusLogger(ForwardingLogger):
     """Forwards to the job's logger and mirrors per-epoch throughput and quality as Prometheus gauges."""
 
-    inner: MetricsLogger
     gauges: dict[str, Any]
 
     @classmethod
@@ -54,38 +53,25 @@ class PrometheusLogger:
         start_http_server(port, registry=registry)
         return cls(inner, gauges)
 
-    def log_params(self, params: Mapping[str, Any]) -> None:
-        self.inner.log_params(params)
-
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        self.inner.log_metrics(metrics, step)
+        super().log_metrics(metrics, step)
         self.gauges["epoch"].set(step)
         for key, value in metrics.items():
             if key in self.gauges:
                 self.gauges[key].set(value)
 
-    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
-        self.inner.log_artifacts(local_dir, artifact_path)
 
-
-@dataclass
-class EpochPrinter:
+@dataclass(frozen=True)
+class EpochPrinter(ForwardingLogger):
     """Forwards to the job's logger and prints one line per epoch on the pod's log: the launcher streams the
     log to the step, so the step shows a cluster job's progress (and when its first epoch ended)."""
 
-    inner: MetricsLogger
     epochs: int
 
-    def log_params(self, params: Mapping[str, Any]) -> None:
-        self.inner.log_params(params)
-
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        self.inner.log_metrics(metrics, step)
+        super().log_metrics(metrics, step)
         shown = ", ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
         print(f"rank 0: epoch {step}/{self.epochs}: {shown}", flush=True)
-
-    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
-        self.inner.log_artifacts(local_dir, artifact_path)
 
 
 def _env_int(name: str, default: int) -> int:

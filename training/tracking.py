@@ -76,27 +76,36 @@ class MlflowLogger:
 
 
 @dataclass(frozen=True)
-class ProgressLogger:
-    """Forwards to ``inner`` and prints each epoch as a :mod:`mlops.progress` event (a live bar in
-    ``mlops run``). Picklable like the logger it wraps, so a spawned rank 0 reports too."""
+class ForwardingLogger:
+    """Forwards everything to ``inner``; a subclass adds its own reaction to each epoch's metrics."""
 
     inner: MetricsLogger
-    epochs: int
-    """The most epochs the run may take (early stopping can end it sooner)."""
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         self.inner.log_params(params)
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        self.inner.log_metrics(metrics, step)
+
+    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
+        self.inner.log_artifacts(local_dir, artifact_path)
+
+
+@dataclass(frozen=True)
+class ProgressLogger(ForwardingLogger):
+    """Forwards to ``inner`` and prints each epoch as a :mod:`mlops.progress` event (a live bar in
+    ``mlops run``). Picklable like the logger it wraps, so a spawned rank 0 reports too."""
+
+    epochs: int
+    """The most epochs the run may take (early stopping can end it sooner)."""
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         from mlops.progress import Progress, emit
 
-        self.inner.log_metrics(metrics, step)
+        super().log_metrics(metrics, step)
         if "val_auc" in metrics:  # an epoch's entry (the run's closing summary has best_* figures only)
             emit(
                 Progress(
                     unit="epoch", total=self.epochs, completed=step, text=f"val AUC {metrics['val_auc']:.4f}"
                 )
             )
-
-    def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
-        self.inner.log_artifacts(local_dir, artifact_path)
