@@ -25,7 +25,7 @@ from kfp import dsl
 from cli.docker_runner import forwarded_environment
 from cli.local_run import run_locally
 from mlops.tracking.served import serve_store
-from mlops.tracking.telemetry import TELEMETRY_ENV, telemetry_off
+from mlops.tracking.telemetry import ORT_TELEMETRY_ENV, TELEMETRY_ENV, telemetry_off
 from mlops.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ environment, so a deletion by the telemetry thread meets one (2 of 3 processes f
 def test_telemetry_off_replaces_a_false_and_keeps_the_rest() -> None:
     environ = {TELEMETRY_ENV: "false", "OTHER": "x"}
     telemetry_off(environ)
-    assert environ == {TELEMETRY_ENV: "true", "OTHER": "x"}
+    assert environ == {TELEMETRY_ENV: "true", ORT_TELEMETRY_ENV: "1", "OTHER": "x"}
 
 
 def test_the_mlops_command_turns_it_off_for_itself_and_every_child(
@@ -86,6 +86,7 @@ def test_the_platform_image_sets_it_for_every_pod() -> None:
     dockerfile = (ROOT / "infra" / "docker" / "Dockerfile").read_text()
     final_stage = dockerfile.rsplit("\nFROM ", 1)[-1]
     assert re.search(rf"^ENV .*\b{TELEMETRY_ENV}=true\b", final_stage, re.MULTILINE), final_stage[-400:]
+    assert re.search(rf"^ENV .*\b{ORT_TELEMETRY_ENV}=1\b", final_stage, re.MULTILINE), final_stage[-400:]
 
 
 @dsl.component(base_image="python:3.11")
