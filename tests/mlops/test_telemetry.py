@@ -224,3 +224,5 @@ def test_a_pipeline_run_passes_offline_with_telemetry_enabled_in_the_users_envir
         f"{len(to_telemetry)} process(es) of the run tried to reach MLflow's telemetry service "
         f"(every HTTPS connection made: {targets})"
     )
+    # Nothing else phones home either (ONNX Runtime's usage events did, to Microsoft, before its switch was set).
+    assert targets == [], f"the offline run tried HTTPS connections: {targets}"
