@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,6 +55,7 @@ def running_controllers(kubeconfig: Path) -> Iterator[None]:
         yield
     finally:
         script("stop_controllers.sh", env, timeout=120)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 @contextmanager
@@ -68,6 +70,7 @@ def running_s3() -> Iterator[str]:
         yield script("start_rgw.sh", env, timeout=300)
     finally:
         script("stop_rgw.sh", env, timeout=120)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def _team(node: BenchNode, endpoint: str) -> str:

@@ -9,6 +9,7 @@ beside one that runs pods (one node at a time uses containerd's image store).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -82,6 +83,8 @@ def running_node(with_base_image: bool = False) -> Iterator[BenchNode]:
     finally:
         script("stop_node.sh", {"N": str(node)}, timeout=120)
         script("stop_k8s.sh", {"DIR": str(k8s)}, timeout=120)
+        shutil.rmtree(k8s, ignore_errors=True)  # etcd's data and the node's logs: tens of MB per run
+        shutil.rmtree(node, ignore_errors=True)
 
 
 def wait_for_pod(core: Any, name: str, namespace: str = "default", timeout_s: float = 1800) -> str:
