@@ -25,15 +25,7 @@ W=${CONTROLLERS_BUILD_DIR:-${HOME}/.cache/controllers-build}; OUT=${CONTROLLERS_
 command -v go >/dev/null || { echo "no 'go' on PATH: the Go toolchain is needed to build the controllers" >&2; exit 1; }
 export GOFLAGS=-buildvcs=false CGO_ENABLED=0
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}  # the machine's Go (>= the modules' `go` lines); never a download
-# The build's own Go caches (modules ~6 GB, objects ~8 GB for Kubernetes and the controllers together), removed
-# once every binary is built: the binaries are what is kept, and CI's disk is shared with the images and the tests.
-# A failed build keeps them, so a retry resumes. KEEP_GO_CACHES=1 keeps them (e.g. while changing a pin).
-export GOMODCACHE=${GOMODCACHE_DIR:-$W/go-mod} GOCACHE=${GOCACHE_DIR:-$W/go-build}
-drop_go_caches() {
-  [ "${KEEP_GO_CACHES:-0}" = 1 ] && return 0
-  chmod -R u+w "$GOMODCACHE" 2>/dev/null || true  # the module cache is read-only by design
-  rm -rf "$GOMODCACHE" "$GOCACHE"
-}
+source "$(dirname "$0")/go_caches.sh"  # GOMODCACHE/GOCACHE of this build, drop_go_caches
 
 # name | module@version | package inside the module | the module's manifest folder, copied to $W/manifests/<name>
 TARGETS=(

@@ -42,15 +42,7 @@ t0=$(date +%s)
 mkdir -p "$W" "$OUT"
 export GOFLAGS=-buildvcs=false CGO_ENABLED=0
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}  # the machine's Go (>= the modules' `go` lines); never a download
-# The build's own Go caches (modules ~6 GB, objects ~8 GB for Kubernetes and the controllers together), removed
-# once every binary is built: the binaries are what is kept, and CI's disk is shared with the images and the tests.
-# A failed build keeps them, so a retry resumes. KEEP_GO_CACHES=1 keeps them (e.g. while changing a pin).
-export GOMODCACHE=${GOMODCACHE_DIR:-$W/go-mod} GOCACHE=${GOCACHE_DIR:-$W/go-build}
-drop_go_caches() {
-  [ "${KEEP_GO_CACHES:-0}" = 1 ] && return 0
-  chmod -R u+w "$GOMODCACHE" 2>/dev/null || true  # the module cache is read-only by design
-  rm -rf "$GOMODCACHE" "$GOCACHE"
-}
+source "$(dirname "$0")/go_caches.sh"  # GOMODCACHE/GOCACHE of this build, drop_go_caches
 # Run outside any module or workspace: inside the kubernetes tree its go.work would be consulted.
 mod_dir() { (cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$1") | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("Dir") or sys.exit(d.get("Error")))'; }
 
