@@ -131,13 +131,14 @@ def test_only_the_platforms_variables_reach_a_container_with_a_home_it_can_write
         "SSH_AUTH_SOCK": "/tmp/agent",
     }
     forwarded = forwarded_environment(environ, workspace)
-    # MLflow's telemetry off whatever the caller's environment says (mlops.tracking.telemetry).
+    # MLflow's and ONNX Runtime's telemetry off whatever the caller's environment says (mlops.tracking.telemetry).
     assert forwarded == {
         "MLOPS_ACTOR": "ci",
         "MLFLOW_TRACKING_URI": "http://127.0.0.1:5000",
         "AWS_ACCESS_KEY_ID": "k",
         "HOME": str(workspace.root / DOCKER_HOME),
         "MLFLOW_DISABLE_TELEMETRY": "true",
+        "ORT_DISABLE_TELEMETRY": "1",
     }
 
 
