@@ -12,6 +12,7 @@ per step and a live bar, or, with ``verbose``, the raw output as well.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 import os
 import re
@@ -88,12 +89,15 @@ def run_locally(
     verbose: bool = False,
     cache_root: Path | None = None,
     runner: Any = None,
+    warm: bool = True,
 ) -> LocalRun:
     """Run ``pipeline`` with kfp.local; raise :class:`PipelineFailed` naming the failed step.
 
     ``cache_root``: reuse the outputs of steps whose inputs did not change (kfp.local's
     cache, kept there); None runs every step. ``runner``: kfp.local's runner (default: a
-    subprocess of this environment per task).
+    subprocess of this environment per task). ``warm``: with the default runner, each step forks
+    from a process that imported the heavy libraries once for the run (:mod:`cli.warm_steps`);
+    False starts a new interpreter per step.
     """
     from kfp import local
     from rich.console import Console
@@ -103,10 +107,14 @@ def run_locally(
     from cli.console.kfp_lines import run_dir_pattern
     from cli.console.streams import TaskStreams
     from cli.step_cache import producer
+    from cli.warm_steps.client import warm_steps
 
     workspace.create()
     _use_this_python()
     telemetry_off()  # the tasks are this process's children (a notebook may call this without `mlops`)
+    warm_process = contextlib.ExitStack()
+    if warm and runner is None:  # started first: its imports overlap the run's set-up
+        warm_process.enter_context(warm_steps())
     local.init(
         runner=runner if runner is not None else local.SubprocessRunner(use_venv=False),
         pipeline_root=str(workspace.pipeline_root),
@@ -139,7 +147,7 @@ def run_locally(
     # print in place for good (every later print of this process started with four spaces).
     original_print = builtins.print
     try:
-        with display:
+        with warm_process, display:
             run.output = pipeline(**arguments).output
     except RuntimeError as exc:
         match = _FAILED_TASK.search(ANSI.sub("", str(exc)))

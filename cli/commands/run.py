@@ -82,6 +82,12 @@ def add_run_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -
         help="where each step runs: 'subprocess' (this environment, the default) or 'docker' (the platform image "
         "in a local Docker engine, kfp.local's DockerRunner: `mlops image build && mlops image load` first)",
     )
+    parser.add_argument(
+        "--cold-steps",
+        action="store_true",
+        help="with the subprocess runner, start each step in a new interpreter instead of forking it from the "
+        "run's warm process, which imports torch, MLflow and Great Expectations once for all steps",
+    )
 
 
 def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
@@ -93,7 +99,7 @@ def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
     form = forms()[name]
     parser = argparse.ArgumentParser(
         prog=f"mlops run {name}",
-        usage=f"mlops run {name} [-v] [--cache] [--runner {{{','.join(RUNNERS)}}}] [--SECTION.FIELD VALUE ...] "
+        usage=f"mlops run {name} [-v] [--cache] [--runner {{{','.join(RUNNERS)}}}] [--cold-steps] [--SECTION.FIELD VALUE ...] "
         "[--set SECTION.FIELD=VALUE ...]",
         description=form.description,
         epilog="Every setting has one address, section.field (nested: train.model.dropout): the same in "
@@ -168,6 +174,7 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     rest = list(args.arguments)  # the command's own flags may also follow the pipeline's name
     verbose = take_flag(rest, "-v", "--verbose") or args.verbose
     use_cache = take_flag(rest, "--cache") or args.cache
+    cold_steps = take_flag(rest, "--cold-steps") or args.cold_steps
     runner_name = take_option(rest, "--runner", RUNNERS) or args.runner
     given = parse_pipeline_arguments(args.pipeline, rest)
     arguments, tracking = local_arguments(args.pipeline, given, workspace)
@@ -196,6 +203,7 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
                     verbose=verbose,
                     cache_root=cache,
                     runner=runner,
+                    warm=not cold_steps,
                 )
     except PipelineFailed as failure:
         print_failure(failure, workspace)

@@ -40,14 +40,17 @@ def test_each_pipelines_help_lists_the_run_options(capsys: pytest.CaptureFixture
 def test_the_run_help_and_each_pipelines_help_say_the_same(capsys: pytest.CaptureFixture[str]) -> None:
     general = " ".join(_help(capsys, "run").split())
     specific = " ".join(_help(capsys, "run", "training").split())
-    assert _option_lines() == ["-v --verbose", "--cache", "--runner"]
+    assert _option_lines() == ["-v --verbose", "--cache", "--runner", "--cold-steps"]
     for text in (general, specific):
         assert "reuse the outputs of steps whose inputs, code and named files did not change" in text
         assert "where each step runs: 'subprocess' (this environment, the default) or 'docker'" in text
+        assert "--cold-steps with the subprocess runner, start each step in a new interpreter" in text
 
 
 def test_the_run_options_are_taken_after_the_pipelines_name_too() -> None:
-    argv = ["--set", "train.epochs=2", "-v", "--runner=docker", "--cache"]
-    assert take_flag(argv, "-v", "--verbose") and take_flag(argv, "--cache")
+    argv = ["--set", "train.epochs=2", "-v", "--runner=docker", "--cache", "--cold-steps"]
+    assert (
+        take_flag(argv, "-v", "--verbose") and take_flag(argv, "--cache") and take_flag(argv, "--cold-steps")
+    )
     assert take_option(argv, "--runner", RUNNERS) == "docker"
     assert argv == ["--set", "train.epochs=2"]

@@ -1,0 +1,223 @@
+"""The warm process of a local run: it imports the steps' heavy libraries once, then forks one child per step.
+
+Run as ``python -m cli.warm_steps.zygote SOCKET``. It listens on the Unix socket, prints ``ready``, and
+imports :data:`PRELOADED` (torch, MLflow, Great Expectations, ONNX Runtime, pandas, pyarrow, scikit-learn,
+KFP's executor: about 16 s on two cores, which every cold step pays again for what it imports).
+Each request carries a step (:class:`cli.warm_steps.program.LightweightProgram`), its environment, its
+working directory and, as an ancillary file descriptor, the pipe its output goes to. The child does what
+KFP's script does (the component source written to a fresh ``mktemp -d`` folder, ``_KFP_RUNTIME=true``,
+``python -m kfp.dsl.executor_main --component_module_path <file> ARGS``), then exits through the
+interpreter's own shutdown, so atexit handlers and non-daemon threads finish as in a cold process, and
+the last thing it does is write its exit status to the socket.
+
+The process imports and never computes: no thread pool (OpenMP, gRPC) exists to be broken by the fork,
+which :func:`threads_at_fork` checks before each one. It exits when its parent closes its stdin.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import sys
+import tempfile
+import time
+from typing import Any
+
+PRELOADED = (
+    "kfp.dsl.executor_main",
+    "pandas",
+    "pyarrow.parquet",
+    "mlflow",
+    "great_expectations",
+    "sklearn.metrics",
+    "onnxruntime",
+    "onnx",
+    "torch",
+)
+"""What the steps import that costs most to import, in the order a training run first needs them; a module
+this environment lacks is skipped (a step that needs it fails as it would cold)."""
+
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+"""The largest step request read (a component's source and its executor input are a few hundred KB)."""
+
+EXIT_STATUS_PREFIX = b"exit "
+"""How a child's status line starts on the socket: ``exit <code>``."""
+
+
+def threads_at_fork() -> int:
+    """The threads of this process as the kernel counts them (native ones included)."""
+    return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+
+
+def receive(conn: socket.socket) -> tuple[dict[str, Any], int]:
+    """One request: a JSON line and the output pipe's descriptor."""
+    chunks, fds = [], []
+    while True:
+        data, received, _flags, _addr = socket.recv_fds(conn, 1 << 20, 1)
+        fds.extend(received)
+        if not data:
+            break
+        chunks.append(data)
+        if data.endswith(b"\n") or sum(map(len, chunks)) > MAX_REQUEST_BYTES:
+            break
+    if len(fds) != 1:
+        raise ValueError(f"a step request carries exactly one output descriptor, not {len(fds)}")
+    return json.loads(b"".join(chunks)), fds[0]
+
+
+def run_step(request: dict[str, Any], conn: socket.socket, output: int) -> int:
+    """In the forked child: become the step's process and run KFP's executor; its exit status."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the step waits for its own children
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(output)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    _reseed()
+    program_path = tempfile.mkdtemp()  # the script's `mktemp -d`
+    module_path = os.path.join(program_path, "ephemeral_component.py")
+    with open(module_path, "w", encoding="utf-8") as file:
+        file.write(request["source"])
+    waited_ms = (time.time() - request["sent_at"]) * 1000
+    imported = ", ".join(request["preloaded"]) or "nothing yet"
+    print(
+        f"[mlops] warm step: forked {waited_ms:.0f} ms after its request; imported once for the run: {imported}",
+        flush=True,
+    )
+    sys.argv = [module_path, "--component_module_path", module_path, *request["args"]]
+    try:
+        runpy.run_module("kfp.dsl.executor_main", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        return _code(exc.code)
+    return 0
+
+
+_status: list[int] = [0]
+_child_connection: list[socket.socket] = []
+"""In a forked child, its request's connection; empty in the warm process."""
+
+
+def _code(code: Any) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _end_of_step() -> None:
+    """The last exit handler of a child: its status to the socket, then out without tearing down.
+
+    Every exit handler (the step's own, the libraries') and the wait for non-daemon threads have run by
+    then; what is left is the teardown of the imported modules, which in a forked child copies each page
+    it touches (seconds for torch's and Great Expectations' objects) and changes nothing the step wrote.
+    """
+    if not _child_connection:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with contextlib.suppress(OSError):
+        _child_connection[0].sendall(EXIT_STATUS_PREFIX + str(_status[0]).encode() + b"\n")
+    os._exit(_status[0])
+
+
+def _reseed() -> None:
+    """Fresh random state, as a new process has (``random`` reseeds itself after a fork; numpy does not)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def serve(path: str) -> int | None:
+    """Answer step requests until stdin closes; in a forked child, the step's exit status (else None).
+
+    The socket listens before the imports start, and requests are answered between two imports: a step
+    asked for early forks with what is imported so far and imports the rest itself, as a cold one would.
+    """
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    atexit.register(_end_of_step)  # before the imports register theirs, so it runs after all of them
+    print("ready", flush=True)
+    imported: list[str] = []
+    for name in PRELOADED:
+        started = time.monotonic()
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        imported.append(f"{name} ({time.monotonic() - started:.1f} s)")
+        status = _answer(listener, imported, timeout=0.0)
+        if status is not None:
+            return status
+    while True:
+        status = _answer(listener, imported, timeout=None)
+        if status is not None:
+            return status
+
+
+def _answer(listener: socket.socket, imported: list[str], timeout: float | None) -> int | None:
+    """Fork for each pending request (waiting up to ``timeout``); in a child, its step's status.
+
+    Raises :class:`SystemExit` in the warm process itself once its parent closed stdin.
+    """
+    while True:
+        readable, _, _ = select.select([listener, sys.stdin], [], [], timeout)
+        if not readable:
+            return None
+        if sys.stdin in readable and not os.read(sys.stdin.fileno(), 4096):
+            listener.close()
+            raise SystemExit(0)
+        if listener not in readable:
+            continue
+        conn, _ = listener.accept()
+        try:
+            request, output = receive(conn)
+        except (OSError, ValueError) as exc:
+            print(f"bad step request: {exc}", file=sys.stderr, flush=True)
+            conn.close()
+            continue
+        request["preloaded"] = list(imported)
+        threads = threads_at_fork()
+        if threads != 1:
+            print(f"warning: {threads} threads at fork", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.fork() == 0:
+            _child_connection[:] = [conn]
+            listener.close()
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)  # the step reads no input, as under kfp.local
+            os.close(devnull)
+            try:
+                _status[0] = run_step(request, conn, output)
+            except BaseException:  # what a cold interpreter prints for an uncaught exception
+                import traceback
+
+                traceback.print_exc()
+                _status[0] = 1
+            return _status[0]
+        os.close(output)
+        conn.close()
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m cli.warm_steps.zygote SOCKET_PATH")
+    code = serve(sys.argv[1])
+    sys.exit(code or 0)
+
+
+if __name__ == "__main__":
+    main()
