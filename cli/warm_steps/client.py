@@ -40,11 +40,13 @@ RunSubprocess = Callable[..., int]
 class WarmSteps:
     """One warm process for one local run, and the steps it forks."""
 
-    def __init__(self, cold: RunSubprocess, log: IO[str] | None = None) -> None:
+    def __init__(self, cold: RunSubprocess, sources: list[str], log: IO[str] | None = None) -> None:
         self.cold = cold
         self._log = log
         self._folder = Path(tempfile.mkdtemp(prefix="mlops-warm-"))
         self.socket_path = str(self._folder / "socket")
+        self._sources = self._folder / "components.json"
+        self._sources.write_text(json.dumps(sources), encoding="utf-8")
         self._ready = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
         self.ready_line = ""
@@ -54,7 +56,7 @@ class WarmSteps:
     def start(self) -> WarmSteps:
         """Start the warm process; its imports run while the pipeline compiles and its first steps start."""
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "cli.warm_steps.zygote", self.socket_path],
+            [sys.executable, "-m", "cli.warm_steps.zygote", self.socket_path, str(self._sources)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log if self._log is not None else subprocess.DEVNULL,
@@ -126,6 +128,42 @@ class WarmSteps:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
+def component_sources(pipeline: Any) -> list[str]:
+    """The sources of ``pipeline``'s lightweight components, in the order its tasks run (dependencies first,
+    groups such as ``dsl.If`` and ``ParallelFor`` entered where they stand)."""
+    from google.protobuf.json_format import MessageToDict
+
+    spec = MessageToDict(pipeline.pipeline_spec)
+    components = spec.get("components", {})
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    sources: list[str] = []
+
+    def visit(tasks: dict[str, Any]) -> None:
+        done: set[str] = set()
+        while len(done) < len(tasks):
+            ready = [
+                name
+                for name, task in tasks.items()
+                if name not in done and set(task.get("dependentTasks", [])) <= done
+            ] or [name for name in tasks if name not in done]  # a cycle cannot be; take the rest as listed
+            for name in ready:
+                done.add(name)
+                component = components.get(tasks[name].get("componentRef", {}).get("name", ""), {})
+                if "dag" in component:
+                    visit(component["dag"].get("tasks", {}))
+                command = (
+                    executors.get(component.get("executorLabel", ""), {})
+                    .get("container", {})
+                    .get("command", [])
+                )
+                program = lightweight_program(command, sys.executable)
+                if program is not None and program.source not in sources:
+                    sources.append(program.source)
+
+    visit(spec.get("root", {}).get("dag", {}).get("tasks", {}))
+    return sources
+
+
 def _send(conn: socket.socket, payload: bytes, descriptor: int) -> None:
     sent = socket.send_fds(conn, [payload], [descriptor])
     conn.sendall(payload[sent:])
@@ -146,13 +184,13 @@ def _exit_status(conn: socket.socket) -> int:
 
 
 @contextlib.contextmanager
-def warm_steps(log_path: Path | None = None) -> Iterator[WarmSteps]:
-    """For the ``with`` block, kfp.local's subprocess runner starts lightweight steps warm."""
+def warm_steps(pipeline: Any, log_path: Path | None = None) -> Iterator[WarmSteps]:
+    """For the ``with`` block, kfp.local's subprocess runner starts ``pipeline``'s lightweight steps warm."""
     from kfp.local import subprocess_task_handler as handler
 
     cold: RunSubprocess = handler.run_local_subprocess
     log: Any = open(log_path, "w", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
-    warm = WarmSteps(cold, log).start()
+    warm = WarmSteps(cold, component_sources(pipeline), log).start()
     handler.run_local_subprocess = warm.run
     try:
         yield warm

@@ -10,9 +10,12 @@ changed its template) runs cold, as kfp.local would run it.
 
 from __future__ import annotations
 
+import ast
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from importlib.machinery import PathFinder
+from pathlib import Path
 
 EXECUTOR_MODULE = "kfp.dsl.executor_main"
 """The module the script runs; imported by the warm process too."""
@@ -51,3 +54,93 @@ def lightweight_program(full_command: Sequence[str], python: str) -> Lightweight
     if full_command[2] not in (LIGHTWEIGHT_SCRIPT, LIGHTWEIGHT_SCRIPT.replace("python3", python)):
         return None
     return LightweightProgram(source=full_command[3], args=tuple(full_command[4:]))
+
+
+PLATFORM_PACKAGES = frozenset({"mlops", "training", "serving", "delivery", "components", "pipelines"})
+"""The platform's own packages: importing their modules has no side effects (a house rule, checked in review)."""
+
+HEAVY_LIBRARIES = frozenset(
+    {
+        "kfp", "numpy", "pandas", "pyarrow", "scipy", "sklearn", "torch", "onnx", "onnxruntime", "mlflow",
+        "great_expectations", "fairlearn", "optuna", "matplotlib",
+    }
+)  # fmt: skip
+"""Libraries that cost seconds to import and do nothing at import a step could tell apart."""
+
+
+def imported_by(source: str) -> list[str]:
+    """Every absolute import in ``source``, at any depth (a component imports inside its function); for
+    ``from a.b import c`` both ``a.b`` and ``a.b.c`` (``c`` may be a module)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")
+    return names
+
+
+def preloadable_imports(sources: Iterable[str], module_source: Callable[[str], str | None]) -> list[str]:
+    """What the warm process imports for steps of the components' ``sources``, in the order they need it.
+
+    A component imports its logic inside its function (``from components.train.train import run_training``)
+    and the platform's modules import their heavy libraries inside theirs: so the platform's modules are
+    followed through their source text (``module_source(name)``: None for a name that is no module),
+    without importing them, to the :data:`HEAVY_LIBRARIES` they reach. Those and the platform modules named
+    by the components are taken; a user's own modules are not (one that reads its environment when
+    imported would read the warm process's, not its task's).
+    """
+    wanted: dict[str, None] = {EXECUTOR_MODULE: None}
+    followed: set[str] = set()
+
+    def follow(name: str) -> None:
+        pending = [name]
+        while pending:
+            current = pending.pop()
+            if current in followed:
+                continue
+            followed.add(current)
+            text = module_source(current)
+            if text is None:
+                continue
+            for imported in imported_by(text):
+                top = imported.split(".")[0]
+                if top in HEAVY_LIBRARIES:
+                    wanted.setdefault(
+                        imported, None
+                    )  # not a module (``from torch import nn``): skipped there
+                elif top in PLATFORM_PACKAGES:
+                    pending.append(imported)
+
+    for source in sources:
+        named = imported_by(source)
+        for name in named:
+            if name.split(".")[0] in PLATFORM_PACKAGES:
+                follow(name)
+        for name in named:
+            top = name.split(".")[0]
+            if top in HEAVY_LIBRARIES or (top in PLATFORM_PACKAGES and module_source(name) is not None):
+                wanted.setdefault(name, None)
+    return list(wanted)
+
+
+def module_source(name: str) -> str | None:
+    """The source text of module ``name`` (a ``.py`` file), found on ``sys.path`` without importing anything."""
+    locations: list[str] | None = None
+    spec = None
+    for depth, part in enumerate(name.split(".")):
+        spec = PathFinder.find_spec(".".join(name.split(".")[: depth + 1]) if depth else part, locations)
+        if spec is None:
+            return None
+        locations = list(spec.submodule_search_locations or [])
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        return Path(spec.origin).read_text(encoding="utf-8")
+    except OSError:
+        return None

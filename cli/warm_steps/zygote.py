@@ -1,8 +1,10 @@
 """The warm process of a local run: it imports the steps' heavy libraries once, then forks one child per step.
 
-Run as ``python -m cli.warm_steps.zygote SOCKET``. It listens on the Unix socket, prints ``ready``, and
-imports :data:`PRELOADED` (torch, MLflow, Great Expectations, ONNX Runtime, pandas, pyarrow, scikit-learn,
-KFP's executor: about 16 s on two cores, which every cold step pays again for what it imports).
+Run as ``python -m cli.warm_steps.zygote SOCKET SOURCES_JSON``. It listens on the Unix socket, prints
+``ready``, and imports what the run's components import (:func:`cli.warm_steps.program.preloadable_imports`
+of their sources: for the training pipeline torch, MLflow, Great Expectations, ONNX Runtime, pandas,
+scikit-learn, KFP's executor and the platform's modules, about 16 s on two cores, which every cold step
+pays again for what it imports).
 Each request carries a step (:class:`cli.warm_steps.program.LightweightProgram`), its environment, its
 working directory and, as an ancillary file descriptor, the pipe its output goes to. The child does what
 KFP's script does (the component source written to a fresh ``mktemp -d`` folder, ``_KFP_RUNTIME=true``,
@@ -10,8 +12,10 @@ KFP's script does (the component source written to a fresh ``mktemp -d`` folder,
 interpreter's own shutdown, so atexit handlers and non-daemon threads finish as in a cold process, and
 the last thing it does is write its exit status to the socket.
 
-The process imports and never computes: no thread pool (OpenMP, gRPC) exists to be broken by the fork,
-which :func:`threads_at_fork` checks before each one. It exits when its parent closes its stdin.
+The process imports and never computes, so no OpenMP or gRPC pool exists to be broken by a fork; the native
+threads some libraries start when imported (OpenBLAS's pool with numpy, jemalloc's with pyarrow) handle a
+fork themselves (``pthread_atfork``), and a Python thread, which would not, is reported before each fork
+(:func:`python_threads_at_fork`). It exits when its parent closes its stdin.
 """
 
 from __future__ import annotations
@@ -28,21 +32,10 @@ import socket
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-PRELOADED = (
-    "kfp.dsl.executor_main",
-    "pandas",
-    "pyarrow.parquet",
-    "mlflow",
-    "great_expectations",
-    "sklearn.metrics",
-    "onnxruntime",
-    "onnx",
-    "torch",
-)
-"""What the steps import that costs most to import, in the order a training run first needs them; a module
-this environment lacks is skipped (a step that needs it fails as it would cold)."""
+from cli.warm_steps.program import module_source, preloadable_imports
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 """The largest step request read (a component's source and its executor input are a few hundred KB)."""
@@ -51,9 +44,11 @@ EXIT_STATUS_PREFIX = b"exit "
 """How a child's status line starts on the socket: ``exit <code>``."""
 
 
-def threads_at_fork() -> int:
-    """The threads of this process as the kernel counts them (native ones included)."""
-    return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+def python_threads_at_fork() -> list[str]:
+    """Python threads besides this one: none should run in the warm process (a fork copies only this one)."""
+    import threading
+
+    return [thread.name for thread in threading.enumerate() if thread is not threading.current_thread()]
 
 
 def receive(conn: socket.socket) -> tuple[dict[str, Any], int]:
@@ -138,7 +133,7 @@ def _reseed() -> None:
         numpy.random.seed()
 
 
-def serve(path: str) -> int | None:
+def serve(path: str, sources_file: str) -> int | None:
     """Answer step requests until stdin closes; in a forked child, the step's exit status (else None).
 
     The socket listens before the imports start, and requests are answered between two imports: a step
@@ -150,12 +145,14 @@ def serve(path: str) -> int | None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     atexit.register(_end_of_step)  # before the imports register theirs, so it runs after all of them
     print("ready", flush=True)
+    sources = json.loads(Path(sources_file).read_text(encoding="utf-8"))
+    modules = preloadable_imports(sources, module_source)
     imported: list[str] = []
-    for name in PRELOADED:
+    for name in modules:
         started = time.monotonic()
         try:
             importlib.import_module(name)
-        except ImportError:
+        except Exception:  # noqa: BLE001 - a step that imports it fails as it would cold
             continue
         imported.append(f"{name} ({time.monotonic() - started:.1f} s)")
         status = _answer(listener, imported, timeout=0.0)
@@ -189,9 +186,8 @@ def _answer(listener: socket.socket, imported: list[str], timeout: float | None)
             conn.close()
             continue
         request["preloaded"] = list(imported)
-        threads = threads_at_fork()
-        if threads != 1:
-            print(f"warning: {threads} threads at fork", file=sys.stderr, flush=True)
+        if threads := python_threads_at_fork():
+            print(f"warning: Python threads at fork: {threads}", file=sys.stderr, flush=True)
         sys.stdout.flush()
         sys.stderr.flush()
         if os.fork() == 0:
@@ -213,9 +209,9 @@ def _answer(listener: socket.socket, imported: list[str], timeout: float | None)
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: python -m cli.warm_steps.zygote SOCKET_PATH")
-    code = serve(sys.argv[1])
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: python -m cli.warm_steps.zygote SOCKET_PATH COMPONENT_SOURCES_JSON")
+    code = serve(sys.argv[1], sys.argv[2])
     sys.exit(code or 0)
 
 

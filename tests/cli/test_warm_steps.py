@@ -16,8 +16,8 @@ from kfp import dsl
 from kfp.dsl import Output
 
 from cli.local_run import PipelineFailed, run_locally
-from cli.warm_steps.client import WarmSteps
-from cli.warm_steps.program import LIGHTWEIGHT_SCRIPT, lightweight_program
+from cli.warm_steps.client import WarmSteps, component_sources
+from cli.warm_steps.program import LIGHTWEIGHT_SCRIPT, lightweight_program, module_source, preloadable_imports
 from mlops.workspace import Workspace
 
 
@@ -194,6 +194,35 @@ def test_a_warm_step_that_fails_fails_its_run_with_its_output(tmp_path: Path, ho
     assert said in log and "[mlops] warm step: forked" in log, log[-2000:]
 
 
+def test_the_warm_process_imports_what_the_steps_reach_in_the_order_they_run() -> None:
+    from pipelines.training.pipeline import training_pipeline
+
+    sources = component_sources(training_pipeline)
+    assert "def prepare_data(" in sources[0] and "def validate_data(" in sources[1]  # dependencies first
+    preload = preloadable_imports(sources, module_source)
+    assert preload[0] == "kfp.dsl.executor_main"
+    # Reached through the platform's modules, which import them inside their functions.
+    for heavy in ("torch", "mlflow", "great_expectations", "onnxruntime", "pandas"):
+        assert heavy in preload, preload
+    position = preload.index
+    assert position("components.prepare_data.prepare_data") < position("components.train.train")
+    assert position("great_expectations") < position("torch")  # validate-data runs before train-model
+
+
+def test_a_users_own_modules_are_left_to_the_step_and_nothing_is_imported_to_decide() -> None:
+    source = "def step():\n    import sklearn.metrics\n    import my_team_lib\n    from mlops.settings import addressed\n"
+    before = set(sys.modules)
+    preload = preloadable_imports([source], module_source)
+    assert "sklearn.metrics" in preload and "mlops.settings" in preload
+    assert not any(name.startswith("my_team_lib") for name in preload)
+    assert "pydantic" not in preload  # not a heavy library: the platform module imports it when imported
+    assert set(sys.modules) - before == set()
+    assert (
+        module_source("mlops.settings") == Path(__file__).parents[2].joinpath("mlops/settings.py").read_text()
+    )
+    assert module_source("mlops.no_such_module") is None and module_source("no_such_package.x") is None
+
+
 def test_without_a_warm_process_a_step_runs_cold_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     calls = []
 
@@ -201,7 +230,7 @@ def test_without_a_warm_process_a_step_runs_cold_and_says_so(capsys: pytest.Capt
         calls.append((full_command, env_vars))
         return 7
 
-    warm = WarmSteps(cold)  # never started: no process to fork from
+    warm = WarmSteps(cold, [])  # never started: no process to fork from
     command = [*what_a_step_sees.component_spec.implementation.container.command, "--executor_input", "{}"]
     assert warm.run(command, {"A": "1"}) == 7
     assert calls == [(command, {"A": "1"})] and warm.cold_steps == 1 and warm.warm_steps == 0
@@ -211,7 +240,7 @@ def test_without_a_warm_process_a_step_runs_cold_and_says_so(capsys: pytest.Capt
 
 
 def test_a_warm_process_that_died_sends_its_steps_cold(capsys: pytest.CaptureFixture[str]) -> None:
-    warm = WarmSteps(lambda full_command, env_vars=None: 0).start()
+    warm = WarmSteps(lambda full_command, env_vars=None: 0, []).start()
     try:
         assert warm.is_ready(timeout=60)
         assert warm._process is not None
