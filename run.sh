@@ -7,7 +7,14 @@ cd "$(dirname "$0")"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-# torch==2.13.0 is pinned: pip takes the local CPU wheel (find-links) instead of a CUDA build.
-.venv/bin/pip install --disable-pip-version-check -q -e . 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import cli.main" # fail here, not mid-run, if the install is broken
+# The install is editable, so a code change needs none: pip runs again only when pyproject.toml (the
+# dependencies and their pins) differs from the one last installed, which the stamp records.
+# torch==2.13.0 is pinned: pip takes a local CPU wheel (find-links) where one lies on disk.
+stamp=.venv/.mlops-installed-pyproject
+wanted=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  .venv/bin/pip install --disable-pip-version-check -q -e . 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import cli.main" # fail here, not mid-run, if the install is broken
+  echo "$wanted" >"$stamp"
+fi
 exec .venv/bin/mlops run training "$@"
