@@ -78,7 +78,7 @@ def _team(node: BenchNode, endpoint: str) -> str:
     import yaml
     from kubernetes import client
 
-    from cli import manifests
+    from cli.manifests import team_rules
 
     kubectl = ["kubectl", "--kubeconfig", str(node.kubeconfig)]
     subprocess.run([*kubectl, "apply", "--server-side", "-f", str(RUNTIMES)], check=True, capture_output=True)
@@ -86,19 +86,7 @@ def _team(node: BenchNode, endpoint: str) -> str:
     node.core.create_namespace(
         client.V1Namespace(metadata=client.V1ObjectMeta(name=ns, labels={"mlops.platform/role": "team"}))
     )
-    rendered = manifests.objects(manifests.render("dev"))
-    team = sorted({o["metadata"]["namespace"] for o in rendered if o["kind"] == "ResourceQuota"})[0]
-    objs = [
-        o
-        for o in rendered
-        if o["kind"] in ("PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "ClusterQueue")
-    ]
-    objs += [
-        {**o, "metadata": {**o["metadata"], "namespace": ns}}
-        for o in rendered
-        if o["kind"] in ("LimitRange", "ResourceQuota", "LocalQueue")
-        and o["metadata"].get("namespace") == team
-    ]
+    objs = team_rules("dev", ns)
     subprocess.run(
         [*kubectl, "apply", "--server-side", "-f", "-"],
         input=yaml.safe_dump_all(objs, sort_keys=False), text=True, check=True, capture_output=True,

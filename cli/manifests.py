@@ -82,6 +82,28 @@ def objects(stream: str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(stream) if doc]
 
 
+TEAM_RULES = ("LimitRange", "ResourceQuota", "LocalQueue")
+"""The objects that make a namespace a team's: the limits, the quota and the queue its jobs go to."""
+
+CLUSTER_RULES = ("PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "ClusterQueue")
+"""The cluster-wide objects a team's rules point at."""
+
+
+def team_rules(overlay: str, namespace: str, root: Path = MANIFESTS_DIR) -> list[dict[str, Any]]:
+    """The overlay's admission rules for a team in ``namespace``: the overlay's own team LimitRange,
+    ResourceQuota and LocalQueue moved there, and the cluster-wide PriorityClasses and queues they name
+    (what a new team namespace needs to run the platform's jobs under the same rules)."""
+    rendered = objects(render(overlay, root))
+    teams = sorted({o["metadata"]["namespace"] for o in rendered if o["kind"] == "ResourceQuota"})
+    if not teams:
+        raise ValueError(f"overlay {overlay!r} has no team namespace (no ResourceQuota) to copy the rules of")
+    rules = [o for o in rendered if o["kind"] in CLUSTER_RULES]
+    for obj in rendered:
+        if obj["kind"] in TEAM_RULES and obj["metadata"].get("namespace") == teams[0]:
+            rules.append({**obj, "metadata": {**obj["metadata"], "namespace": namespace}})
+    return rules
+
+
 def crd_schemas(root: Path = MANIFESTS_DIR) -> dict[tuple[str, str], dict[str, Any]]:
     """``(apiVersion, kind)`` → the openAPIV3Schema of every CRD version in ``root/crds``."""
     schemas = {}

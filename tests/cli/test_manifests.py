@@ -289,3 +289,25 @@ def test_the_overlay_ships_the_inference_service_the_kserve_target_creates(team:
     predictor = isvc["spec"]["predictor"]
     assert "model" not in predictor and len(predictor["containers"]) == 1  # one implementation
     assert isvc["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "RawDeployment"
+
+
+def test_team_rules_move_the_overlays_own_team_rules_into_a_new_namespace(tmp_path: Path) -> None:
+    from cli.manifests import CLUSTER_RULES, TEAM_RULES, objects, render, team_rules
+
+    rules = team_rules("dev", "team-new")
+    moved = [o for o in rules if o["kind"] in TEAM_RULES]
+    assert sorted(o["kind"] for o in moved) == sorted(TEAM_RULES)
+    assert {o["metadata"]["namespace"] for o in moved} == {"team-new"}
+    rendered = objects(render("dev"))
+    source = next(o for o in rendered if o["kind"] == "LimitRange")
+    copied = next(o for o in moved if o["kind"] == "LimitRange")
+    assert copied["spec"] == source["spec"] and source["metadata"]["namespace"] != "team-new"  # not mutated
+    assert sorted(o["metadata"]["name"] for o in rules if o["kind"] in CLUSTER_RULES) == sorted(
+        o["metadata"]["name"] for o in rendered if o["kind"] in CLUSTER_RULES
+    )
+    empty = tmp_path / "overlays" / "bare"
+    empty.mkdir(parents=True)
+    (empty / "kustomization.yaml").write_text("resources: [config.yaml]\n")
+    (empty / "config.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: x}\n")
+    with pytest.raises(ValueError, match="'bare' has no team namespace"):
+        team_rules("bare", "team-new", root=tmp_path)

@@ -187,8 +187,6 @@ def install_crds(cluster: Any) -> None:
     install_published_crds(cluster)
 
 
-TEAM_RULES = ("LimitRange", "ResourceQuota", "LocalQueue")
-CLUSTER_RULES = ("PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "ClusterQueue")
 
 
 def apply_team_rules(cluster: Any, namespace: str, overlay: str = "dev") -> list[dict[str, Any]]:
@@ -196,14 +194,9 @@ def apply_team_rules(cluster: Any, namespace: str, overlay: str = "dev") -> list
     (moved there), and the cluster-wide PriorityClasses and Kueue queue they point at. The objects applied."""
     import yaml
 
-    from cli import manifests
+    from cli.manifests import team_rules
 
-    rendered = manifests.objects(manifests.render(overlay))
-    teams = sorted({o["metadata"]["namespace"] for o in rendered if o["kind"] == "ResourceQuota"})
-    objs = [o for o in rendered if o["kind"] in CLUSTER_RULES]
-    for obj in rendered:
-        if obj["kind"] in TEAM_RULES and obj["metadata"].get("namespace") == teams[0]:
-            objs.append({**obj, "metadata": {**obj["metadata"], "namespace": namespace}})
+    objs = team_rules(overlay, namespace)
     stream = yaml.safe_dump_all(objs, sort_keys=False)
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=stream)
     return objs
