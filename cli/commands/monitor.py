@@ -77,6 +77,11 @@ def monitor_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.commands.run import run_command
 
     run = argparse.Namespace(
-        pipeline="monitoring", arguments=pipeline_argv(args), verbose=False, cache=False, runner="subprocess"
+        pipeline="monitoring",
+        arguments=pipeline_argv(args),
+        verbose=False,
+        cache=False,
+        runner="subprocess",
+        cold_steps=False,
     )
     return run_command(run, workspace)

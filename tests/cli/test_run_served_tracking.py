@@ -32,8 +32,10 @@ def test_a_local_run_records_everything_through_its_own_tracking_server(tmp_path
     workspace = tmp_path / "ws"
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}  # every task's imports land in its log
     env.pop("MLFLOW_TRACKING_URI", None)
+    # Cold steps, each its own interpreter, as under --runner docker and on a cluster: what a recording step
+    # imports is its own (a warm step's process has MLflow already, imported once for the other steps).
     result = subprocess.run(
-        [MLOPS, "--workspace", str(workspace), "run", "training", "--set", "data.sample.rows=2000",
+        [MLOPS, "--workspace", str(workspace), "run", "training", "--cold-steps", "--set", "data.sample.rows=2000",
          "--set", "train.epochs=1", "--set", "train.model.hidden_units=8",
          "--set", "model_validation.fairness.gate_on_intervals=false", "--set", "gate.auc_floor=0.5"],
         cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=env, check=False,
