@@ -97,7 +97,8 @@ def run_locally(
     cache, kept there); None runs every step. ``runner``: kfp.local's runner (default: a
     subprocess of this environment per task). ``warm``: with the default runner, each step forks
     from a process that imported the heavy libraries once for the run (:mod:`cli.warm_steps`);
-    False starts a new interpreter per step.
+    False starts a new interpreter per step, unless the caller holds a ``warm_steps`` block itself
+    (``mlops run`` starts it before the run's tracking server, so that their starts overlap).
     """
     from kfp import local
     from rich.console import Console

@@ -14,7 +14,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mlops.governance.signing import SignatureError, public_key_for, verify_directory
 from mlops.tracking.store import TrackingStore, redact_uri
@@ -27,9 +26,6 @@ from mlops.vocabulary import (
     SIGNATURE_URI_TAG,
     file_sha256,
 )
-
-if TYPE_CHECKING:
-    from mlflow import MlflowClient
 
 __all__ = ["DIGEST_TAG", "PRECISION_TAG", "QUANTIZED_FROM_TAG", "ModelRegistry", "RegistryError"]
 
@@ -68,16 +64,12 @@ class ModelRegistry:
         self.model_name = model_name
         self.cache_dir = Path(cache_dir)
 
-    @property
-    def client(self) -> MlflowClient:
-        return self.store.client
-
     def version_for(self, alias: str) -> str:
         """The version ``alias`` points at now."""
         from mlflow.exceptions import MlflowException
 
         try:
-            return str(self.client.get_model_version_by_alias(self.model_name, alias).version)
+            return str(self.store.version_by_alias(self.model_name, alias).version)
         except MlflowException as exc:
             if _unreachable(exc):
                 raise RegistryError(
@@ -94,7 +86,7 @@ class ModelRegistry:
         from mlflow.exceptions import MlflowException
 
         try:
-            tags = dict(self.client.get_model_version(self.model_name, version).tags)
+            tags = self.store.version_tags(self.model_name, version)
         except MlflowException as exc:
             raise RegistryError(
                 f"model {self.model_name!r} has no version {version!r} in {redact_uri(self.tracking_uri)}: "
@@ -120,9 +112,9 @@ class ModelRegistry:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{self.model_name}-{version}-", dir=self.cache_dir))
         try:
-            # Resolve the storage location with our own client: mlflow's models:/ download path
+            # Resolve the storage location in our own registry: mlflow's models:/ download path
             # looks the version up in the *global* registry URI, not the one passed to it.
-            location = self.client.get_model_version_download_uri(self.model_name, version)
+            location = self.store.version_download_uri(self.model_name, version)
             (staging / "model").mkdir()
             (staging / "signature").mkdir()
             downloaded = self._download(location, staging / "model", version)

@@ -54,13 +54,10 @@ class MlflowLogger:
     """The store of that run; pickled with the logger (settings only), so a spawned rank or a pod logs
     to the same place without any process-wide MLflow state."""
 
-    def _client(self) -> Any:
-        return self.store.client
-
     def log_params(self, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
 
-        self._client().log_batch(self.run_id, params=[Param(k, str(v)) for k, v in params.items()])
+        self.store.log_batch(self.run_id, params=[Param(k, str(v)) for k, v in params.items()])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         import time
@@ -69,10 +66,10 @@ class MlflowLogger:
 
         now = int(time.time() * 1000)
         batch = [Metric(k, float(v), now, step) for k, v in metrics.items()]
-        self._client().log_batch(self.run_id, metrics=batch)
+        self.store.log_batch(self.run_id, metrics=batch)
 
     def log_artifacts(self, local_dir: Path, artifact_path: str) -> None:
-        self._client().log_artifacts(self.run_id, str(local_dir), artifact_path)
+        self.store.log_run_artifacts(self.run_id, local_dir, artifact_path)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def lineage_command(args: argparse.Namespace, workspace: Workspace) -> int:
     name = workspace_model(name, store.tracking_uri, usage=f"mlops lineage {{name}}@{alias}")
     uri = store.tracking_uri
     try:
-        version = store.client.get_model_version_by_alias(name, alias)
+        version = store.version_by_alias(name, alias)
     except MlflowException as exc:
         raise ValueError(f"{name}@{alias} does not resolve in {uri}: {exc.message}") from exc
     events = read_events(workspace.root)

@@ -195,7 +195,11 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
             print_start(args.pipeline, workspace, tracking)
             if image is not None:
                 print_image(image)
-            with served_tracking(tracking, workspace, runner_name):
+            # The warm process starts first: its imports overlap the tracking server's start.
+            with (
+                warm_process(pipelines()[args.pipeline], workspace, runner_name, cold_steps),
+                served_tracking(tracking, workspace, runner_name),
+            ):
                 result = run_locally(
                     pipelines()[args.pipeline],
                     arguments,
@@ -203,7 +207,7 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
                     verbose=verbose,
                     cache_root=cache,
                     runner=runner,
-                    warm=not cold_steps,
+                    warm=False,  # started above
                 )
     except PipelineFailed as failure:
         print_failure(failure, workspace)
@@ -215,6 +219,17 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     facts = summaries()[args.pipeline](workspace, settings, result)
     save_record(args.pipeline, result, "succeeded", facts=facts)
     return 0
+
+
+def warm_process(pipeline: Any, workspace: Workspace, runner_name: str, cold_steps: bool) -> Any:
+    """The run's warm process (:mod:`cli.warm_steps`) for subprocess steps, unless ``--cold-steps``."""
+    from contextlib import nullcontext
+
+    from cli.warm_steps.client import warm_steps
+
+    if cold_steps or runner_name != "subprocess":
+        return nullcontext()
+    return warm_steps(pipeline, workspace.pipeline_root / f".warm-steps-{os.getpid()}.log")
 
 
 @contextmanager

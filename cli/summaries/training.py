@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.console.display import duration
 from cli.console.figures import split_reasons, task_outputs
@@ -28,19 +28,22 @@ from mlops.vocabulary import (
 )
 from mlops.workspace import Workspace
 
+if TYPE_CHECKING:
+    from mlops.tracking.store import TrackingStore
+
 KFP_RUN_ID_TAG = f"{TAG_PREFIX}kfp_run_id"  # the Lineage field the register step tags
 
 
-def test_auc(client: Any, result: LocalRun, experiment: str, kfp_run_id: str) -> float | None:
+def test_auc(store: TrackingStore, result: LocalRun, experiment: str, kfp_run_id: str) -> float | None:
     """The evaluate step's test ROC AUC: from this run's folder, else (a cached step) from MLflow."""
     if result.run_dir is not None:
         params, _ = task_outputs(result.run_dir / "evaluate-model")
         if isinstance(params.get("test_auc"), int | float):
             return float(params["test_auc"])
-    found = client.get_experiment_by_name(experiment)
+    found = store.experiment_by_name(experiment)
     if found is None or not kfp_run_id:
         return None
-    runs = client.search_runs(
+    runs = store.find_runs(
         [found.experiment_id],
         f"tags.`{PIPELINE_RUN_ID_TAG}` = '{kfp_run_id}' and tags.`{TASK_TAG}` = 'evaluate'",
         max_results=1,
@@ -58,11 +61,11 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
     version = str(result.output)
     model_name = settings["registration.model_name"]
     tracking_uri = settings["tracking.tracking_uri"]
-    client = TrackingStore.from_uri(tracking_uri).client
-    model_version = client.get_model_version(model_name, version)
+    store = TrackingStore.from_uri(tracking_uri)
+    model_version = store.model_version(model_name, version)
     aliases = ", ".join(sorted(model_version.aliases)) or "none"
     tags = model_version.tags
-    auc = test_auc(client, result, settings["tracking.experiment"], tags.get(KFP_RUN_ID_TAG, ""))
+    auc = test_auc(store, result, settings["tracking.experiment"], tags.get(KFP_RUN_ID_TAG, ""))
     decision = tags.get(DECISION_TAG, "?")
     run_name = result.run_dir.name if result.run_dir is not None else ""
     overrides, _ = record_limits(workspace, "training", settings, model_name, version, run_name)

@@ -18,10 +18,10 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
     from mlops.tracking.store import TrackingStore
 
     experiment = settings["tracking.experiment"]
-    client = TrackingStore.from_uri(settings["tracking.tracking_uri"]).client
-    found = client.get_experiment_by_name(experiment)
+    store = TrackingStore.from_uri(settings["tracking.tracking_uri"])
+    found = store.experiment_by_name(experiment)
     runs = (
-        client.search_runs(
+        store.find_runs(
             [found.experiment_id],
             f"tags.`{TASK_TAG}` = '{TASK_NAME}'",
             order_by=["attributes.start_time DESC"],

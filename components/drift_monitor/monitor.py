@@ -175,7 +175,7 @@ def gate_reference(store: TrackingStore, model_name: str, version: str) -> GateR
 
     from components.drift_monitor.bias_drift import reference_from_gate_report
 
-    run_id = store.client.get_model_version(model_name, version).tags.get(VALIDATION_RUN_TAG)
+    run_id = store.version_tags(model_name, version).get(VALIDATION_RUN_TAG)
     if not run_id:
         return None
     path = store.download(f"runs:/{run_id}/{VALIDATION_REPORT_FILE}")
@@ -242,7 +242,7 @@ def log_check(check: Check, store: TrackingStore, reports: dict[str, Path]) -> s
             mlflow.entities.Metric(key, value, stamp, int(end.timestamp()))
             for key, value in metrics_of(result).items()
         ]
-        store.client.log_batch(run.info.run_id, metrics=metrics)
+        store.log_batch(run.info.run_id, metrics=metrics)
         for name, path in reports.items():
             mlflow.log_text(path.read_text(), name)
         return str(run.info.run_id)

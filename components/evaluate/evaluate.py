@@ -132,15 +132,14 @@ def _champion_version(store: TrackingStore, model_name: str) -> str | None:
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE, RESOURCE_DOES_NOT_EXIST, ErrorCode
 
-    client = store.client
     try:
-        return str(client.get_model_version_by_alias(model_name, CHAMPION).version)
+        return str(store.version_by_alias(model_name, CHAMPION).version)
     except MlflowException as exc:
         if exc.error_code == ErrorCode.Name(RESOURCE_DOES_NOT_EXIST):
             return None  # no registered model of that name yet: the first model has nothing to beat
         # The store reports a missing alias as an invalid parameter; confirm that is what happened.
         if exc.error_code == ErrorCode.Name(INVALID_PARAMETER_VALUE) and CHAMPION not in (
-            client.get_registered_model(model_name).aliases
+            store.registered_model(model_name).aliases
         ):
             return None
         raise
@@ -184,9 +183,7 @@ def champion_metrics(
     if version is None:
         return None
     who = f"champion {model_name} version {version}"
-    unseen, note = unseen_rows(
-        dict(store.client.get_model_version(model_name, version).tags), test_frame, who
-    )
+    unseen, note = unseen_rows(store.version_tags(model_name, version), test_frame, who)
     with tempfile.TemporaryDirectory(prefix="champion-") as tmp:
         # By version, not alias: a promotion during the download must not mix two versions.
         local = store.download_version(model_name, version, tmp)

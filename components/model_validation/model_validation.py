@@ -240,7 +240,7 @@ def record(
     import mlflow
 
     with store.task_run(f"gate_{GATE}") as run:
-        store.client.get_model_version(model_name, version)  # a clear MLflow error before anything is logged
+        store.model_version(model_name, version)  # a clear MLflow error before anything is logged
         mlflow.log_params(_flat(result.config.model_dump(), f"{ValidationConfig.section}."))  # by address
         metrics = {k: v for k, v in result.decision.metrics.items() if math.isfinite(v)}
         mlflow.log_metrics({slug(k): v for k, v in metrics.items()})

@@ -67,17 +67,17 @@ def champion_source(store: TrackingStore, model_name: str) -> dict[str, str]:
     version = store.alias_version(model_name, CHAMPION)
     if version is None:
         return {}
-    tags = store.client.get_model_version(model_name, version).tags
+    tags = store.version_tags(model_name, version)
     train_run, pipeline_run = tags.get(f"{TAG_PREFIX}train_run_id"), tags.get(f"{TAG_PREFIX}kfp_run_id")
     if not train_run or not pipeline_run:
         return {}
     from mlflow.exceptions import MlflowException
 
     try:
-        experiment = store.client.get_run(train_run).info.experiment_id
+        experiment = store.get_run(train_run).info.experiment_id
     except MlflowException:  # the training run was deleted (or never logged here): nothing recorded to reuse
         return {}
-    runs = store.client.search_runs(
+    runs = store.find_runs(
         [experiment],
         f"tags.`{PIPELINE_RUN_ID_TAG}` = '{pipeline_run}' and tags.`mlflow.runName` = 'data_validation'",
         max_results=1,
@@ -144,8 +144,7 @@ def maybe_trigger(
     from mlops.governance import alerts, audit
 
     now = now or datetime.now(UTC)
-    client = store.client
-    last = client.get_registered_model(model_name).tags.get(LAST_RETRAIN_TAG)
+    last = store.registered_model(model_name).tags.get(LAST_RETRAIN_TAG)
     trigger = f"drift-monitor run {check_run_id}"
     left = cooldown_left(last, now, settings.cooldown_hours)
     details = {
@@ -174,7 +173,7 @@ def maybe_trigger(
         )
         raise
     # The cooldown starts once a retraining really started: a failed start is retried by the next check.
-    client.set_registered_model_tag(model_name, LAST_RETRAIN_TAG, now.isoformat())
+    store.tag_model(model_name, {LAST_RETRAIN_TAG: now.isoformat()})
     alerts.send(
         "retrain_triggered", model_name, f"retraining started: {reasons}", {"target": settings.target}
     )

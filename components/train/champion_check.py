@@ -27,7 +27,7 @@ def compared_version(store: TrackingStore, model_name: str) -> tuple[str, str] |
     if version is not None:
         return version, "champion"
     try:
-        versions = store.client.search_model_versions(f"name = '{model_name}'")
+        versions = store.search_versions(f"name = '{model_name}'")
     except MlflowException:
         return None
     numbers = sorted((int(v.version) for v in versions), reverse=True)
@@ -54,7 +54,7 @@ def champion_spec(store: TrackingStore, model_name: str) -> tuple[str, str, Feat
 
 def flagged_columns(store: TrackingStore, model_name: str, version: str) -> tuple[str, ...]:
     """The columns the leakage gate found likely leaking in ``version`` (its ``mlops.gate.leakage.columns``)."""
-    tags = dict(store.client.get_model_version(model_name, version).tags)
+    tags = store.version_tags(model_name, version)
     return tuple(c for c in tags.get(LEAK_COLUMNS_TAG, "").split(",") if c)
 
 

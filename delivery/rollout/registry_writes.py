@@ -7,7 +7,6 @@ The champion alias itself moves only through the target's ``deploy`` (which call
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from mlops.gates import PROMOTE, REJECT
 from mlops.tracking.store import TrackingStore
@@ -19,9 +18,6 @@ from mlops.vocabulary import (
     ROLLOUT_STAGE_TAG,
 )
 
-if TYPE_CHECKING:
-    from mlflow import MlflowClient
-
 
 class RolloutRegistry:
     """Reads the pair a rollout starts from and records how it ended, for one registered model."""
@@ -31,10 +27,6 @@ class RolloutRegistry:
         """The registry the rollout reads and writes (a URI builds it)."""
         self.tracking_uri = self.store.tracking_uri
         self.model_name = model_name
-
-    @property
-    def client(self) -> MlflowClient:
-        return self.store.client
 
     def alias(self, alias: str) -> str | None:
         return self.store.alias_version(self.model_name, alias)
@@ -56,12 +48,12 @@ class RolloutRegistry:
             raise ValueError(
                 f"version {chosen} is already the champion of {self.model_name}; nothing to roll out"
             )
-        self.client.get_model_version(self.model_name, chosen)  # raises naming a missing version
+        self.store.model_version(self.model_name, chosen)  # raises naming a missing version
         return champion, chosen
 
     def stage(self, version: str, stage: str) -> None:
         """Record on the version where its rollout is now (the audit trail keeps every step)."""
-        self.client.set_model_version_tag(self.model_name, version, ROLLOUT_STAGE_TAG, stage)
+        self.store.tag_version(self.model_name, version, {ROLLOUT_STAGE_TAG: stage})
 
     def promoted(self, version: str, reason: str) -> None:
         self.stage(version, "promoted")
@@ -71,9 +63,7 @@ class RolloutRegistry:
     def rolled_back(self, version: str, reason: str) -> None:
         self.stage(version, "rolled_back")
         self._verdict(version, REJECT, reason)
-        self.client.set_model_version_tag(
-            self.model_name, version, ROLLED_BACK_AT_TAG, datetime.now(UTC).isoformat()
-        )
+        self.store.tag_version(self.model_name, version, {ROLLED_BACK_AT_TAG: datetime.now(UTC).isoformat()})
         self._drop_challenger_alias(version)
 
     def _verdict(self, version: str, decision: str, reason: str) -> None:
@@ -81,4 +71,4 @@ class RolloutRegistry:
 
     def _drop_challenger_alias(self, version: str) -> None:
         if self.alias(CHALLENGER) == version:
-            self.client.delete_registered_model_alias(self.model_name, CHALLENGER)
+            self.store.delete_alias(self.model_name, CHALLENGER)

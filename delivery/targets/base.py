@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import PROMOTED_AT_TAG, REPLACED_BY_TAG
-
-if TYPE_CHECKING:
-    from mlflow import MlflowClient
 
 
 class DeploymentError(RuntimeError):
@@ -117,14 +114,14 @@ class TrafficTarget(DeploymentTarget, Protocol):
         ...
 
 
-def replaced_by(client: MlflowClient, model_name: str, version: str) -> str:
+def replaced_by(store: TrackingStore, model_name: str, version: str) -> str:
     """The version ``version`` most recently replaced: the last one promoted among those tagged replaced_by it.
 
     The registry's ``mlops.replaced_by`` tags are the history a target's rollback walks back.
     """
     candidates = [
         v
-        for v in client.search_model_versions(f"name='{model_name}'")
+        for v in store.search_versions(f"name='{model_name}'")
         if v.tags.get(REPLACED_BY_TAG) == str(version)
     ]
     if not candidates:
@@ -151,10 +148,6 @@ class AliasFollowingTarget(ABC):
     def model_name(self) -> str:
         return self._model_name
 
-    @property
-    def client(self) -> MlflowClient:
-        return self.store.client
-
     @abstractmethod
     def deploy(self, version: str, reason: str = "deployed") -> DeploymentStatus: ...
 
@@ -167,5 +160,5 @@ class AliasFollowingTarget(ABC):
         if current is None:
             raise DeploymentError(f"nothing to roll back: models:/{self.model_name}@{self.alias} is not set")
         return self.deploy(
-            replaced_by(self.client, self.model_name, current), reason=f"rollback from version {current}"
+            replaced_by(self.store, self.model_name, current), reason=f"rollback from version {current}"
         )

@@ -66,7 +66,7 @@ class LocalServerTarget(AliasFollowingTarget):
 
         name = self.model_name
         try:
-            self.client.get_model_version(name, version)
+            self.store.model_version(name, version)
         except MlflowException as exc:
             raise DeploymentError(
                 f"cannot deploy {name} version {version!r}: not in the registry at {self.tracking_uri} "

@@ -39,7 +39,7 @@ def resolve_alias(store: TrackingStore, reference: str) -> tuple[str, str, str]:
     if not name or not alias:
         raise FactsError(f"{reference!r}: write <model-name>@<alias>, e.g. credit-default@champion")
     try:
-        version = store.client.get_model_version_by_alias(name, alias)
+        version = store._client.get_model_version_by_alias(name, alias)
     except MlflowException as exc:
         raise FactsError(
             f"{name}@{alias} does not resolve in {store.tracking_uri}: {exc.message}. "
@@ -55,7 +55,7 @@ def collect(
     (``<task>/<artifact path>``) and the JSON ones are parsed into the facts."""
     from mlflow.exceptions import MlflowException
 
-    client = store.client
+    client = store._client
     mv = client.get_model_version(name, version)
     tags = dict(mv.tags)
     pipeline_run = tags.get(f"{TAG_PREFIX}kfp_run_id", "")
@@ -124,7 +124,7 @@ def download_signature(store: TrackingStore, tags: dict[str, str], dst: Path) ->
 
 
 def _download_reports(store: TrackingStore, run_id: str, dst: Path) -> list[Path]:
-    client = store.client
+    client = store._client
     out: list[Path] = []
     pending = [""]
     while pending:

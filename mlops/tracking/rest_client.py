@@ -161,6 +161,12 @@ class MlflowRestClient:
     def set_registered_model_alias(self, name: str, alias: str, version: str) -> None:
         self.call("POST", "/registered-models/alias", {"name": name, "alias": alias, "version": str(version)})
 
+    def set_registered_model_tag(self, name: str, key: str, value: str) -> None:
+        self.call("POST", "/registered-models/set-tag", {"name": name, "key": key, "value": str(value)})
+
+    def delete_registered_model_alias(self, name: str, alias: str) -> None:
+        self.call("DELETE", "/registered-models/alias", {"name": name, "alias": alias})
+
     def alias_version(self, name: str, alias: str) -> str | None:
         """The version ``alias`` points at; None when the model or the alias does not exist."""
         try:

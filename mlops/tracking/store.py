@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -49,7 +49,8 @@ __all__ = ["TrackingError", "TrackingSettings", "TrackingStore", "normalise_loca
 if TYPE_CHECKING:
     import pandas as pd
     from mlflow import ActiveRun, MlflowClient
-    from mlflow.entities import Experiment
+    from mlflow.entities import Experiment, Metric, Param, Run
+    from mlflow.entities.model_registry import ModelVersion, RegisteredModel
     from mlflow.models.model import ModelInfo
 
     from mlops.governance.audit import AuditEvent
@@ -190,11 +191,14 @@ class TrackingStore:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @cached_property
-    def client(self) -> MlflowClient:
+    def _client(self) -> MlflowClient:
         """The one MLflow client of this store, built on first use (opening a SQLite store runs MLflow's
         schema check, ~1 s) with both URIs named: it never reads MLflow's process-wide defaults. A store the
         local run serves is waited for first (:func:`mlops.tracking.served.wait_until_answering`), not met
-        with MLflow's retry back-off while its server starts."""
+        with MLflow's retry back-off while its server starts.
+
+        Private to :mod:`mlops.tracking`: everything outside reads and writes through the store's methods,
+        so a served store can send the writes over REST (:attr:`rest`) and no caller bypasses them."""
         from mlflow import MlflowClient
 
         if self.served_url:
@@ -218,7 +222,7 @@ class TrackingStore:
     @cached_property
     def rest(self) -> MlflowRestClient | None:
         """The light REST client of the server this store is served by (:attr:`served_url`); None when it
-        is not served, and every write goes through :attr:`client`."""
+        is not served, and every write goes through :attr:`_client`."""
         if not self.served_url:
             return None
         from mlops.tracking.rest_client import MlflowRestClient
@@ -245,7 +249,7 @@ class TrackingStore:
             return cached
         from mlflow.exceptions import MlflowException
 
-        client = self.client
+        client = self._client
         existing = client.get_experiment_by_name(self.experiment)
         if existing is None:
             try:
@@ -280,7 +284,7 @@ class TrackingStore:
         from mlflow.exceptions import MlflowException
 
         try:
-            existing = self.client.get_experiment_by_name(self.experiment)
+            existing = self._client.get_experiment_by_name(self.experiment)
         except MlflowException as exc:
             raise TrackingError(
                 f"cannot read experiment {self.experiment!r} from {redact_uri(self.tracking_uri)}: {exc.message}"
@@ -430,13 +434,78 @@ class TrackingStore:
         names: list[str] = []
         token = None
         while True:
-            page = self.client.search_registered_models(
+            page = self._client.search_registered_models(
                 max_results=SEARCH_REGISTERED_MODEL_MAX_RESULTS_DEFAULT, page_token=token
             )
             names += [model.name for model in page]
             token = page.token
             if not token:
                 return sorted(names)
+
+    def experiment_by_name(self, name: str) -> Experiment | None:
+        """The experiment called ``name`` in this store, or None; reads only (:meth:`ensure_experiment`
+        creates its own)."""
+        return self._client.get_experiment_by_name(name)
+
+    def get_run(self, run_id: str) -> Run:
+        """One run of this store (MLflow's error when there is none)."""
+        return self._client.get_run(run_id)
+
+    def find_runs(
+        self,
+        experiment_ids: Sequence[str],
+        filter_string: str = "",
+        *,
+        max_results: int | None = None,
+        order_by: Sequence[str] | None = None,
+    ) -> list[Run]:
+        """The runs of ``experiment_ids`` matching ``filter_string`` as run objects (one page; ``max_results``
+        None: MLflow's default page); :meth:`search_runs` answers a data frame instead."""
+        page: dict[str, Any] = {} if max_results is None else {"max_results": max_results}
+        if order_by:
+            page["order_by"] = list(order_by)
+        return list(self._client.search_runs(list(experiment_ids), filter_string, **page))
+
+    def metric_history(self, run_id: str, key: str) -> list[Metric]:
+        """Every value logged for metric ``key`` in run ``run_id`` (a curve, step by step)."""
+        return list(self._client.get_metric_history(run_id, key))
+
+    def log_batch(self, run_id: str, *, metrics: Sequence[Metric] = (), params: Sequence[Param] = ()) -> None:
+        """Log ``metrics`` (each with its own step and timestamp) and ``params`` into run ``run_id`` at once,
+        from any process, without MLflow's process-wide active run."""
+        self._client.log_batch(run_id, metrics=list(metrics), params=list(params))
+
+    def log_run_artifacts(self, run_id: str, local_dir: str | Path, artifact_path: str | None = None) -> None:
+        """Store every file under ``local_dir`` in run ``run_id`` at ``artifact_path``."""
+        self._client.log_artifacts(run_id, str(local_dir), artifact_path)
+
+    # --- registered models and versions (reads) ------------------------------------------------
+
+    def registered_model(self, model_name: str) -> RegisteredModel:
+        """The registered model (its aliases and model tags); MLflow's error when there is none."""
+        return self._client.get_registered_model(model_name)
+
+    def model_version(self, model_name: str, version: str) -> ModelVersion:
+        """One registered version; MLflow's error (naming it) when there is none."""
+        return self._client.get_model_version(model_name, version)
+
+    def version_tags(self, model_name: str, version: str) -> dict[str, str]:
+        """The tags of one registered version; MLflow's error when there is none."""
+        return dict(self.model_version(model_name, version).tags)
+
+    def version_by_alias(self, model_name: str, alias: str) -> ModelVersion:
+        """The version ``alias`` points at, whole; MLflow's error when the model or the alias does not exist
+        (:meth:`alias_version` answers None instead)."""
+        return self._client.get_model_version_by_alias(model_name, alias)
+
+    def search_versions(self, filter_string: str) -> list[ModelVersion]:
+        """The registered versions matching ``filter_string`` (e.g. ``name = 'credit-default'``)."""
+        return list(self._client.search_model_versions(filter_string))
+
+    def version_download_uri(self, model_name: str, version: str) -> str:
+        """Where a version's files are stored, resolved in this store's registry (never the process-wide
+        one, which MLflow's ``models:/`` download would ask)."""
+        return str(self._client.get_model_version_download_uri(model_name, version))
 
     # --- tags, gates, aliases -----------------------------------------------------------------
 
@@ -454,7 +523,7 @@ class TrackingStore:
         from mlflow.exceptions import MlflowException
         from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
 
-        client = self.client
+        client = self._client
         try:
             client.create_registered_model(model_name)
         except MlflowException as exc:
@@ -503,13 +572,19 @@ class TrackingStore:
 
     def delete_version(self, model_name: str, version: str) -> None:
         """Delete one version (a registration that could not be completed takes its version back)."""
-        self.client.delete_model_version(model_name, version)
+        self._client.delete_model_version(model_name, version)
 
     def tag_version(self, model_name: str, version: str, tags: Mapping[str, str]) -> None:
         """Set ``tags`` on one registered version."""
-        writer = self.rest or self.client
+        writer = self.rest or self._client
         for key, value in tags.items():
             writer.set_model_version_tag(model_name, version, key, str(value))
+
+    def tag_model(self, model_name: str, tags: Mapping[str, str]) -> None:
+        """Set ``tags`` on the registered model itself (not one version)."""
+        writer = self.rest or self._client
+        for key, value in tags.items():
+            writer.set_registered_model_tag(model_name, key, str(value))
 
     def record_gate(self, model_name: str, version: str, gate: str, decision: str, reason: str) -> None:
         """A gate's verdict on the version: ``mlops.gate.<gate>.decision`` and ``.reason`` (clipped to
@@ -527,7 +602,7 @@ class TrackingStore:
         from mlflow.exceptions import MlflowException
 
         try:
-            return str(self.client.get_model_version_by_alias(model_name, alias).version)
+            return str(self._client.get_model_version_by_alias(model_name, alias).version)
         except MlflowException:
             return None
 
@@ -538,8 +613,12 @@ class TrackingStore:
         which a rollback follows (:meth:`move_alias`). The caller records the move in its run.
         """
         previous = self.alias_version(model_name, alias)
-        (self.rest or self.client).set_registered_model_alias(model_name, alias, version)
+        (self.rest or self._client).set_registered_model_alias(model_name, alias, version)
         return previous
+
+    def delete_alias(self, model_name: str, alias: str) -> None:
+        """Remove a working alias (``challenger``) from the model; the versions and their tags stay."""
+        (self.rest or self._client).delete_registered_model_alias(model_name, alias)
 
     def move_alias(
         self,
@@ -563,7 +642,7 @@ class TrackingStore:
 
         from mlops.governance.audit import record
 
-        client = self.rest or self.client
+        client = self.rest or self._client
         client.set_registered_model_alias(model_name, alias, version)
         client.set_model_version_tag(model_name, version, PROMOTED_AT_TAG, datetime.now(UTC).isoformat())
         if previous is not None and previous != version:
@@ -595,34 +674,34 @@ class TrackingStore:
     def download_version(self, model_name: str, version: str, dst_path: str | Path | None = None) -> Path:
         """A registered version's files, found through this store's registry (MLflow's own ``models:/``
         download looks versions up in the process-wide registry, whatever registry it is given)."""
-        return self.download(self.client.get_model_version_download_uri(model_name, version), dst_path)
+        return self.download(self._client.get_model_version_download_uri(model_name, version), dst_path)
 
     def sign_version(self, model_name: str, version: str, local_dir: Path) -> Signed:
         """Inside the registering task run: sign the version's files (``local_dir``), tag the version and
         record ``model.signed`` (:func:`mlops.governance.signing.sign_registered_version`)."""
         from mlops.governance.signing import sign_registered_version
 
-        return sign_registered_version(self.client, model_name, version, local_dir, self.pipeline_run_id)
+        return sign_registered_version(self._client, model_name, version, local_dir, self.pipeline_run_id)
 
     def sign_files(self, local_dir: Path) -> Signed:
         """Inside the registering task run: sign a model's stored files and log the bundle, before any
         version names it (:func:`mlops.governance.signing.sign_run_files`)."""
         from mlops.governance.signing import sign_run_files
 
-        return sign_run_files(self.client, local_dir)
+        return sign_run_files(self._client, local_dir)
 
     def verify_version(self, model_name: str, version: str, local_dir: Path) -> None:
         """Verify a downloaded version against its signature bundle before anything loads it."""
         from mlops.governance.signing import verify_registered
 
-        verify_registered(self.client, model_name, version, local_dir)
+        verify_registered(self._client, model_name, version, local_dir)
 
     def log_reference_profile(self, run_id: str, profile: ReferenceProfile) -> str:
         """Log ``profile`` into run ``run_id``; return the URI a version names in its ``mlops.reference_profile``
         tag, which the drift monitor reads back through :meth:`reference_profile`."""
         from mlops.model.reference_profile import PROFILE_FILE
 
-        client = self.client
+        client = self._client
         client.log_text(run_id, profile.to_json(), PROFILE_FILE)
         return f"{client.get_run(run_id).info.artifact_uri.rstrip('/')}/{PROFILE_FILE}"
 
@@ -631,14 +710,14 @@ class TrackingStore:
     ) -> str:
         """:meth:`log_reference_profile`, then name it on an existing version; return its URI."""
         uri = self.log_reference_profile(run_id, profile)
-        self.client.set_model_version_tag(model_name, version, PROFILE_TAG, uri)
+        self._client.set_model_version_tag(model_name, version, PROFILE_TAG, uri)
         return uri
 
     def reference_profile(self, model_name: str, version: str) -> ReferenceProfile:
         """The profile a registered version was stored with; :class:`ProfileError` when it has none."""
         from mlops.model.reference_profile import ProfileError, ReferenceProfile
 
-        uri = self.client.get_model_version(model_name, version).tags.get(PROFILE_TAG)
+        uri = self._client.get_model_version(model_name, version).tags.get(PROFILE_TAG)
         if not uri:
             raise ProfileError(
                 f"model {model_name!r} version {version} has no reference profile (no {PROFILE_TAG} tag): it was "

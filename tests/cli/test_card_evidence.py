@@ -76,7 +76,7 @@ def _ws(trained: dict[str, Any]) -> list[str]:
 
 
 def _client(trained: dict[str, Any]) -> Any:
-    return TrackingStore.from_uri(f"sqlite:///{trained['workspace']}/mlflow.db").client
+    return TrackingStore.from_uri(f"sqlite:///{trained['workspace']}/mlflow.db")._client
 
 
 def test_slice_floor_blocks_the_planted_segment(trained: dict[str, Any]) -> None:

@@ -76,7 +76,7 @@ def test_training_runs_every_step_in_the_platform_image_and_promotes(
     # Files the containers wrote belong to the caller, not the image's user.
     assert {p.stat().st_uid for p in (in_docker / "artifacts").rglob("*")} == {os.getuid()}
     store = TrackingStore.from_uri(Workspace(in_docker).tracking_uri)
-    assert str(store.client.get_model_version_by_alias("credit-default", "champion").version) == "1"
+    assert str(store.version_by_alias("credit-default", "champion").version) == "1"
     verified = mlops(in_docker, "audit", "verify", env=env)
     assert "intact" in verified.stdout
 

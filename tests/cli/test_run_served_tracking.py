@@ -45,7 +45,7 @@ def test_a_local_run_records_everything_through_its_own_tracking_server(tmp_path
 
     decision = (
         TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db")
-        .client.get_model_version("credit-default", "1")
+        .model_version("credit-default", "1")
         .tags["mlops.decision"]
     )
     ran = RECORDING_TASKS if decision == "promote" else RECORDING_TASKS[:2]  # promote runs on promote only
@@ -55,7 +55,7 @@ def test_a_local_run_records_everything_through_its_own_tracking_server(tmp_path
         assert not {"mlflow", "sqlalchemy", "alembic"} & imported, f"{task} imported {imported}"
 
     store = TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db")
-    client = store.client
+    client = store._client
     experiment = client.get_experiment_by_name("training")
     runs = client.search_runs([experiment.experiment_id])
     names = {run.data.tags["mlops.task"] for run in runs}

@@ -59,7 +59,7 @@ def mlops(
 
 
 def registry_client(server: MlflowService) -> Any:
-    return TrackingStore.from_uri(server.tracking_uri).client
+    return TrackingStore.from_uri(server.tracking_uri)._client
 
 
 def assert_version_in_bucket(server: MlflowService, model: str, version: str) -> list[str]:

@@ -64,8 +64,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TrackingS
 
 
 def _register(store: TrackingStore, name: str) -> None:
-    store.client.create_registered_model(name)
-    store.client.create_model_version(name, "file:///dev/null")
+    store._client.create_registered_model(name)
+    store._client.create_model_version(name, "file:///dev/null")
 
 
 def _served_store(direct: TrackingStore, server: ServedStore) -> TrackingStore:
@@ -75,7 +75,7 @@ def _served_store(direct: TrackingStore, server: ServedStore) -> TrackingStore:
 
 def _runs(direct: TrackingStore, model: str) -> dict[str, dict[str, Any]]:
     """The model's task runs by name: tags (model and run ids normalised), status, artifacts."""
-    client = direct.client
+    client = direct._client
     experiment = direct.ensure_experiment().experiment_id
     runs = {}
     for run in client.search_runs([experiment], "tags.`mlops.model_version` = '1'"):
@@ -114,10 +114,10 @@ def test_what_the_light_client_records_reads_back_as_what_mlflow_records(
     assert _runs(direct, MODELS[0]) == _runs(direct, MODELS[1])
     assert set(_runs(direct, MODELS[1])) == {"gate_metrics", "gate_overall"}
     assert _runs(direct, MODELS[1])["gate_metrics"]["artifacts"] == ["gate/report.json"]
-    tags = [dict(direct.client.get_model_version(model, "1").tags) for model in MODELS]
+    tags = [dict(direct.model_version(model, "1").tags) for model in MODELS]
     stamps = [t.pop("mlops.promoted_at") for t in tags]
     assert tags[0] == tags[1] and all(stamps)
-    assert [direct.client.get_registered_model(model).aliases for model in MODELS] == [
+    assert [direct.registered_model(model).aliases for model in MODELS] == [
         {"challenger": 1, "champion": 1}
     ] * 2
     events = {
@@ -136,7 +136,7 @@ def test_what_the_light_client_records_reads_back_as_what_mlflow_records(
         "alias.moved",
     ]
     runs_by_id = {
-        r.info.run_id for r in direct.client.search_runs([direct.ensure_experiment().experiment_id])
+        r.info.run_id for r in direct._client.search_runs([direct.ensure_experiment().experiment_id])
     }
     assert all(e.links["mlflow_run_id"] in runs_by_id for e in events[MODELS[1]][:3])
     assert all(e.links["pipeline_run_id"] == "served-run" for e in events[MODELS[1]])
@@ -177,12 +177,12 @@ print(json.dumps(heavy))
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
-    version = direct.client.get_model_version("task-model", "1")
+    version = direct.model_version("task-model", "1")
     assert (
         version.tags["mlops.gate.metrics.decision"] == "promote"
         and version.tags["mlops.decision"] == "promote"
     )
-    assert direct.client.get_registered_model("task-model").aliases == {"challenger": 1, "champion": 1}
+    assert direct.registered_model("task-model").aliases == {"challenger": 1, "champion": 1}
     actions = [e.action for e in read_events(tracking_uri=direct.tracking_uri) if e.subject == "task-model/1"]
     assert actions == ["gate.decided", "gate.decided", "alias.moved", "alias.moved"]
 
@@ -220,6 +220,20 @@ def test_mlflow_errors_keep_their_code(served: tuple[TrackingStore, ServedStore]
     with pytest.raises(TrackingServerError) as caught:
         client.set_model_version_tag("no-such-model", "1", "k", "v")
     assert caught.value.error_code == "RESOURCE_DOES_NOT_EXIST" and server.url in str(caught.value)
+
+
+def test_a_served_stores_model_tags_and_alias_removal_go_over_rest(
+    served: tuple[TrackingStore, ServedStore],
+) -> None:
+    direct, server = served
+    light = _served_store(direct, server)
+    _register(direct, "rest-writes")
+    assert light.point_alias("rest-writes", "challenger", "1") is None
+    light.tag_model("rest-writes", {"mlops.last_retrain_at": "now"})
+    light.delete_alias("rest-writes", "challenger")
+    assert "_client" not in light.__dict__  # no MLflow client was built: every write went over REST
+    model = direct.registered_model("rest-writes")
+    assert model.tags == {"mlops.last_retrain_at": "now"} and model.aliases == {}
 
 
 def test_for_task_finds_where_its_store_is_served_and_keeps_the_arguments() -> None:
@@ -269,7 +283,7 @@ def test_a_fresh_store_is_ready_once_the_server_has_created_its_tables(tmp_path:
         server.wait_until_schema_ready()
         assert schema_ready(tmp_path / "mlflow.db", mlflow_schema_head())
         # what a step that opens the file itself then finds: the tables, at MLflow's own schema
-        assert [e.name for e in TrackingStore(uri).client.search_experiments()] == ["Default"]
+        assert [e.name for e in TrackingStore(uri)._client.search_experiments()] == ["Default"]
 
 
 def test_a_recording_run_that_raises_ends_failed_over_rest(served: tuple[TrackingStore, ServedStore]) -> None:
@@ -277,7 +291,7 @@ def test_a_recording_run_that_raises_ends_failed_over_rest(served: tuple[Trackin
     light = _served_store(direct, server)
     with pytest.raises(RuntimeError, match="gate crashed"), light.recording_run("gate_crashing") as run:
         raise RuntimeError("gate crashed")
-    assert direct.client.get_run(run.run_id).info.status == "FAILED"
+    assert direct.get_run(run.run_id).info.status == "FAILED"
 
 
 def test_the_server_is_the_web_app_alone_without_mlflows_job_runners(
@@ -337,7 +351,7 @@ def test_mlflow_is_pointed_at_the_served_store_and_only_at_its_own() -> None:
     assert served.mlflow_uris == ("http://127.0.0.1:5/mlops-x", "http://127.0.0.1:5/mlops-x")
     with HealthServer(delay_s=0.0) as server:
         answering = TrackingStore(db, served_url=server.url)
-        assert answering.client.tracking_uri == server.url
+        assert answering._client.tracking_uri == server.url
     assert served.settings()["tracking_uri"] == db  # what tasks are handed never changes
     other_registry = TrackingStore(
         db, registry_uri="sqlite:////r.db", served_url="http://127.0.0.1:5/mlops-x"
@@ -410,10 +424,10 @@ def test_a_task_starts_within_a_poll_of_its_server_answering() -> None:
 def test_the_store_waits_for_its_server_before_mlflow_sees_it() -> None:
     with HealthServer(delay_s=1.0) as server:
         store = TrackingStore("sqlite:////w/.mlops/mlflow.db", served_url=server.url, served_log="s.log")
-        assert store.client.tracking_uri == server.url
+        assert store._client.tracking_uri == server.url
         waited = time.monotonic() - server.started
         assert server.asked and waited >= 1.0
-    assert TrackingStore("sqlite:////w/.mlops/mlflow.db").client  # a store not served asks nobody
+    assert TrackingStore("sqlite:////w/.mlops/mlflow.db")._client  # a store not served asks nobody
 
 
 def test_a_server_that_never_answers_is_named_with_its_log() -> None:

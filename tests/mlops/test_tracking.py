@@ -161,16 +161,16 @@ def _store(root: Path, experiment: str = "seam", run_id: str = "kfp-1") -> Track
 def _version(store: TrackingStore, name: str, source: Path) -> str:
     """A new version of ``name`` (the model is created with its first version)."""
     source.mkdir(parents=True, exist_ok=True)
-    if not store.client.search_registered_models(f"name='{name}'"):
-        store.client.create_registered_model(name)
-    return str(store.client.create_model_version(name, source.as_uri()).version)
+    if not store._client.search_registered_models(f"name='{name}'"):
+        store._client.create_registered_model(name)
+    return str(store._client.create_model_version(name, source.as_uri()).version)
 
 
 def test_the_store_names_its_uris_and_the_registry_follows_the_tracking_store(tmp_path: Path) -> None:
     store = TrackingStore(f"sqlite:///{tmp_path}/mlflow.db")
     assert (store.registry_uri, store.experiment) == (store.tracking_uri, "training")
-    assert store.client.tracking_uri == store.tracking_uri
-    assert store.client is store.client  # built once
+    assert store._client.tracking_uri == store.tracking_uri
+    assert store._client is store._client  # built once
     separate = TrackingStore(store.tracking_uri, registry_uri=f"sqlite:///{tmp_path}/registry.db")
     assert separate.registry_uri.endswith("registry.db")
 
@@ -179,9 +179,9 @@ def test_explicit_uris_beat_the_process_wide_ones(tmp_path: Path) -> None:
     first, second = _store(tmp_path / "a"), _store(tmp_path / "b")
     _version(first, "only-in-a", tmp_path / "model")
     with first.fluent():  # MLflow's globals now name store a; store b's client must not follow them
-        assert second.client.search_registered_models() == []
-        assert TrackingStore.from_uri(second.tracking_uri).client.search_registered_models() == []
-    assert [m.name for m in first.client.search_registered_models()] == ["only-in-a"]
+        assert second._client.search_registered_models() == []
+        assert TrackingStore.from_uri(second.tracking_uri)._client.search_registered_models() == []
+    assert [m.name for m in first._client.search_registered_models()] == ["only-in-a"]
 
 
 def test_an_empty_or_unknown_setting_is_refused_with_the_fix(tmp_path: Path) -> None:
@@ -206,8 +206,8 @@ def test_a_pickled_store_carries_settings_not_a_client(tmp_path: Path) -> None:
     store.ensure_experiment()
     copy = pickle.loads(pickle.dumps(store))
     assert copy == store
-    assert "client" not in copy.__dict__ and "_experiment" not in copy.__dict__
-    assert copy.client.get_experiment_by_name("seam") is not None  # builds its own on first use
+    assert "_client" not in copy.__dict__ and "_experiment" not in copy.__dict__
+    assert copy.experiment_by_name("seam") is not None  # builds its own on first use
 
 
 def test_the_fluent_scope_points_mlflow_at_the_store_and_restores_it_when_the_body_raises(
@@ -239,7 +239,7 @@ def test_a_run_left_open_in_the_scope_ends_with_it(tmp_path: Path) -> None:
         started = mlflow.start_run()
         raise RuntimeError("the body forgot to end its run")
     assert mlflow.active_run() is None
-    assert store.client.get_run(started.info.run_id).info.status == "FAILED"
+    assert store.get_run(started.info.run_id).info.status == "FAILED"
 
 
 def test_a_task_run_is_tagged_with_its_pipeline_run_and_fails_when_the_body_does(tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_a_task_run_is_tagged_with_its_pipeline_run_and_fails_when_the_body_does
         mlflow.log_metric("auc", 0.9)
     with pytest.raises(ValueError, match="bad data"), store.task_run("evaluate") as failed:
         raise ValueError("bad data")
-    ok = store.client.get_run(run.info.run_id)
+    ok = store.get_run(run.info.run_id)
     assert ok.info.experiment_id == store.ensure_experiment().experiment_id
     assert (ok.info.status, ok.data.metrics["auc"]) == ("FINISHED", 0.9)
     assert {k: ok.data.tags[k] for k in ("mlops.task", "mlops.pipeline_run_id", "extra")} == {
@@ -258,7 +258,7 @@ def test_a_task_run_is_tagged_with_its_pipeline_run_and_fails_when_the_body_does
         "mlops.pipeline_run_id": "kfp-1",
         "extra": "1",
     }
-    assert store.client.get_run(failed.info.run_id).info.status == "FAILED"
+    assert store.get_run(failed.info.run_id).info.status == "FAILED"
     assert store.ensure_experiment().artifact_location == f"{(tmp_path / 'artifacts').as_uri()}/seam"
 
 
@@ -272,8 +272,8 @@ def test_moving_a_live_alias_keeps_its_history_and_an_audit_record(tmp_path: Pat
     store.move_alias("m", "champion", first, None, reason="first")
     store.move_alias("m", "champion", second, first, reason="better", links={"deployment": "local/m"})
     assert store.alias_version("m", "champion") == second
-    assert store.client.get_model_version("m", first).tags[REPLACED_BY_TAG] == second
-    assert PROMOTED_AT_TAG in store.client.get_model_version("m", second).tags
+    assert store.model_version("m", first).tags[REPLACED_BY_TAG] == second
+    assert PROMOTED_AT_TAG in store.model_version("m", second).tags
     moved = [e for e in read_events(tracking_uri=store.tracking_uri) if e.action == "alias.moved"]
     assert [(e.details["from"], e.details["to"], e.details["reason"]) for e in moved] == [
         ("", first, "first"),
@@ -287,7 +287,7 @@ def test_moving_a_live_alias_keeps_its_history_and_an_audit_record(tmp_path: Pat
     # A working alias moves without the champion's history.
     assert store.point_alias("m", "challenger", first) is None
     assert store.point_alias("m", "challenger", second) == first
-    assert REPLACED_BY_TAG not in store.client.get_model_version("m", second).tags
+    assert REPLACED_BY_TAG not in store.model_version("m", second).tags
 
 
 def test_gate_tags_are_clipped_to_what_mlflow_stores(tmp_path: Path) -> None:
@@ -296,7 +296,7 @@ def test_gate_tags_are_clipped_to_what_mlflow_stores(tmp_path: Path) -> None:
     store = _store(tmp_path)
     version = _version(store, "m", tmp_path / "v1")
     store.record_gate("m", version, "metrics", "reject", "x" * (MAX_TAG_CHARS + 10))
-    tags = store.client.get_model_version("m", version).tags
+    tags = store.model_version("m", version).tags
     assert tags[gate_tag("metrics", "decision")] == "reject"
     assert len(tags[gate_tag("metrics", "reason")]) == MAX_TAG_CHARS
 

@@ -24,9 +24,7 @@ def fresh_training_run(tmp_path_factory: pytest.TempPathFactory) -> FreshTrainin
     root = tmp_path_factory.mktemp("fresh-training-run")
     workspace, cache = Workspace(root / "ws"), root / "cache"
     run = run_locally(training_pipeline, training_arguments(workspace), workspace, cache_root=cache)
-    version = TrackingStore.from_uri(workspace.tracking_uri).client.get_model_version(
-        "credit-default", str(run.output)
-    )
+    version = TrackingStore.from_uri(workspace.tracking_uri).model_version("credit-default", str(run.output))
     return FreshTrainingRun(workspace, cache, run, version)
 
 

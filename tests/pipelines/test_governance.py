@@ -111,7 +111,7 @@ def test_run_training_prints_where_everything_is(two_promotions: TwoPromotions) 
         assert "KFP Executor" in (run_dir / "logs" / f"{task}.log").read_text()
 
     # The --set values reached the tasks: the train task logs its settings by address.
-    client = TrackingStore.from_uri(f"sqlite:///{ws}/mlflow.db").client
+    client = TrackingStore.from_uri(f"sqlite:///{ws}/mlflow.db")._client
     experiment = client.get_experiment_by_name("training")
     assert experiment is not None
     first_run_id = client.get_model_version("credit-default", "1").tags["mlops.kfp_run_id"]
@@ -140,7 +140,7 @@ def test_lineage_history_and_audit_after_two_promotions(
     first, second = two_promotions.first, two_promotions.second
     run_output = first.stdout + first.stderr + second.stdout + second.stderr
 
-    client = TrackingStore.from_uri(f"sqlite:///{ws}/mlflow.db").client
+    client = TrackingStore.from_uri(f"sqlite:///{ws}/mlflow.db")._client
     champion = client.get_model_version_by_alias("credit-default", "champion")
     assert str(champion.version) == "2", champion.tags.get("mlops.reason")
     tags = champion.tags

@@ -62,7 +62,7 @@ def arguments(model: Monitored, since: datetime, until: datetime, **extra: objec
 
 
 def versions(model: Monitored) -> list[str]:
-    client = model.store.client
+    client = model.store._client
     return sorted(v.version for v in client.search_model_versions(f"name = '{MODEL}'"))
 
 
@@ -108,7 +108,7 @@ def test_drifted_traffic_to_the_served_champion_triggers_a_retraining_once(model
     monitor = ["--workspace", ws, "monitor", f"--since={since.isoformat()}", f"--until={until.isoformat()}"]
     assert main([*monitor, f"--set=retrain.overrides={RETRAIN_SMALL}", "--set=window.report_rows=0"]) == 0
 
-    client = model.store.client
+    client = model.store._client
     new = [v for v in versions(model) if v not in before]
     assert len(new) == 1, "the drifted window must register exactly one new version"
     challenger = client.get_model_version(MODEL, new[0])

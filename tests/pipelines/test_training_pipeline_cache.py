@@ -65,7 +65,7 @@ def test_cache_reuses_unchanged_steps_reruns_downstream_of_a_change_and_misses_d
     assert str(second.output) == str(first.output) == "1"
     assert first.run_dir is not None  # a reused step names the run whose step made its outputs
     assert {s.reused_from for s in second.steps if s.status == "cached"} == {first.run_dir.name}
-    client = TrackingStore.from_uri(workspace.tracking_uri).client
+    client = TrackingStore.from_uri(workspace.tracking_uri)._client
     assert [str(v.version) for v in client.search_model_versions("name='credit-default'")] == ["1"]
 
     # Nothing changed since: only the steps on registry state run, and the promotion moves nothing.

@@ -27,7 +27,7 @@ def test_pipeline_registers_and_promotes_a_model(fresh_training_run: FreshTraini
     workspace, result = fresh_training_run.workspace, fresh_training_run.run
     version = str(result.output)
 
-    client = TrackingStore.from_uri(workspace.tracking_uri).client
+    client = TrackingStore.from_uri(workspace.tracking_uri)._client
     registered = fresh_training_run.version  # as this run left it: later runs in the workspace move aliases
     assert str(registered.version) == version
     assert set(registered.aliases) == {"challenger", "champion"}
@@ -78,5 +78,5 @@ def test_corrupt_data_stops_at_validation_and_registers_nothing(tmp_path: Path) 
     assert failure.value.run_dir is not None
     assert (failure.value.run_dir / "validate-data" / "report_html").exists()
 
-    client = TrackingStore.from_uri(workspace.tracking_uri).client
+    client = TrackingStore.from_uri(workspace.tracking_uri)._client
     assert client.search_registered_models() == []

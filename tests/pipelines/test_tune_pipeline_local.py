@@ -99,7 +99,7 @@ def test_two_workers_share_one_study_and_a_rerun_resumes_it(
     assert all(t.params["dropout"] <= 0.1 for t in study.trials if t.number >= 4)  # the dict override applied
     assert float(second.output) == pytest.approx(study.best_value)
 
-    client = TrackingStore.from_uri(workspace.tracking_uri).client
+    client = TrackingStore.from_uri(workspace.tracking_uri)._client
     experiment = client.get_experiment_by_name("tuning")
     assert experiment is not None
     parents = client.search_runs([experiment.experiment_id], "tags.`mlops.task` = 'tune'")

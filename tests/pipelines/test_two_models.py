@@ -70,7 +70,7 @@ def test_two_datasets_in_one_workspace_are_two_models(
     store = TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db")
     assert store.registered_model_names() == ["bank", "census"]
     for name in ("bank", "census"):
-        (version,) = store.client.search_model_versions(f"name = '{name}'")
+        (version,) = store.search_versions(f"name = '{name}'")
         assert str(version.version) == "1"  # one model each, no stray version of the other
 
     capsys.readouterr()
@@ -89,5 +89,5 @@ def test_two_datasets_in_one_workspace_are_two_models(
     out = capsys.readouterr().out
     assert "train-model" in out and "cannot score this data" in out and "'balance'" in out
     assert "--model-name NEW" in out
-    versions = store.client.search_model_versions("name = 'bank'")
+    versions = store.search_versions("name = 'bank'")
     assert [str(v.version) for v in versions] == ["1"]

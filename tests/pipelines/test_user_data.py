@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 
 def _client(workspace: Path) -> Any:
-    return TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db").client
+    return TrackingStore.from_uri(f"sqlite:///{workspace}/mlflow.db")._client
 
 
 @pytest.mark.xdist_group(CENSUS_GROUP)

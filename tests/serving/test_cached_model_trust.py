@@ -43,7 +43,7 @@ def test_cached_model_is_refused_after_its_signature_is_replaced_in_the_registry
     bundle = tmp_path / "forged" / "model.sig"
     bundle.parent.mkdir()
     sign_directory(cached.parent, bundle, intruder)
-    client = store.tracking.client
+    client = store.tracking._client
     run_id = client.get_model_version(name, "1").run_id
     client.log_artifact(run_id, str(bundle), artifact_path="forged")
     client.set_model_version_tag(name, "1", SIGNATURE_URI_TAG, f"runs:/{run_id}/forged/model.sig")
@@ -56,9 +56,9 @@ def test_cached_model_is_refused_after_its_digest_and_file_change_in_the_registr
 ) -> None:
     name = "cache-swapped"
     registry, _ = _cached(store, name, tmp_path)
-    stored = Path(store.tracking.client.get_model_version_download_uri(name, "1").removeprefix("file://"))
+    stored = Path(store.tracking.version_download_uri(name, "1").removeprefix("file://"))
     (stored / "model.onnx").write_bytes((store.onnx_b / "model.onnx").read_bytes())
-    store.tracking.client.set_model_version_tag(name, "1", DIGEST_TAG, file_sha256(stored / "model.onnx"))
+    store.tracking._client.set_model_version_tag(name, "1", DIGEST_TAG, file_sha256(stored / "model.onnx"))
     with pytest.raises(SignatureError, match=rf"{name} version 1: its signature does not verify"):
         registry.fetch("1")
 

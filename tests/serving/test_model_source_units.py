@@ -60,7 +60,8 @@ class Client:
 
 
 class Store:
-    """A stand-in ``TrackingStore``: ``download`` copies what ``sources`` holds for a URI into ``dst_path``."""
+    """A stand-in ``TrackingStore``: its registry reads answer from ``client``; ``download`` copies what
+    ``sources`` holds for a URI into ``dst_path``."""
 
     def __init__(self, tracking_uri: str) -> None:
         self.tracking_uri = tracking_uri
@@ -69,6 +70,15 @@ class Store:
         self.downloads: list[tuple[str, Path]] = []
         self.error: Exception | None = None
         self.failing = ""
+
+    def version_by_alias(self, name: str, alias: str) -> Any:
+        return self.client.get_model_version_by_alias(name, alias)
+
+    def version_tags(self, name: str, version: str) -> dict[str, str]:
+        return dict(self.client.get_model_version(name, version).tags)
+
+    def version_download_uri(self, name: str, version: str) -> str:
+        return self.client.get_model_version_download_uri(name, version)
 
     def download(self, artifact_uri: str, dst_path: Path) -> Path:
         self.downloads.append((artifact_uri, Path(dst_path)))
@@ -123,7 +133,7 @@ def setup(tmp_path) -> Setup:
 def test_the_alias_resolves_to_its_version_as_a_string(setup) -> None:
     assert setup.registry.version_for("challenger") == "3"
     assert setup.client.aliases == ["challenger"]
-    assert setup.registry.client is setup.client
+    assert setup.registry.store is setup.store
 
 
 def test_a_store_is_used_as_it_is_and_a_uri_makes_one(tmp_path) -> None:

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 def tamper(store: DemoStore, name: str, version: str) -> Path:
     """Change the stored model.onnx of a registered version behind the registry's back."""
-    uri = store.tracking.client.get_model_version_download_uri(name, version)
+    uri = store.tracking.version_download_uri(name, version)
     path = Path(uri.removeprefix("file://")) / "model.onnx"
     with path.open("ab") as handle:
         handle.write(b"\0")

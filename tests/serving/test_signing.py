@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def _client(store: DemoStore) -> Any:
-    return store.tracking.client
+    return store.tracking._client
 
 
 def _register_with_other_key(

@@ -17,14 +17,12 @@ def test_a_pickled_logger_logs_into_its_run_through_the_store(tmp_path: Path) ->
     with store.task_run("train") as run:
         before = fluent_state()
         copy = pickle.loads(pickle.dumps(MlflowLogger(run.info.run_id, store)))
-        assert copy.store == store and "client" not in copy.store.__dict__  # settings travel, not a client
+        assert copy.store == store and "_client" not in copy.store.__dict__  # settings travel, not a client
         copy.log_params({"learning_rate": 0.01})
         copy.log_metrics({"val_auc": 0.75}, step=2)
         copy.log_artifacts(tmp_path / "model", "model")
         assert fluent_state() == before  # the logger never touches the process-wide state
-    logged = store.client.get_run(run.info.run_id)
+    logged = store.get_run(run.info.run_id)
     assert logged.data.params["learning_rate"] == "0.01"
-    assert [(m.step, m.value) for m in store.client.get_metric_history(run.info.run_id, "val_auc")] == [
-        (2, 0.75)
-    ]
-    assert [a.path for a in store.client.list_artifacts(run.info.run_id, "model")] == ["model/weights.txt"]
+    assert [(m.step, m.value) for m in store.metric_history(run.info.run_id, "val_auc")] == [(2, 0.75)]
+    assert [a.path for a in store._client.list_artifacts(run.info.run_id, "model")] == ["model/weights.txt"]

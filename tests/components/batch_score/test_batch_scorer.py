@@ -307,7 +307,7 @@ def test_a_version_whose_file_was_swapped_is_refused_before_loading(model: Monit
     from tests.support.monitoring import monitored_model as build
 
     other = build(tmp_path / "other")  # its own registry: the swap must not touch the shared one
-    client = other.store.client
+    client = other.store._client
     uri = client.get_model_version_download_uri(MODEL, other.version)
     stored = Path(uri.removeprefix("file://")) / "model.onnx"
     stored.write_bytes(stored.read_bytes() + b"\0")  # a changed file whose digest tag is made to match

@@ -42,11 +42,11 @@ def test_run_rollout_promotes_a_healthy_version_and_rolls_back_a_broken_one(
     written = json.loads(report.read_text())
     assert written["phase"] == phase and written["challenger"] == challenger
     assert written["stages"] == ["10", "50", "100"]
-    tags = store.tracking.client.get_model_version(name, challenger).tags
+    tags = store.tracking.model_version(name, challenger).tags
     assert tags[ROLLOUT_STAGE_TAG] == phase
     assert tags[gate_tag("canary", "decision")] == ("promote" if phase == "promoted" else "reject")
     expected = challenger if phase == "promoted" else champion
-    assert str(store.tracking.client.get_model_version_by_alias(name, CHAMPION).version) == expected
+    assert str(store.tracking.version_by_alias(name, CHAMPION).version) == expected
     actions = [
         e.action
         for e in audit.read_events(store.workspace.root)

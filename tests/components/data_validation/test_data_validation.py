@@ -322,7 +322,7 @@ def _paths(tmp_path: Path) -> dict[str, Path]:
 
 
 def _only_run(context: TrackingStore) -> mlflow.entities.Run:
-    client = context.client
+    client = context._client
     experiment = client.get_experiment_by_name(context.experiment)
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id])
@@ -331,7 +331,7 @@ def _only_run(context: TrackingStore) -> mlflow.entities.Run:
 
 
 def _artifacts(context: TrackingStore, run: mlflow.entities.Run) -> set[str]:
-    client = context.client
+    client = context._client
     return {a.path for a in client.list_artifacts(run.info.run_id, "validation")}
 
 
@@ -408,9 +408,9 @@ class _WatchedStore(TrackingStore):
     order: list[str] = []
 
     @cached_property
-    def client(self) -> mlflow.MlflowClient:
+    def _client(self) -> mlflow.MlflowClient:
         self.order.append("tracking")
-        return TrackingStore.client.func(self)  # type: ignore[attr-defined]
+        return TrackingStore._client.func(self)  # type: ignore[attr-defined]
 
 
 def test_run_validation_validates_before_it_first_asks_the_tracking_store(

@@ -99,7 +99,7 @@ def test_validate_data_runs_in_a_pod_with_s3_artifacts_and_a_real_mlflow_run(
     assert b"<table" in s3.client().get_object(Bucket=s3.bucket, Key=f"{prefix}/report_html")["Body"].read()
 
     # The pod logged to the MLflow server (its reports stored through the server, in S3).
-    client = TrackingStore.from_uri(mlflow_server.tracking_uri).client
+    client = TrackingStore.from_uri(mlflow_server.tracking_uri)._client
     experiment = client.get_experiment_by_name("pods")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id], f"tags.`{PIPELINE_RUN_ID_TAG}` = '{run_id}'")
@@ -121,7 +121,7 @@ def test_validate_data_pod_fails_on_bad_data_and_uploads_no_dataset(
     assert "credit_score" in logs and "no output uploaded" in logs
     s3 = mlflow_server.s3
     assert s3.keys(task_root.removeprefix(f"s3://{s3.bucket}/")) == []
-    client = TrackingStore.from_uri(mlflow_server.tracking_uri).client
+    client = TrackingStore.from_uri(mlflow_server.tracking_uri)._client
     experiment = client.get_experiment_by_name("pods")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id], f"tags.`{PIPELINE_RUN_ID_TAG}` = '{run_id}'")

@@ -136,7 +136,7 @@ def test_a_log_of_another_schema_is_an_error(model: Monitored) -> None:
 
 
 def test_a_version_without_a_profile_is_an_error(model: Monitored) -> None:
-    client = model.store.client
+    client = model.store._client
     client.copy_model_version(f"models:/{MODEL}/{model.version}", "unprofiled")
     client.delete_model_version_tag("unprofiled", "1", PROFILE_TAG)
     with pytest.raises(ProfileError, match="version 1 has no reference profile"):
@@ -155,7 +155,7 @@ def test_a_check_logs_metrics_at_the_window_end_and_writes_both_reports(
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["decision"] == "retrain" and len(saved["features"]) == 20
     assert "Wasserstein" in (tmp_path / "report.html").read_text()
-    client = store.client
+    client = store._client
     history = client.get_metric_history(run_id, "drift_credit_score")
     end = T0 + timedelta(days=2)
     assert [(m.step, m.timestamp) for m in history] == [(int(end.timestamp()), int(end.timestamp() * 1000))]

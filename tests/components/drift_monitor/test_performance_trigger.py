@@ -224,7 +224,7 @@ def log_gate_report(model: Monitored) -> None:
 
     test = generate(SampleDataConfig(rows=1500, seed=22))  # the rows monitored_model registered with
     result = validate(load_scorer(model.onnx_dir), test, "default", ["sex"], ValidationConfig())
-    client = model.store.client
+    client = model.store._client
     run = client.create_run(client.get_experiment_by_name("training").experiment_id)
     client.log_text(
         run.info.run_id, json.dumps(to_json(result, MODEL, model.version)), VALIDATION_REPORT_FILE
@@ -272,7 +272,7 @@ def test_attribution_is_measured_on_the_window_and_a_changed_ranking_is_a_findin
     """Day 5: normal traffic, except that the two features the gate found most important hold one value."""
     from mlops.vocabulary import VALIDATION_RUN_TAG
 
-    model.store.client.delete_model_version_tag(MODEL, model.version, VALIDATION_RUN_TAG)
+    model.store._client.delete_model_version_tag(MODEL, model.version, VALIDATION_RUN_TAG)
     unjudged = check(model, 0)
     assert unjudged.attribution == {
         "not_checked": "the version has no model-validation report with feature importances to compare with"

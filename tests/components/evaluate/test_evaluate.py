@@ -298,7 +298,7 @@ def test_run_evaluation_logs_metrics_plots_and_the_champion_comparison(
     assert run.data.metrics["test_roc_auc"] == pytest.approx(second.test_auc)
     assert run.data.metrics["champion_test_roc_auc"] == pytest.approx(champion_auc)
     assert {"test_pr_auc", "test_accuracy", "test_f1", "test_log_loss", "test_ece"} <= set(run.data.metrics)
-    logged = {a.path for a in tracking.client.list_artifacts(run.info.run_id, "evaluation")}
+    logged = {a.path for a in tracking._client.list_artifacts(run.info.run_id, "evaluation")}
     assert logged == {f"evaluation/{n}" for n in (CONFUSION_FILE, ROC_FILE, METRICS_FILE)}
 
 

@@ -51,7 +51,7 @@ def fair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
 
 
 def _register(store: TrackingStore, name: str, source: Path) -> str:
-    client = store.client
+    client = store._client
     with contextlib.suppress(mlflow.exceptions.MlflowException):  # already registered
         client.create_registered_model(name)
     return str(client.create_model_version(name, source=source.as_uri()).version)
@@ -204,7 +204,7 @@ def test_run_writes_reports_logs_to_mlflow_and_tags_the_version(
     config = ValidationConfig(behavioural=sample_tests)
     result = run(model, str(data), SAMPLE_SCHEMA, config, "credit", version, tracking, html, report)
 
-    tags = tracking.client.get_model_version("credit", version).tags
+    tags = tracking.model_version("credit", version).tags
     assert tags["mlops.gate.model_validation.decision"] == "reject"
     assert tags["mlops.gate.fairness.decision"] == "reject"
     assert tags["mlops.gate.behavioural.decision"] == "promote"
@@ -212,7 +212,7 @@ def test_run_writes_reports_logs_to_mlflow_and_tags_the_version(
     assert violation.startswith("sex: demographic_parity_difference") and "> max 0.1000" in violation
     assert "demographic_parity_difference" in tags["mlops.gate.fairness.reason"]
 
-    logged = tracking.client.get_run(tags[RUN_ID_TAG])
+    logged = tracking.get_run(tags[RUN_ID_TAG])
     assert logged.data.tags["mlops.task"] == "gate_model_validation"
     assert logged.data.metrics["fairness.sex.demographic_parity_difference"] > 0.3
     assert logged.data.params["model_validation.fairness.min_group_size"] == "30"
@@ -246,7 +246,7 @@ def test_combine_promotes_only_when_every_gate_does(tracking: TrackingStore) -> 
 
     version = _register(tracking, "combined", Path("/dev/null"))
     record_overall(rejected, "combined", version, tracking)
-    tags = tracking.client.get_model_version("combined", version).tags
+    tags = tracking.model_version("combined", version).tags
     assert tags["mlops.decision"] == "reject"
     assert tags["mlops.reason"] == rejected.reason
 
@@ -331,7 +331,7 @@ def test_components_gate_promotion_under_the_local_runner(
 
     workspace = Workspace(tmp_path / "ws")
     context = TrackingStore(workspace.tracking_uri, "gate", "", workspace.artifact_root)
-    client = context.client
+    client = context._client
     outcomes = {}
     for name, (model, test) in {"biased": biased, "fair": fair}.items():
         data = tmp_path / f"{name}.parquet"

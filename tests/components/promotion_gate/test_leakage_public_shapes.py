@@ -124,23 +124,23 @@ def test_the_gate_records_its_decision_and_the_columns_on_the_version(
     model_dir = fit_model(prepared.iloc[:TRAIN], schema, tmp_path / "model")
     test_path = tmp_path / "test.parquet"
     prepared.iloc[TRAIN:].to_parquet(test_path, index=False)
-    tracking.client.create_registered_model("compas")
-    version = str(tracking.client.create_model_version("compas", source="file:///dev/null").version)
+    tracking._client.create_registered_model("compas")
+    version = str(tracking._client.create_model_version("compas", source="file:///dev/null").version)
     evaluation = {"single_feature_auc": [{"feature": "is_recid", "auc": 0.97}]}
     allowed = DatasetSchema.model_validate({**schema.model_dump(), "allowed_leaks": ("decile_score",)})
     decision = judge_leakage(
         LeakagePolicy(), model_dir, test_path, allowed, evaluation, "compas", version, tracking
     )
     assert decision.decision == REJECT
-    tags = tracking.client.get_model_version("compas", version).tags
+    tags = tracking.model_version("compas", version).tags
     assert tags["mlops.gate.leakage.decision"] == "reject"
     assert tags["mlops.gate.leakage.reason"].startswith("likely leak in column(s) ")
     assert set(shapes.COMPAS_ONE_CLASS) <= set(tags["mlops.gate.leakage.columns"].split(","))
     assert tags["mlops.allowed_leaks"] == "decile_score"
-    experiment = tracking.client.get_experiment_by_name("tests")
+    experiment = tracking.experiment_by_name("tests")
     assert experiment is not None
-    (run,) = tracking.client.search_runs([experiment.experiment_id], "tags.`mlops.task` = 'gate_leakage'")
-    local = Path(tracking.client.download_artifacts(run.info.run_id, "gate/leakage.json", str(tmp_path)))
+    (run,) = tracking._client.search_runs([experiment.experiment_id], "tags.`mlops.task` = 'gate_leakage'")
+    local = Path(tracking._client.download_artifacts(run.info.run_id, "gate/leakage.json", str(tmp_path)))
     report = json.loads(local.read_text())
     assert report["decision"] == "reject" and report["allowed_leaks"] == ["decile_score"]
     assert (

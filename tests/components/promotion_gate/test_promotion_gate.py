@@ -12,7 +12,7 @@ from mlops.tracking.store import TrackingStore
 
 
 def _register_version(store: TrackingStore, name: str) -> str:
-    client = store.client
+    client = store._client
     with contextlib.suppress(mlflow.exceptions.MlflowException):  # already registered
         client.create_registered_model(name)
     return str(client.create_model_version(name, source="file:///dev/null").version)
@@ -53,7 +53,7 @@ def test_record_tags_the_version_and_writes_a_report(tracking: TrackingStore, tm
     decision = decide(MetricsGatePolicy(auc_floor=0.9), 0.8, 0.0, has_champion=False)
     report = tmp_path / "gate" / "report.json"
     record(decision, "m", version, tracking, report)
-    tags = tracking.client.get_model_version("m", version).tags
+    tags = tracking.model_version("m", version).tags
     assert tags["mlops.gate.metrics.decision"] == "reject"
     assert "below the floor 0.9000" in tags["mlops.gate.metrics.reason"]
     assert "mlops.decision" not in tags  # the overall verdict is combine_gates' to write
@@ -79,7 +79,7 @@ def test_promote_moves_the_champion_alias(tracking: TrackingStore) -> None:
     second = _register_version(tracking, "m")
     assert promote("m", first, tracking) is None
     assert promote("m", second, tracking) == first
-    client = tracking.client
+    client = tracking._client
     assert str(client.get_model_version_by_alias("m", "champion").version) == second
     assert client.get_model_version("m", first).tags["mlops.replaced_by"] == second
     from mlops.governance.audit import read_events

@@ -40,7 +40,7 @@ def _promoter(settings: dict[str, str], env: dict[str, str], versions: list[str]
 
 
 def race(store: TrackingStore, env: dict[str, str], source: str) -> list[str]:
-    client = store.client
+    client = store._client
     with contextlib.suppress(mlflow.exceptions.MlflowException):
         client.create_registered_model(MODEL)
     versions = [str(client.create_model_version(MODEL, source=source).version) for _ in range(2 * ROUNDS)]
@@ -80,7 +80,7 @@ def check_history(store: TrackingStore, versions: list[str]) -> None:
     print(f"promotion race: {len(moves)} moves, {forks} forked, {len(broken)} broken links")
     assert len(moves) == len(versions) and sorted(m["to"] for m in moves) == sorted(versions)
     assert moves[0]["from"] == "" and not broken and forks == 0, broken
-    client = store.client
+    client = store._client
     assert str(client.get_model_version_by_alias(MODEL, CHAMPION).version) == moves[-1]["to"]
     for move in moves[1:]:
         assert client.get_model_version(MODEL, move["from"]).tags.get(REPLACED_BY_TAG) == move["to"]

@@ -79,7 +79,7 @@ def test_mlops_quantize_registers_int8_with_lineage_and_it_serves(store: DemoSto
     store.holdout.to_parquet(data)
     assert run_cli(store, "--model-name", name, "--data", str(data), "--max-auc-drop", "0.02") == 0
 
-    client = store.tracking.client
+    client = store.tracking._client
     source, int8 = client.get_model_version(name, "1").tags, client.get_model_version(name, "2").tags
     assert int8["mlops.quantized_from"] == "1" and int8["mlops.precision"] == "int8"
     assert float(int8["mlops.int8.auc_drop"]) <= 0.02
@@ -106,7 +106,7 @@ def test_mlops_quantize_out_writes_a_file_and_registers_nothing(store: DemoStore
     out = tmp_path / "out" / "model.onnx"
     assert run_cli(store, "--model-name", name, "--out", str(out), "--max-auc-drop", "0.05") == 0
     assert OnnxScorer.load(out).spec.n_features == 20
-    versions = store.tracking.client.search_model_versions(f"name='{name}'")
+    versions = store.tracking.search_versions(f"name='{name}'")
     assert [str(v.version) for v in versions] == ["1"]
 
 

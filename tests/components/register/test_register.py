@@ -54,7 +54,7 @@ def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_ga
     second = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
     assert (first.version, second.version) == ("1", "2")
 
-    client = tracking.client
+    client = tracking._client
     # No alias until every gate has decided: a run whose gate crashes leaves no challenger behind.
     assert client.get_model_version("credit", second.version).aliases == []
     record_overall(Decision("overall", "promote", "ok", {}), "credit", first.version, tracking)
@@ -103,7 +103,7 @@ def test_bad_inputs_register_nothing(
         register_onnx_model(onnx_dir, frame, "a/b", LINEAGE, tracking)
     with pytest.raises(FileNotFoundError, match="holds no model.onnx; run the export_onnx step first"):
         register_onnx_model(tmp_path, frame, "credit", LINEAGE, tracking)
-    assert tracking.client.search_registered_models() == []
+    assert tracking._client.search_registered_models() == []
 
 
 def test_registration_stores_a_reference_profile(

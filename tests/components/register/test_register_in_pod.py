@@ -160,7 +160,7 @@ def test_register_task_from_the_compiled_yaml_signs_with_the_mounted_key(
     version = executor_output(logs)["parameterValues"]["version"]
 
     store = TrackingStore.from_uri(mlflow_server.tracking_uri)
-    tags = store.client.get_model_version(model_name, version).tags
+    tags = store.model_version(model_name, version).tags
     assert tags[SIGNATURE_URI_TAG], tags
     # The signature verifies with the public key of the Secret's private key...
     monkeypatch.setenv("MLOPS_SIGNING_PUBLIC_KEY", mlflow_server.s3.env["MLOPS_SIGNING_PUBLIC_KEY"])
@@ -183,6 +183,6 @@ def test_register_task_without_the_signing_secret_never_runs(
     pod, event, _ = _run_register(k8s_node, mlflow_server, tmp_path, model_name, with_signing_secret=False)
     assert pod.status.phase == "Pending" and 'secret "mlops-signing" not found' in event, event
     names = [
-        m.name for m in TrackingStore.from_uri(mlflow_server.tracking_uri).client.search_registered_models()
+        m.name for m in TrackingStore.from_uri(mlflow_server.tracking_uri)._client.search_registered_models()
     ]
     assert model_name not in names

@@ -291,7 +291,7 @@ def assert_registry_whole(server: PrivateMlflow, model: str) -> list[str]:
     """Every version of ``model``: files verified against signature and digest, a profile, both audit
     records; the audit chain intact. Returns the version numbers."""
     store = TrackingStore(server.uri, "registration-faults")
-    versions = store.client.search_model_versions(f"name = '{model}'")
+    versions = store.search_versions(f"name = '{model}'")
     events = audit.read_events(tracking_uri=server.uri)
     recorded = {(e.subject, e.action) for e in events}
     withdrawn = {e.subject for e in events if e.action == "model.registration_withdrawn"}

@@ -28,7 +28,7 @@ NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 @pytest.fixture
 def registry(tmp_path: Path) -> TrackingStore:
     store = TrackingStore.from_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    store.client.create_registered_model("credit-default")
+    store._client.create_registered_model("credit-default")
     return store
 
 
@@ -84,7 +84,7 @@ def test_cooldown_holds_back_a_second_trigger_unless_forced(registry: TrackingSt
     assert actions == ["retrain.triggered", "retrain.suppressed", "retrain.triggered", "retrain.triggered"]
     suppressed = audit.read_events(tmp_path)[1]
     assert "cooldown" in suppressed.details["why"] and suppressed.links == {"mlflow_run_id": "run-1"}
-    tags = registry.client.get_registered_model("credit-default").tags
+    tags = registry.registered_model("credit-default").tags
     assert tags[LAST_RETRAIN_TAG] == (NOW + timedelta(hours=7, minutes=1)).isoformat()
 
 
@@ -106,7 +106,7 @@ def test_a_failed_retraining_is_recorded_and_does_not_start_the_cooldown(
 
     with pytest.raises(TriggerError, match=r"\(exit 1\): step one ok\ntrain-model: declare the columns"):
         maybe_trigger(settings, "credit-default", registry, "run-3", "drift", NOW, run=refused_on_stdout)
-    client = registry.client
+    client = registry._client
     assert LAST_RETRAIN_TAG not in client.get_registered_model("credit-default").tags
 
 
@@ -114,7 +114,7 @@ def _champion_trained_on(registry: TrackingStore, params: dict[str, str]) -> Non
     """A champion version whose training pipeline run's validate-data step logged ``params``."""
     from mlops.vocabulary import CHAMPION, PIPELINE_RUN_ID_TAG
 
-    client = registry.client
+    client = registry._client
     experiment = client.create_experiment("training")
     for name, logged in (("data_validation", params), ("train", {"data.train_rows": "400"})):
         run = client.create_run(experiment, tags={PIPELINE_RUN_ID_TAG: "kfp-7", "mlflow.runName": name})
@@ -158,7 +158,7 @@ def test_a_champion_trained_on_the_sample_retrains_on_the_sample(registry: Track
 def test_a_champion_whose_training_run_is_gone_retrains_on_the_defaults(registry: TrackingStore) -> None:
     from mlops.vocabulary import CHAMPION
 
-    client = registry.client
+    client = registry._client
     tags = {"mlops.kfp_run_id": "kfp-9", "mlops.train_run_id": "deleted-run"}
     version = client.create_model_version("credit-default", "file:///m", tags=tags)
     client.set_registered_model_alias("credit-default", CHAMPION, version.version)

@@ -45,7 +45,7 @@ def test_run_training_logs_params_metrics_and_model(
         checkpoint_dir=tmp_path / "out" / "checkpoints",
     )
 
-    client = tracking.client
+    client = tracking._client
     run = client.get_run(outcome.run_id)
     assert run.info.status == "FINISHED"
     assert run.data.tags["mlops.task"] == "train"
@@ -80,7 +80,7 @@ def test_failed_training_marks_the_run_failed(dataset: Path, tracking: TrackingS
     schema = DatasetSchema(label="default", numeric_features=("no_such_column",))
     with pytest.raises(ValueError, match=r"lacks column\(s\) \['no_such_column'\]"):
         run_training(str(dataset), schema, CONFIG, tracking, tmp_path / "m", tmp_path / "t.parquet", None)
-    client = tracking.client
+    client = tracking._client
     experiment = client.get_experiment_by_name("tests")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id])
@@ -150,7 +150,7 @@ def test_component_runs_under_kfp_local(dataset: Path, tmp_path: Path) -> None:
     assert load_model(task_dir / "model").config.hidden_units == (16,)
     assert len(pd.read_parquet(task_dir / "test_data")) == pytest.approx(450, rel=0.15)
     assert (task_dir / "checkpoints" / "last.pt").is_file()
-    client = TrackingStore.from_uri(workspace.tracking_uri).client
+    client = TrackingStore.from_uri(workspace.tracking_uri)._client
     experiment = client.get_experiment_by_name("component-test")
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id])

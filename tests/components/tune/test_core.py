@@ -69,7 +69,7 @@ def _space_file(tmp_path: Path) -> Path:
 
 
 def _child_runs(tracking: TrackingStore, parent: str) -> dict[int, mlflow.entities.Run]:
-    client = tracking.client
+    client = tracking._client
     experiment = client.get_experiment_by_name(tracking.experiment)
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id], f"tags.`mlflow.parentRunId` = '{parent}'")
@@ -104,18 +104,18 @@ def test_prunable_and_crashing_trials_are_recorded_and_the_study_goes_on(
     assert "ValueError: Input contains NaN" in runs[2].data.tags["optuna.reason"]
     assert runs[0].data.params["trial.learning_rate"] == "0.03"
     assert runs[0].data.params["train.learning_rate"] == "0.03"  # the training core's own params, by address
-    history = tracking.client.get_metric_history(runs[0].info.run_id, "val_auc")
+    history = tracking.metric_history(runs[0].info.run_id, "val_auc")
     assert [m.step for m in history] == [1, 2, 3]  # intermediate values, per epoch
 
     best = select_best(plan, tracking)
     assert best.number in (0, 3) and best.params["learning_rate"] == 0.03
     assert best.config.learning_rate == 0.03 and best.config.epochs == BASE.epochs
     assert best.states == {"complete": 2, "pruned": 1, "fail": 1}
-    parent = tracking.client.get_run(plan.parent_run_id)
+    parent = tracking.get_run(plan.parent_run_id)
     assert parent.data.params["best.learning_rate"] == "0.03"
     assert parent.data.metrics["best_val_auc"] == pytest.approx(best.value)
     assert parent.data.metrics["trials_pruned"] == 1
-    artifacts = {a.path for a in tracking.client.list_artifacts(plan.parent_run_id, "tuning")}
+    artifacts = {a.path for a in tracking._client.list_artifacts(plan.parent_run_id, "tuning")}
     assert {
         "tuning/optimization_history.png",
         "tuning/param_importances.png",

@@ -103,13 +103,13 @@ def test_multi_objective_study_logs_the_front_and_hands_on_the_rules_trial(
     best = select_best(plan, tracking)
     front = {t.number: t.values for t in study.best_trials}
     assert best.number in front and best.value == max(v[0] for v in front.values())  # limit 1.0: best AUC
-    artifacts = {a.path for a in tracking.client.list_artifacts(plan.parent_run_id, "tuning")}
+    artifacts = {a.path for a in tracking._client.list_artifacts(plan.parent_run_id, "tuning")}
     assert {"tuning/pareto_front.json", "tuning/pareto_front.png"} <= artifacts
     local = tracking.download(f"runs:/{plan.parent_run_id}/tuning/pareto_front.json", tmp_path / "dl")
     document = json.loads(Path(local).read_text())
     assert document["chosen_trial"] == best.number
     assert sorted(r["trial"] for r in document["front"]) == sorted(front)
-    parent = tracking.client.get_run(plan.parent_run_id)
+    parent = tracking.get_run(plan.parent_run_id)
     assert parent.data.metrics["best_fairness_gap"] == pytest.approx(front[best.number][1])
 
     # The same study name with one objective is refused, naming both.

@@ -40,7 +40,7 @@ def test_waiting_rollback_fires_exactly_at_max_waiting_intervals(store: DemoStor
         assert state.phase == "rolled_back" and state.waiting == 3
         assert state.reason.startswith("3 intervals in a row with too little traffic")
         assert rollout.target.current().percent(challenger) == 0
-    assert str(store.tracking.client.get_model_version_by_alias(name, CHAMPION).version) == champion
+    assert str(store.tracking.version_by_alias(name, CHAMPION).version) == champion
 
 
 def _rollout(store: DemoStore, action: str, name: str, url: str, *flags: str) -> list[str]:
@@ -97,7 +97,7 @@ def test_controller_killed_mid_canary_resumes_from_its_saved_state(store: DemoSt
         assert final.phase == "promoted" and final.intervals > saved.intervals
         assert final.started_at == saved.started_at  # the same rollout, not a new one
         assert target.current().percent(challenger) == 100
-    assert str(store.tracking.client.get_model_version_by_alias(name, CHAMPION).version) == challenger
+    assert str(store.tracking.version_by_alias(name, CHAMPION).version) == challenger
     steps = [row for row in history(name, store.workspace.root) if row.action == "step"]
     assert [row.stage for row in steps].count(saved.stage_name) == 2  # entered, then re-applied on resume
     assert champion != challenger

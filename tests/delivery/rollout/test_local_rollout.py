@@ -104,7 +104,7 @@ def test_a_healthy_challenger_is_promoted_through_every_stage(store: DemoStore, 
     name = "rollout-healthy"
     healthy = train_onnx(tmp_path / "healthy", store.holdout, seed=2)
     champion, challenger = pair(store, name, healthy)
-    client = store.tracking.client
+    client = store.tracking._client
     rows = store.holdout.drop(columns=["default"]).head(200).to_dict("records")
     with running_server(store, *server_flags(name)) as server:
         rollout = controller(store, server.url, name)
@@ -152,7 +152,7 @@ def test_a_broken_challenger_is_rolled_back_and_no_client_request_fails(
     broken = train_onnx(tmp_path / "broken", store.holdout, seed=3, poisoned=True)
     champion, challenger = pair(store, name, broken)
     bodies: list[object] = [v2_body(encoded(store, 1, offset=i)) for i in range(50)]
-    client = store.tracking.client
+    client = store.tracking._client
     with running_server(store, *server_flags(name)) as server:
         rollout = controller(store, server.url, name)
         with client_load(server.url, name, bodies) as seen:
@@ -194,6 +194,6 @@ def test_too_little_traffic_waits_and_never_promotes(store: DemoStore, tmp_path:
             assert "fewer than min_requests 10; waiting for more traffic" in state.reason
         assert state.waiting == 3 and state.passed == 0 and state.failures == 0
         assert rollout.target.current().percent(challenger) == 100  # still a canary, not promoted
-        client = store.tracking.client
+        client = store.tracking._client
         assert client.get_model_version(name, challenger).tags[ROLLOUT_STAGE_TAG] == "100"
-    assert str(store.tracking.client.get_model_version_by_alias(name, CHAMPION).version) == champion
+    assert str(store.tracking.version_by_alias(name, CHAMPION).version) == champion

@@ -156,7 +156,7 @@ def answered(server: ServerProcess, name: str, x: np.ndarray, n: int) -> set[str
 def test_shadow_canary_rollback_and_promotion_on_every_pod(store: DemoStore, served: Any) -> None:
     api_client, name, servers = served
     target = target_for(store, api_client, name, servers)
-    registry = store.tracking.client
+    registry = store.tracking._client
     x = encoded(store, 2, offset=10)
 
     status = target.deploy("1")  # creates the InferenceService; the pods serve the champion

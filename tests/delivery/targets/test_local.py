@@ -30,7 +30,7 @@ def test_deploy_set_traffic_and_rollback_move_what_the_server_answers_with(store
     name = "target-model"
     assert register(store, name, store.onnx_a) == "1"  # champion
     assert register(store, name, store.onnx_b, alias=None) == "2"
-    client = store.tracking.client
+    client = store.tracking._client
     x = encoded(store, 3, offset=40)
     expected = {"1": direct(store.onnx_a, x), "2": direct(store.onnx_b, x)}
     assert not np.allclose(expected["1"], expected["2"]), "the two versions must be distinguishable"
