@@ -11,6 +11,7 @@ changed its template) runs cold, as kfp.local would run it.
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -130,14 +131,24 @@ def preloadable_imports(sources: Iterable[str], module_source: Callable[[str], s
 
 
 def module_source(name: str) -> str | None:
-    """The source text of module ``name`` (a ``.py`` file), found on ``sys.path`` without importing anything."""
-    locations: list[str] | None = None
+    """The source text of module ``name`` (a ``.py`` file), found as the import system would find it but
+    without importing anything: the top-level package through ``sys.meta_path`` (an editable install's
+    finder is there, not on ``sys.path``), the rest through its package's folders."""
+    parts = name.split(".")
     spec = None
-    for depth, part in enumerate(name.split(".")):
-        spec = PathFinder.find_spec(".".join(name.split(".")[: depth + 1]) if depth else part, locations)
-        if spec is None:
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is not None:
+            try:
+                spec = find_spec(parts[0], None)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None:
+                break
+    for depth in range(1, len(parts)):
+        if spec is None or not spec.submodule_search_locations:
             return None
-        locations = list(spec.submodule_search_locations or [])
+        spec = PathFinder.find_spec(".".join(parts[: depth + 1]), list(spec.submodule_search_locations))
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return None
     try:

@@ -223,6 +223,22 @@ def test_a_users_own_modules_are_left_to_the_step_and_nothing_is_imported_to_dec
     assert module_source("mlops.no_such_module") is None and module_source("no_such_package.x") is None
 
 
+def test_the_platforms_modules_are_found_outside_the_repository(tmp_path: Path) -> None:
+    """``mlops run`` from a data folder: the packages come from the install's finder, not the working folder."""
+    import subprocess
+
+    script = (
+        "from cli.warm_steps.client import component_sources\n"
+        "from cli.warm_steps.program import module_source, preloadable_imports\n"
+        "from pipelines.training.pipeline import training_pipeline\n"
+        "print(sorted({'torch', 'components.train.train'} & set(preloadable_imports(component_sources(training_pipeline), module_source))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "['components.train.train', 'torch']", done.stdout + done.stderr
+
+
 def test_without_a_warm_process_a_step_runs_cold_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     calls = []
 
