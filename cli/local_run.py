@@ -108,7 +108,7 @@ def run_locally(
     from cli.console.kfp_lines import run_dir_pattern
     from cli.console.streams import TaskStreams
     from cli.step_cache import producer
-    from cli.warm_steps.client import warm_steps
+    from cli.warm_steps.step_runner import warm_steps
 
     workspace.create()
     _use_this_python()

@@ -225,7 +225,7 @@ def warm_process(pipeline: Any, workspace: Workspace, runner_name: str, cold_ste
     """The run's warm process (:mod:`cli.warm_steps`) for subprocess steps, unless ``--cold-steps``."""
     from contextlib import nullcontext
 
-    from cli.warm_steps.client import warm_steps
+    from cli.warm_steps.step_runner import warm_steps
 
     if cold_steps or runner_name != "subprocess":
         return nullcontext()

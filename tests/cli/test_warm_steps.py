@@ -16,8 +16,8 @@ from kfp import dsl
 from kfp.dsl import Output
 
 from cli.local_run import PipelineFailed, run_locally
-from cli.warm_steps.client import WarmSteps, component_sources
 from cli.warm_steps.program import LIGHTWEIGHT_SCRIPT, lightweight_program, module_source, preloadable_imports
+from cli.warm_steps.step_runner import WarmSteps, component_sources
 from mlops.workspace import Workspace
 
 
@@ -228,7 +228,7 @@ def test_the_platforms_modules_are_found_outside_the_repository(tmp_path: Path) 
     import subprocess
 
     script = (
-        "from cli.warm_steps.client import component_sources\n"
+        "from cli.warm_steps.step_runner import component_sources\n"
         "from cli.warm_steps.program import module_source, preloadable_imports\n"
         "from pipelines.training.pipeline import training_pipeline\n"
         "print(sorted({'torch', 'components.train.train'} & set(preloadable_imports(component_sources(training_pipeline), module_source))))\n"

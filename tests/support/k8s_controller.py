@@ -187,8 +187,6 @@ def install_crds(cluster: Any) -> None:
     install_published_crds(cluster)
 
 
-
-
 def apply_team_rules(cluster: Any, namespace: str, overlay: str = "dev") -> list[dict[str, Any]]:
     """The overlay's own admission rules in ``namespace``: its team LimitRange, ResourceQuota and LocalQueue
     (moved there), and the cluster-wide PriorityClasses and Kueue queue they point at. The objects applied."""
