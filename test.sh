@@ -13,7 +13,7 @@ source infra/testing/phases.sh
 # when the run ends or is interrupted (Ctrl-C, SIGTERM), also where a test's own teardown never ran.
 export MLOPS_TEST_SERVICE_LEDGER; MLOPS_TEST_SERVICE_LEDGER=$(mktemp -t mlops-test-services.XXXXXX)
 stop_services() { bash infra/testing/stop_recorded.sh "$MLOPS_TEST_SERVICE_LEDGER"; rm -f "$MLOPS_TEST_SERVICE_LEDGER"; }
-trap 'stop_services; phase_table; [ -z "${GO_BUILDS:-}" ] || kill -- -"$GO_BUILDS" 2>/dev/null; rm -f "${GO_BUILD_LOG:-}"' EXIT
+trap 'stop_services; phase_table; [ -z "${GO_BUILDS:-}" ] || kill -- -"$GO_BUILDS" 2>/dev/null || true; rm -f "${GO_BUILD_LOG:-}"' EXIT
 trap 'echo "interrupted: stopping the services this run started" >&2; exit 130' INT TERM
 
 # Set-up steps are functions run by `phase` (in an `||` list, where bash ignores `set -e` inside a function):
