@@ -43,10 +43,9 @@ class WarmSteps:
     def __init__(self, cold: RunSubprocess, sources: list[str], log: IO[str] | None = None) -> None:
         self.cold = cold
         self._log = log
-        self._folder = Path(tempfile.mkdtemp(prefix="mlops-warm-"))
-        self.socket_path = str(self._folder / "socket")
-        self._sources = self._folder / "components.json"
-        self._sources.write_text(json.dumps(sources), encoding="utf-8")
+        self._component_sources = sources
+        self._folder: Path | None = None  # made by start(), removed by close()
+        self.socket_path = ""
         self._ready = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
         self.ready_line = ""
@@ -55,8 +54,12 @@ class WarmSteps:
 
     def start(self) -> WarmSteps:
         """Start the warm process; its imports run while the pipeline compiles and its first steps start."""
+        self._folder = Path(tempfile.mkdtemp(prefix="mlops-warm-"))
+        self.socket_path = str(self._folder / "socket")
+        sources = self._folder / "components.json"
+        sources.write_text(json.dumps(self._component_sources), encoding="utf-8")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "cli.warm_steps.zygote", self.socket_path, str(self._sources)],
+            [sys.executable, "-m", "cli.warm_steps.zygote", self.socket_path, str(sources)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log if self._log is not None else subprocess.DEVNULL,
@@ -125,7 +128,8 @@ class WarmSteps:
                 process.wait()
             if process.stdout is not None:
                 process.stdout.close()
-        shutil.rmtree(self._folder, ignore_errors=True)
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def component_sources(pipeline: Any) -> list[str]:

@@ -8,6 +8,7 @@ warm process and once with a new interpreter per step, and what the steps saw an
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -246,13 +247,15 @@ def test_without_a_warm_process_a_step_runs_cold_and_says_so(capsys: pytest.Capt
         calls.append((full_command, env_vars))
         return 7
 
-    warm = WarmSteps(cold, [])  # never started: no process to fork from
+    before = set(Path(tempfile.gettempdir()).glob("mlops-warm-*"))
+    warm = WarmSteps(cold, [])  # never started: no process to fork from, and no folder left behind
     command = [*what_a_step_sees.component_spec.implementation.container.command, "--executor_input", "{}"]
     assert warm.run(command, {"A": "1"}) == 7
     assert calls == [(command, {"A": "1"})] and warm.cold_steps == 1 and warm.warm_steps == 0
     assert "cold step (no warm process)" in capsys.readouterr().out
     assert warm.run(["sh", "-c", "true"]) == 7
     assert "cold step (not KFP's lightweight-component command)" in capsys.readouterr().out
+    assert set(Path(tempfile.gettempdir()).glob("mlops-warm-*")) == before
 
 
 def test_a_warm_process_that_died_sends_its_steps_cold(capsys: pytest.CaptureFixture[str]) -> None:
