@@ -115,9 +115,7 @@ def run_locally(
     telemetry_off()  # the tasks are this process's children (a notebook may call this without `mlops`)
     warm_process = contextlib.ExitStack()
     if warm and runner is None:  # started first: its imports overlap the run's set-up
-        warm_process.enter_context(
-            warm_steps(pipeline, workspace.pipeline_root / f".warm-steps-{os.getpid()}.log")
-        )
+        warm_process.enter_context(warm_steps(pipeline, workspace))
     local.init(
         runner=runner if runner is not None else local.SubprocessRunner(use_venv=False),
         pipeline_root=str(workspace.pipeline_root),

@@ -74,14 +74,7 @@ def pipeline_argv(args: argparse.Namespace) -> list[str]:
 
 
 def monitor_command(args: argparse.Namespace, workspace: Workspace) -> int:
-    from cli.commands.run import run_command
+    from cli.commands.run import run_command, run_option_defaults
 
-    run = argparse.Namespace(
-        pipeline="monitoring",
-        arguments=pipeline_argv(args),
-        verbose=False,
-        cache=False,
-        runner="subprocess",
-        cold_steps=False,
-    )
+    run = argparse.Namespace(pipeline="monitoring", arguments=pipeline_argv(args), **run_option_defaults())
     return run_command(run, workspace)

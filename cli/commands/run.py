@@ -90,6 +90,13 @@ def add_run_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -
     )
 
 
+def run_option_defaults() -> dict[str, Any]:
+    """The run options' defaults, by attribute name: what another command that starts a run passes for them."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_run_options(parser)
+    return vars(parser.parse_args([]))
+
+
 def parse_pipeline_arguments(name: str, argv: list[str]) -> dict[str, Any]:
     """The user's settings by address (``--set``, and flags, which win), typed; ``--help`` lists them all."""
     from cli.commands.options import SettingsHelpFormatter, add_setting_flags, flag_values
@@ -229,7 +236,7 @@ def warm_process(pipeline: Any, workspace: Workspace, runner_name: str, cold_ste
 
     if cold_steps or runner_name != "subprocess":
         return nullcontext()
-    return warm_steps(pipeline, workspace.pipeline_root / f".warm-steps-{os.getpid()}.log")
+    return warm_steps(pipeline, workspace)
 
 
 @contextmanager

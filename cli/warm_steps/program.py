@@ -11,6 +11,7 @@ changed its template) runs cold, as kfp.local would run it.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
@@ -98,6 +99,7 @@ def preloadable_imports(sources: Iterable[str], module_source: Callable[[str], s
     """
     wanted: dict[str, None] = {EXECUTOR_MODULE: None}
     followed: set[str] = set()
+    module_source = functools.cache(module_source)  # a module named by several components is read once
 
     def follow(name: str) -> None:
         pending = [name]
@@ -111,10 +113,8 @@ def preloadable_imports(sources: Iterable[str], module_source: Callable[[str], s
                 continue
             for imported in imported_by(text):
                 top = imported.split(".")[0]
-                if top in HEAVY_LIBRARIES:
-                    wanted.setdefault(
-                        imported, None
-                    )  # not a module (``from torch import nn``): skipped there
+                if top in HEAVY_LIBRARIES:  # a name that is no module (``from torch import nn``) fails there
+                    wanted.setdefault(imported, None)
                 elif top in PLATFORM_PACKAGES:
                     pending.append(imported)
 

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from cli.warm_steps.program import RUNTIME_ENV, lightweight_program
 from cli.warm_steps.zygote import EXIT_STATUS_PREFIX
+from mlops.workspace import Workspace
 
 READY_TIMEOUT_S = 60.0
 """How long a step waits for the warm process to listen before it runs cold (it listens before it imports)."""
@@ -48,7 +49,6 @@ class WarmSteps:
         self.socket_path = ""
         self._ready = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
-        self.ready_line = ""
         self.warm_steps = 0
         self.cold_steps = 0
 
@@ -71,7 +71,6 @@ class WarmSteps:
         assert self._process is not None and self._process.stdout is not None
         line = self._process.stdout.readline().decode(errors="replace").strip()
         if line.startswith("ready"):
-            self.ready_line = line
             self._ready.set()
 
     def is_ready(self, timeout: float = READY_TIMEOUT_S) -> bool:
@@ -188,18 +187,18 @@ def _exit_status(conn: socket.socket) -> int:
 
 
 @contextlib.contextmanager
-def warm_steps(pipeline: Any, log_path: Path | None = None) -> Iterator[WarmSteps]:
-    """For the ``with`` block, kfp.local's subprocess runner starts ``pipeline``'s lightweight steps warm."""
+def warm_steps(pipeline: Any, workspace: Workspace) -> Iterator[WarmSteps]:
+    """For the ``with`` block, kfp.local's subprocess runner starts ``pipeline``'s lightweight steps warm;
+    the warm process's own output goes to ``<pipeline root>/.warm-steps-<pid>.log``."""
     from kfp.local import subprocess_task_handler as handler
 
     cold: RunSubprocess = handler.run_local_subprocess
-    log: Any = open(log_path, "w", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
-    warm = WarmSteps(cold, component_sources(pipeline), log).start()
-    handler.run_local_subprocess = warm.run
-    try:
-        yield warm
-    finally:
-        handler.run_local_subprocess = cold
-        warm.close()
-        if log is not None:
-            log.close()
+    log_path = workspace.pipeline_root / f".warm-steps-{os.getpid()}.log"
+    with open(log_path, "w", encoding="utf-8") as log:
+        warm = WarmSteps(cold, component_sources(pipeline), log).start()
+        handler.run_local_subprocess = warm.run
+        try:
+            yield warm
+        finally:
+            handler.run_local_subprocess = cold
+            warm.close()
