@@ -165,6 +165,19 @@ class DatasetSchema(BaseModel):
     split_key: str = ""
     """Column whose value decides a row's train/validation/test split (a stable row ID); empty: the row's declared content."""
 
+    # --- the data subject: whose row it is, for erasure requests ---
+    subject_key: str = ""
+    """Column that names the person a row is about (e.g. customer_id): what `mlops forget --key COLUMN=VALUE` matches in every store of rows; empty: rows cannot be erased by person."""
+
+    @model_validator(mode="after")
+    def _subject_key_not_label(self) -> DatasetSchema:
+        if self.subject_key and self.subject_key == self.label:
+            raise ValueError(
+                f"subject_key {self.subject_key!r} is the label; name the column that identifies the person "
+                "(e.g. customer_id), or leave subject_key empty"
+            )
+        return self
+
     @property
     def split_columns(self) -> tuple[str, ...]:
         """What a row's split is hashed from: ``split_key``, else the label, features and protected attributes."""

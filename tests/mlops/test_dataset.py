@@ -360,3 +360,13 @@ def test_labels_text_is_label_text_of_each_row(labels: pd.Series) -> None:
     from mlops.data.dataset import label_text, labels_text
 
     assert list(labels_text(labels)) == list(labels.map(label_text))
+
+
+def test_a_subject_key_that_is_the_label_is_refused_by_name() -> None:
+    import pytest as _pytest
+
+    from mlops.data.dataset import DatasetSchema
+
+    with _pytest.raises(ValueError, match="subject_key 'y' is the label"):
+        DatasetSchema(label="y", numeric_features=("a",), subject_key="y")
+    assert DatasetSchema(label="y", numeric_features=("a",), subject_key="id").subject_key == "id"
