@@ -266,7 +266,12 @@ class DatasetSchema(BaseModel):
                 f"{source} lacks the split_key column {self.split_key!r}; name a column of the data, or "
                 "leave split_key empty to split by each row's content"
             )
-        declared = {*self.columns, *self.split_columns}
+        if self.subject_key and self.subject_key not in frame.columns:
+            raise DatasetError(
+                f"{source} lacks the subject_key column {self.subject_key!r}; name the column that identifies "
+                "the person a row is about, or leave subject_key empty"
+            )
+        declared = {*self.columns, *self.split_columns, *((self.subject_key,) if self.subject_key else ())}
         table = self.read_missing(frame.loc[:, [c for c in frame.columns if c in declared]])
         labels = table[self.label]
         if labels.isna().any():

@@ -370,3 +370,17 @@ def test_a_subject_key_that_is_the_label_is_refused_by_name() -> None:
     with _pytest.raises(ValueError, match="subject_key 'y' is the label"):
         DatasetSchema(label="y", numeric_features=("a",), subject_key="y")
     assert DatasetSchema(label="y", numeric_features=("a",), subject_key="id").subject_key == "id"
+
+
+def test_the_subject_key_column_travels_with_the_prepared_table_and_its_absence_is_named() -> None:
+    import pandas as pd
+    import pytest as _pytest
+
+    from mlops.data.dataset import DatasetError, DatasetSchema
+
+    schema = DatasetSchema(label="y", numeric_features=("a",), ignored_columns=("id",), subject_key="id")
+    frame = pd.DataFrame({"a": [1.0, 2.0], "y": [0, 1], "id": ["c1", "c2"], "note": ["x", "y"]})
+    table = schema.prepare(frame)
+    assert list(table["id"]) == ["c1", "c2"] and "note" not in table.columns
+    with _pytest.raises(DatasetError, match="lacks the subject_key column 'id'"):
+        schema.prepare(frame.drop(columns=["id"]))
