@@ -1,0 +1,254 @@
+"""Erasing one person's rows: each file rewritten without them, everything that cannot be erased named."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from mlops import storage
+from mlops.governance import audit
+from mlops.governance.erasure import (
+    ERASED_ACTION,
+    SALT_BYTES,
+    SALT_FILE,
+    ErasureError,
+    RowStore,
+    erase,
+    erase_store,
+    parse_key,
+    record_erasure,
+    signed_folder_guard,
+    subject_hash,
+    workspace_salt,
+)
+
+WHO = "C-7f3a9"
+SALT = b"s" * SALT_BYTES
+
+
+def parquet(path: Path, frame: pd.DataFrame) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(path, index=False)
+    return str(path)
+
+
+def logged(path: Path, subjects: list[str | None], ids: list[str] | None = None) -> str:
+    ids = ids or [f"r{i}" for i in range(len(subjects))]
+    frame = pd.DataFrame(
+        {"age": [30.0 + i for i in range(len(subjects))], "customer_id": subjects, "request_id": ids}
+    )
+    return parquet(path, frame.assign(request_row=pd.Series([0] * len(subjects), dtype="int32")))
+
+
+# --- the request: COLUMN=VALUE, and only the schema's subject key ---
+
+
+def test_the_key_is_column_equals_value_of_the_schemas_subject_key() -> None:
+    assert parse_key(f"customer_id={WHO}", "customer_id") == ("customer_id", WHO)
+    assert parse_key("customer_id=a=b", "customer_id") == ("customer_id", "a=b")
+
+
+@pytest.mark.parametrize("text", ["customer_id", "=C-1", "customer_id=", ""])
+def test_a_key_that_is_not_column_equals_value_is_refused(text: str) -> None:
+    with pytest.raises(ErasureError, match="write COLUMN=VALUE"):
+        parse_key(text, "customer_id")
+
+
+def test_a_column_other_than_the_subject_key_is_refused_by_name() -> None:
+    with pytest.raises(ErasureError, match="subject_key is 'customer_id'.*--key customer_id=VALUE"):
+        parse_key("age=42", "customer_id")
+
+
+def test_a_schema_without_a_subject_key_cannot_erase_by_person() -> None:
+    with pytest.raises(ErasureError, match="declares no subject_key"):
+        parse_key("customer_id=1", "")
+
+
+# --- the salt and the hash the trail keeps ---
+
+
+def test_the_salt_is_made_once_readable_by_its_owner_only(tmp_path: Path) -> None:
+    salt = workspace_salt(tmp_path)
+    assert len(salt) == SALT_BYTES and workspace_salt(tmp_path) == salt
+    assert stat.S_IMODE(os.stat(tmp_path / SALT_FILE).st_mode) == 0o600
+    assert workspace_salt(tmp_path / "other") != salt
+
+
+def test_a_damaged_salt_is_refused_not_replaced(tmp_path: Path) -> None:
+    (tmp_path / SALT_FILE).write_bytes(b"short")
+    with pytest.raises(ErasureError, match="holds 5 bytes, not a 32-byte salt"):
+        workspace_salt(tmp_path)
+    assert (tmp_path / SALT_FILE).read_bytes() == b"short"
+
+
+def test_the_hash_names_column_value_and_salt() -> None:
+    one = subject_hash(SALT, "customer_id", WHO)
+    assert one == subject_hash(SALT, "customer_id", WHO) and len(one) == 64 and WHO not in one
+    assert one != subject_hash(SALT, "customer_id", WHO + "x")
+    assert one != subject_hash(SALT, "client_id", WHO)
+    assert one != subject_hash(b"t" * SALT_BYTES, "customer_id", WHO)
+    assert subject_hash(SALT, "a", "b=c") != subject_hash(SALT, "a=b", "c")
+
+
+# --- a file: the person's rows go, every other row and column stays ---
+
+
+def test_the_persons_rows_are_removed_and_every_other_row_kept(tmp_path: Path) -> None:
+    uri = logged(tmp_path / "log.parquet", [WHO, "C-1", None, WHO, "C-2"])
+    before = pq.read_table(uri)
+    outcome = erase_store(RowStore("log", (uri,)), "customer_id", WHO, None)
+    assert (outcome.files_searched, outcome.rows_removed, outcome.rewritten) == (1, 2, [uri])
+    assert outcome.conclusive and not outcome.unsearchable
+    after = pq.read_table(uri)
+    assert after.schema == before.schema
+    assert after.to_pylist() == [r for r in before.to_pylist() if r["customer_id"] != WHO]
+    assert WHO.encode() not in Path(uri).read_bytes()  # nor in the column statistics
+
+
+def test_a_value_that_is_absent_removes_nothing_and_leaves_the_file_untouched(tmp_path: Path) -> None:
+    uri = logged(tmp_path / "log.parquet", ["C-1", "C-2"])
+    before = Path(uri).stat().st_mtime_ns, Path(uri).read_bytes()
+    outcome = erase_store(RowStore("log", (uri,)), "customer_id", WHO, None)
+    assert (outcome.files_searched, outcome.rows_removed, outcome.rewritten) == (1, 0, [])
+    assert outcome.conclusive
+    assert (Path(uri).stat().st_mtime_ns, Path(uri).read_bytes()) == before
+
+
+def test_a_file_without_the_column_is_named_as_unsearchable(tmp_path: Path) -> None:
+    uri = parquet(tmp_path / "other.parquet", pd.DataFrame({"age": [1.0], "note": [WHO]}))
+    outcome = erase_store(RowStore("other", (uri,)), "customer_id", WHO, None)
+    assert outcome.unsearchable == [uri] and outcome.rows_removed == 0 and not outcome.conclusive
+
+
+def test_a_numeric_key_column_matches_the_value_as_text(tmp_path: Path) -> None:
+    uri = parquet(tmp_path / "ids.parquet", pd.DataFrame({"customer_id": [42, 420, 4], "x": [1, 2, 3]}))
+    outcome = erase_store(RowStore("ids", (uri,)), "customer_id", "42", None)
+    assert outcome.rows_removed == 1 and pq.read_table(uri).column("customer_id").to_pylist() == [420, 4]
+
+
+def test_a_csv_file_keeps_every_other_cell_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text(f"customer_id,amount,zip\n{WHO},1.50,00123\nC-1,2.00,01000\n{WHO},3,x\n")
+    outcome = erase_store(RowStore("csv", (str(path),)), "customer_id", WHO, None)
+    assert outcome.rows_removed == 2
+    assert path.read_text() == "customer_id,amount,zip\nC-1,2.00,01000\n"
+
+
+def test_a_crash_while_rewriting_leaves_the_old_file_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = logged(tmp_path / "log.parquet", [WHO, "C-1"])
+    original = Path(uri).read_bytes()
+
+    def crash(src: object, dst: object) -> None:
+        raise OSError("power lost")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(storage.StorageError, match="power lost"):
+        erase_store(RowStore("log", (uri,)), "customer_id", WHO, None)
+    assert Path(uri).read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.parquet"]  # no half-written file left
+
+
+# --- labels joined to the request log by id ---
+
+
+def test_labels_without_the_key_are_found_by_the_persons_request_ids(tmp_path: Path) -> None:
+    log = logged(tmp_path / "requests-1.parquet", [WHO, "C-1", WHO], ids=["a", "b", "c"])
+    labels = parquet(
+        tmp_path / "labels.parquet",
+        pd.DataFrame(
+            {"request_id": ["a", "b", "c", "d"], "request_row": [0, 0, 1, 0], "label": [1, 0, 1, 0]}
+        ),
+    )
+    result = erase(
+        [RowStore("labels", (labels,), joined_by_ids=True), RowStore("log", (log,), request_log=True)],
+        "customer_id",
+        WHO,
+        SALT,
+    )
+    by_store = {s.store: s for s in result.stores}
+    assert [s.store for s in result.stores] == ["log", "labels"]  # the log first: its ids find the labels
+    assert by_store["log"].rows_removed == 2
+    # ("c", 1) is not a logged row of the person (their row of request c is row 0): kept
+    assert (
+        by_store["labels"].rows_removed == 1
+        and "request_id and request_row" in by_store["labels"].searched_by
+    )
+    assert pq.read_table(labels).column("request_id").to_pylist() == ["b", "c", "d"]
+    assert result.status == "erased" and result.rows_removed == 3
+
+
+def test_labels_are_unsearchable_when_a_request_log_file_could_not_be_searched(tmp_path: Path) -> None:
+    log = logged(tmp_path / "requests-1.parquet", [WHO], ids=["a"])
+    blind = parquet(tmp_path / "requests-2.parquet", pd.DataFrame({"request_id": ["z"], "request_row": [0]}))
+    labels = parquet(
+        tmp_path / "labels.parquet", pd.DataFrame({"request_id": ["a", "z"], "request_row": [0, 0]})
+    )
+    result = erase(
+        [RowStore("log", (log, blind), request_log=True), RowStore("labels", (labels,), joined_by_ids=True)],
+        "customer_id",
+        WHO,
+        SALT,
+    )
+    assert [s.unsearchable for s in result.stores] == [[blind], [labels]]
+    assert result.status == "not conclusive" and result.rows_removed == 1
+
+
+def test_labels_with_the_key_column_are_matched_by_it(tmp_path: Path) -> None:
+    labels = parquet(
+        tmp_path / "labels.parquet",
+        pd.DataFrame({"request_id": ["a", "b"], "request_row": [0, 0], "customer_id": [WHO, "C-1"]}),
+    )
+    outcome = erase_store(RowStore("labels", (labels,), joined_by_ids=True), "customer_id", WHO, set())
+    assert outcome.rows_removed == 1 and outcome.searched_by == "customer_id"
+
+
+# --- the outcome and its audit record ---
+
+
+def test_the_status_says_erased_nothing_found_or_not_conclusive(tmp_path: Path) -> None:
+    mine = logged(tmp_path / "a.parquet", [WHO])
+    theirs = logged(tmp_path / "b.parquet", ["C-1"])
+    blind = parquet(tmp_path / "c.parquet", pd.DataFrame({"x": [1]}))
+    assert erase([RowStore("s", (mine,))], "customer_id", WHO, SALT).status == "erased"
+    assert erase([RowStore("s", (theirs,))], "customer_id", WHO, SALT).status == "nothing found"
+    assert erase([RowStore("s", (theirs, blind))], "customer_id", WHO, SALT).status == "not conclusive"
+    assert erase([], "customer_id", WHO, SALT).status == "nothing found"
+
+
+def test_the_audit_record_holds_the_salted_hash_and_counts_never_the_value(tmp_path: Path) -> None:
+    uri = logged(tmp_path / "log.parquet", [WHO, "C-1", WHO])
+    result = erase([RowStore("request log", (uri,), request_log=True)], "customer_id", WHO, SALT)
+    event = record_erasure(result, tmp_path)
+    assert (
+        event.action == ERASED_ACTION
+        and event.subject == f"subject/{subject_hash(SALT, 'customer_id', WHO)[:16]}"
+    )
+    assert event.details["subject_hash"] == subject_hash(SALT, "customer_id", WHO)
+    assert event.details["stores"]["request log"]["rows_removed"] == 2
+    assert event.details["stores"]["request log"]["files_rewritten"] == 1
+    assert event.details["status"] == "erased" and event.details["rows_removed"] == 2
+    assert WHO not in (tmp_path / audit.AUDIT_FILE).read_text()
+    assert audit.verify(tmp_path).intact
+
+
+def test_a_file_in_a_signed_folder_is_named_not_rewritten(tmp_path: Path) -> None:
+    folder = tmp_path / "card"
+    uri = logged(folder / "rows.parquet", [WHO])
+    before = Path(uri).read_bytes()
+    event = audit.record(
+        "card.signed", "m/1", {"folder": str(folder), "files": {"rows.parquet": "x"}}, workspace_root=tmp_path
+    )
+    guard = signed_folder_guard(audit.read_events(tmp_path))
+    outcome = erase_store(RowStore("s", (uri,)), "customer_id", WHO, None, guard)
+    (refusal,) = outcome.refused
+    assert refusal.startswith(f"{uri}: inside {folder}") and f"audit record {event.seq}" in refusal
+    assert Path(uri).read_bytes() == before and outcome.rows_removed == 0 and not outcome.conclusive
+    assert guard(str(tmp_path / "cardigan" / "rows.parquet")) == ""  # a sibling folder's name is not inside
+    assert guard("s3://bucket/card/rows.parquet") == ""
