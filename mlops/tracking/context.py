@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlops.tracking.sqlite_catalog import experiment_location, sqlite_path
 from mlops.tracking.store import TRACKING_URI_ENV, TrackingError, TrackingSettings, TrackingStore, redact_uri
 from mlops.workspace import Workspace
 
@@ -82,9 +83,13 @@ class ResolvedTracking:
         Raises :class:`TrackingError` naming the URI and the fix. Reads only; creates nothing.
         """
         check_reachable(self.tracking_uri, timeout_s)
-        if self.workspace_store and not Path(self.tracking_uri.removeprefix("sqlite:///")).is_file():
-            return  # a fresh workspace: the first task creates the store and the experiment
-        self.store.check_experiment()
+        db = sqlite_path(self.tracking_uri)
+        if db is not None and db.is_file():  # read with sqlite3: opening it through MLflow costs seconds
+            if (location := experiment_location(db, self.store.experiment)) is not None:
+                self.store.check_location(location)
+        elif db is None or not self.workspace_store:
+            self.store.check_experiment()
+        # else a fresh workspace: the first task creates the store and the experiment
 
 
 _SOURCES = {
