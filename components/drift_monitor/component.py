@@ -32,6 +32,7 @@ def check_drift(
     from pathlib import Path
 
     from components.drift_monitor.config import DriftSettings, WindowSettings
+    from components.drift_monitor.log_retention import retain_after_check
     from components.drift_monitor.monitor import (
         check_window,
         log_check,
@@ -51,11 +52,24 @@ def check_drift(
     reports = write_reports(check, drift_settings, Path(report_json.path), Path(report_html.path))
     mlflow_run_id = log_check(check, store, reports)
     record_check(check.result, mlflow_run_id, audit_workspace)
+    retained = retain_after_check(
+        window_settings.request_log_uri,
+        window_settings.model_name,
+        check.profile,
+        check.result.version,
+        window_settings.request_log_retention_days,
+        audit_workspace,
+    )
     notify_check(
         check.result
     )  # webhook alerts (MLOPS_ALERT_WEBHOOK_URL); a failed alert never fails the check
     result = check.result
     print(f"{result.decision}: {'; '.join(result.reasons)}")
+    if retained is not None:
+        print(
+            f"request log retention: {retained.rows_deleted} row(s) before {retained.cutoff.isoformat()} deleted "
+            f"({len(retained.files_deleted)} file(s) deleted, {len(retained.files_rewritten)} rewritten)"
+        )
     Path(reasons).write_text("; ".join(result.reasons))
     Path(run_id).write_text(mlflow_run_id)
     return result.decision

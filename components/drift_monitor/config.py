@@ -38,6 +38,10 @@ class WindowSettings(BaseModel):
     report_rows: int = Field(default=5000, ge=0)
     """Rows of the window (sampled) and of the reference (resampled from its profile) in the Evidently HTML
     report; the JSON report's scores always cover the whole window. 0: no HTML report."""
+    request_log_retention_days: int = Field(default=0, ge=0)
+    """Days of raw request-log rows kept: each check deletes the model's rows from before the UTC midnight this
+    many days before today (after storing the checked version's day summaries, which keep month-long windows
+    working) and records it in the audit trail. 0: keep every row."""
 
 
 class DriftSettings(BaseModel):
