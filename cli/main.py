@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from cli.commands import approval as approval_cmd
 from cli.commands import audit as audit_cmd
 from cli.commands import card as card_cmd
 from cli.commands import cluster as cluster_cmd
@@ -54,6 +55,7 @@ COMMANDS = (
     rollout_cmd,
     card_cmd,
     evidence_cmd,
+    approval_cmd,
 )
 
 

@@ -3,7 +3,7 @@
 ``lineage`` follows the alias to its version and prints the chain back to the dataset
 digest, expectation-suite version, code commit, pipeline run, signature and gate
 decisions; ``history`` prints which version held each alias, from when to when, and why
-it moved. The registry is found like every command finds it (``--tracking-uri`` >
+it moved, then who approved or rejected which version and when (a second person's sign-off). The registry is found like every command finds it (``--tracking-uri`` >
 ``MLFLOW_TRACKING_URI`` > the workspace); the audit trail like every writer does.
 """
 
@@ -65,9 +65,10 @@ def lineage_command(args: argparse.Namespace, workspace: Workspace) -> int:
 def history_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.model_choice import workspace_model
     from mlops.governance.audit import read_events
-    from mlops.governance.provenance import history_lines
+    from mlops.governance.provenance import approval_lines, history_lines
     from mlops.tracking.context import resolve_tracking
 
     name = workspace_model(args.model, resolve_tracking(workspace).tracking_uri, usage="mlops history {name}")
-    print("\n".join(history_lines(name, read_events(workspace.root))))
+    events = read_events(workspace.root)
+    print("\n".join([*history_lines(name, events), *approval_lines(name, events)]))
     return 0

@@ -44,6 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "sent with mlops feedback feed the always-valid quality test (rollout.quality_*); 'off': no quality test",
     )
     _config_flags(start)
+    _approval_flags(start)
     resume = actions.add_parser(
         "resume", help="resume the model's running rollout from its saved state (after its controller died)"
     )
@@ -59,6 +60,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         _target_flags(action)
         if name in ("promote", "rollback"):
             action.add_argument("--reason", default=f"manual {name} by an operator", help="recorded with it")
+        if name == "promote":
+            _approval_flags(action)
     parser.set_defaults(handler=rollout_command)
 
 
@@ -79,6 +82,35 @@ def _target_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the server's rollout admin token (default $MLOPS_SERVING_ADMIN_TOKEN; see mlops serve --help)",
     )
+
+
+def _approval_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--require-approval",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="refuse a challenger without a valid second person's approval (gate.require_approval; a version "
+        "put under approval always needs one)",
+    )
+    parser.add_argument(
+        "--approvers",
+        type=Path,
+        default=None,
+        help="folder of trusted approvers' public keys (default $MLOPS_APPROVERS, else <workspace>/approvers)",
+    )
+
+
+def _check_approval(args: argparse.Namespace, workspace: Workspace, registry: Any, version: str) -> None:
+    """Refuse, naming what is missing, a challenger that needs an approval and has no valid one."""
+    from mlops.governance.approvers import trusted_approvers
+    from mlops.tracking.approval_registry import check
+    from mlops.vocabulary import APPROVAL_STATUS_TAG
+
+    tags = registry.store.version_tags(registry.model_name, version)
+    if not (args.require_approval or tags.get(APPROVAL_STATUS_TAG)):
+        return  # nothing to check: no approvers' keys are needed
+    approvers = trusted_approvers(args.approvers, workspace.root)
+    check(registry.store, registry.model_name, version, args.require_approval, approvers)
 
 
 def _config_flags(parser: argparse.ArgumentParser) -> None:
@@ -149,6 +181,8 @@ def _act(args: argparse.Namespace, workspace: Workspace) -> int:
         raise ValueError(
             f"the rollout of version {state.challenger} already ended ({state.phase}: {state.reason})"
         )
+    if args.rollout_action == "promote":
+        _check_approval(args, workspace, controller.registry, state.challenger)
     act = controller.promote if args.rollout_action == "promote" else controller.rollback
     _print_state(act(state, args.reason))
     return 0
@@ -217,6 +251,7 @@ def _admin_token(args: argparse.Namespace) -> str:
 def _start(args: argparse.Namespace, workspace: Workspace, controller: Any) -> int:
     config = rollout_config(args)
     replay = _replayer(args)
+    _check_approval(args, workspace, controller.registry, controller.registry.pair(args.challenger)[1])
     state = controller.start(config, args.challenger)
     if args.quality_log != "off":  # quality judged on the request log and feedback labels as they arrive
         from delivery.rollout.quality_feed import for_rollout

@@ -18,7 +18,9 @@ from cli.summaries.common import (
 )
 from cli.summaries.limits import COMMAND_LINE, override_text, record_limits
 from mlops.vocabulary import (
+    APPROVAL_STATUS_TAG,
     DECISION_TAG,
+    PENDING_APPROVAL,
     PIPELINE_RUN_ID_TAG,
     REASON_TAG,
     STATUS_TAG,
@@ -51,6 +53,19 @@ def test_auc(store: TrackingStore, result: LocalRun, experiment: str, kfp_run_id
     return runs[0].data.metrics.get("test_roc_auc") if runs else None
 
 
+def approval_lines(model_name: str, version: str, tags: Mapping[str, str]) -> list[str]:
+    """Where the version's second-person sign-off stands, and for a pending one what to run next."""
+    status = tags.get(APPROVAL_STATUS_TAG, "")
+    if not status:
+        return []
+    if status != PENDING_APPROVAL:
+        return [row("approval", status)]
+    return [
+        row("approval", "pending-approval: not made champion (gate.require_approval)"),
+        row("next", f"a second person runs: mlops approve {model_name}@{version} --key THEIR_KEY"),
+    ]
+
+
 def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: LocalRun) -> dict[str, str]:
     """Test AUC, model version and aliases, the gates' decision (a reason a line), reports; returns the facts.
 
@@ -79,6 +94,7 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
         row("model", f"{model_name} version {version} (aliases: {aliases})"),
         row("model URI", f"models:/{model_name}/{version}"),
         *decision_lines(decision, tags.get(REASON_TAG, ""), status, undecided),
+        *approval_lines(model_name, version, tags),
         *[row("limit changed", f"{text}, on the {COMMAND_LINE}") for text in changed],
         *data_note_lines(result.run_dir),
         *run_lines(result),
@@ -89,6 +105,8 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
     facts = {"model": f"{model_name} v{version}", "decision": decision, "aliases": aliases}
     if status:
         facts["status"] = status
+    if tags.get(APPROVAL_STATUS_TAG):
+        facts["approval"] = tags[APPROVAL_STATUS_TAG]
     if undecided:
         facts["undecided"] = "\n".join(undecided)
     if changed:

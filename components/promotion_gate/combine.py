@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING
 
 from mlops.gates import OVERALL, Decision, combine
 from mlops.vocabulary import (
+    APPROVAL_STATUS_TAG,
     CHALLENGER,
     DECISION_TAG,
     MODEL_VERSION_TAG,
+    PENDING_APPROVAL,
     REASON_TAG,
     STATUS_TAG,
     UNDECIDED_TAG,
@@ -31,7 +33,7 @@ from mlops.vocabulary import (
 if TYPE_CHECKING:
     from mlops.tracking.store import TrackingStore
 
-__all__ = ["combine", "gate_decision", "overall_tags", "record_overall"]
+__all__ = ["combine", "gate_decision", "overall_tags", "record_overall", "verdict_output"]
 
 
 def gate_decision(gate: str, decision: str, reason: str, verdict: str = "") -> Decision:
@@ -61,11 +63,26 @@ def overall_tags(decision: Decision) -> dict[str, str]:
     }
 
 
-def record_overall(decision: Decision, model_name: str, version: str, store: TrackingStore) -> None:
+def verdict_output(decision: Decision, require_approval: bool) -> str:
+    """What the pipeline branches on: the decision, or ``pending-approval`` for a promote that a second
+    person must sign off first (then neither the canary nor the promotion runs; the step succeeds)."""
+    return PENDING_APPROVAL if decision.promote and require_approval else decision.decision
+
+
+def record_overall(
+    decision: Decision, model_name: str, version: str, store: TrackingStore, *, require_approval: bool = False
+) -> None:
     """Tag the verdict on the version, then make it the ``challenger``: the alias moves only once
-    every gate has decided (promote or reject), so a run whose gate crashed leaves none behind."""
+    every gate has decided (promote or reject), so a run whose gate crashed leaves none behind.
+    A promote under ``require_approval`` marks the version ``pending-approval`` (an ``approval.requested``
+    record) unless it already carries an approval status (a ``--cache`` re-run keeps a decision made)."""
     with store.recording_run(f"gate_{OVERALL}") as run:
         store.tag_version(model_name, version, overall_tags(decision))
+        if decision.promote and require_approval:
+            from mlops.tracking.approval_registry import request
+
+            if not store.version_tags(model_name, version).get(APPROVAL_STATUS_TAG):
+                request(model_name, version, store, run)
         run.set_tags(
             {DECISION_TAG: decision.decision, STATUS_TAG: decision.status, MODEL_VERSION_TAG: version}
         )

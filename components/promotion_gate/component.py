@@ -89,15 +89,20 @@ def metrics_gate(
 def promote_to_champion(
     model_name: str,
     version: str,
+    gate: dict,
     tracking: dict,
     pipeline_run_id: str,
 ) -> str:
-    """Moves alias ``champion`` to the version; returns the replaced version or ''."""
+    """Moves alias ``champion`` to the version; returns the replaced version or ''. With
+    ``gate.require_approval`` (or a version under approval) it refuses unless a valid approval is recorded."""
+    from components.promotion_gate.config import MetricsGatePolicy
     from components.promotion_gate.promotion_gate import promote
+    from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 
+    policy = from_section(MetricsGatePolicy, gate)
     store = TrackingStore.for_task(tracking, pipeline_run_id)
-    previous = promote(model_name, version, store)
+    previous = promote(model_name, version, store, require_approval=policy.require_approval)
     if previous == version:
         print(f"{model_name} version {version} already is champion: nothing moved")
     else:
@@ -113,12 +118,15 @@ def combine_gates(
     metrics_reason: str,
     validation_decision: str,
     validation_reason: str,
+    gate: dict,
     tracking: dict,
     pipeline_run_id: str,
     reason: OutputPath(str),  # type: ignore[valid-type]
     validation_verdict: str = "",
 ) -> str:
     """``promote`` only when both gates promote; writes the overall mlops.decision/mlops.status/mlops.reason tags.
+    With ``gate.require_approval`` a promote returns ``pending-approval`` and marks the version so: it waits
+    for ``mlops approve NAME@VERSION`` (no pod waits; neither the canary nor the promotion runs).
 
     ``validation_verdict`` is validate-model's decision as JSON (its status and undecided checks); the
     overall status is not conclusive whenever it left a check undecided, promoted or not.
@@ -126,9 +134,13 @@ def combine_gates(
     """
     from pathlib import Path
 
-    from components.promotion_gate.combine import combine, gate_decision, record_overall
+    from components.promotion_gate.combine import combine, gate_decision, record_overall, verdict_output
+    from components.promotion_gate.config import MetricsGatePolicy
     from mlops.gates import Decision
+    from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
+
+    require_approval = from_section(MetricsGatePolicy, gate).require_approval
 
     decision = combine(
         [
@@ -141,7 +153,14 @@ def combine_gates(
         model_name,
         version,
         TrackingStore.for_task(tracking, pipeline_run_id),
+        require_approval=require_approval,
     )
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"overall gate: {decision.decision}, {decision.status} ({decision.reason})")
-    return decision.decision
+    output = verdict_output(decision, require_approval)
+    if output != decision.decision:
+        print(
+            f"{model_name} version {version} is pending approval (gate.require_approval): not made champion; "
+            f"a second person signs it off with `mlops approve {model_name}@{version} --key KEY`"
+        )
+    return output

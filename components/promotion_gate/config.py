@@ -60,6 +60,8 @@ class MetricsGatePolicy(BaseModel):
     """Per-slice floors by metric, e.g. {"roc_auc": 0.6}: a declared slice (schema file slices:) whose whole interval lies below a floor rejects the version. Empty: slices are reported, not gated."""
     slice_min_rows: int = Field(default=50, ge=1)
     """Slices with fewer test rows are named in the reason as too small to decide, never silently passed or failed."""
+    require_approval: bool = Field(default=False)
+    """A version whose gates pass is not made champion but waits as pending-approval until a trusted approver who neither trained nor registered it signs it off (mlops approve NAME@VERSION); on for production."""
 
     @field_validator("slice_floors")
     @classmethod

@@ -13,12 +13,15 @@ import math
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.promotion_gate.config import MetricsGatePolicy
 from mlops.gates import PROMOTE, REJECT, Decision
 from mlops.tracking.store import RecordingRun, TrackingStore
 from mlops.vocabulary import CHAMPION, MODEL_VERSION_TAG, gate_tag
+
+if TYPE_CHECKING:
+    from mlops.governance.approvers import Approvers
 
 __all__ = ["PROMOTE", "REJECT", "Decision", "MetricsGatePolicy", "decide", "promote", "record"]
 
@@ -153,19 +156,33 @@ def audit_decision(decision: Decision, model_name: str, version: str, run: Recor
     )
 
 
-def promote(model_name: str, version: str, store: TrackingStore) -> str | None:
+def promote(
+    model_name: str,
+    version: str,
+    store: TrackingStore,
+    *,
+    require_approval: bool = False,
+    approvers: Approvers | None = None,
+    reason: str = "every gate decided promote",
+) -> str | None:
     """Point ``champion`` at ``version``; return the version it replaced, if any (the audit record
     links the store's pipeline run).
 
     A version that already is champion is left as it is: no alias move, no tag, no audit record
     (a ``--cache`` re-run decides promote again for the same version and must not log a move).
+    With ``require_approval``, or for a version put under approval, it is refused
+    (:class:`mlops.governance.approvers.ApprovalError`, naming what is missing) unless its approval
+    verifies against the trusted approvers' keys (``approvers``; None: the environment's or workspace's).
     """
     from mlops.governance.lease import lease
+    from mlops.tracking.approval_registry import check
+
+    check(store, model_name, version, require_approval, approvers)
 
     # Read and move under one lease: two runs promoting at once leave one linear champion history.
     with lease(f"{model_name}-{CHAMPION}", tracking_uri=store.tracking_uri):
         previous = store.alias_version(model_name, CHAMPION)
         if previous == version:
             return previous
-        store.move_alias(model_name, CHAMPION, version, previous, reason="every gate decided promote")
+        store.move_alias(model_name, CHAMPION, version, previous, reason=reason)
     return previous

@@ -321,5 +321,15 @@ def render(card: dict[str, Any], facts: dict[str, Any]) -> str:
             ],
         )
     )
+    parts.append("<h2>Approval</h2>")
+    parts.append(
+        _table(
+            ["decision", "by", "key id", "at", "why", "audit record"],
+            [
+                [a["decision"], a["by"], a["key_id"], a["at"], a["reason"], a["audit_seq"]]
+                for a in facts.get("approvals", [])
+            ],
+        )
+    )
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -24,7 +24,7 @@ from typing import Any
 
 from mlops.data.card_fields import CardFields
 from mlops.governance.audit import AuditEvent
-from mlops.governance.provenance import history
+from mlops.governance.provenance import approvals, history
 from mlops.vocabulary import (
     DATASET_DIGEST_TAG,
     DATASET_URI_TAG,
@@ -431,6 +431,7 @@ def facts_document(facts: ModelFacts, fields: CardFields, schema_source: str) ->
         "overrides": overrides(facts),
         "lineage": lineage(facts),
         "deployment_history": deployment_history(facts),
+        "approvals": [a for a in approvals(facts.name, facts.events) if a["version"] == facts.version],
         "audit_records": [e.seq for e in facts.events],
     }
 

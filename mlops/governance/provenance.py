@@ -74,6 +74,42 @@ def history_lines(model_name: str, events: Sequence[AuditEvent]) -> list[str]:
     return lines
 
 
+APPROVAL_ACTIONS = ("approval.requested", "approval.approved", "approval.rejected")
+"""The trail's records of a second person's sign-off (:mod:`mlops.tracking.approval_registry` writes them)."""
+
+
+def approvals(model_name: str, events: Sequence[AuditEvent]) -> list[dict[str, str]]:
+    """Every approval request and decision on ``model_name``'s versions, in trail order: which version,
+    what (requested, approved, rejected), by whom (the approver's identity, from their key), when, why."""
+    return [
+        {
+            "version": e.subject.rsplit("/", 1)[-1],
+            "decision": e.action.removeprefix("approval."),
+            "by": str(e.details.get("approver") or e.actor),
+            "key_id": str(e.details.get("approver_key_id", "")),
+            "at": str(e.details.get("at") or e.at),
+            "reason": str(e.details.get("reason", "")),
+            "audit_seq": str(e.seq),
+        }
+        for e in events
+        if e.action in APPROVAL_ACTIONS and e.subject.startswith(f"{model_name}/")
+    ]
+
+
+def approval_lines(model_name: str, events: Sequence[AuditEvent]) -> list[str]:
+    """``mlops history``'s approval table; nothing when no version was ever put under approval."""
+    rows = approvals(model_name, events)
+    if not rows:
+        return []
+    lines = ["", f"{'version':<8} {'approval':<10} {'at':<33} {'by':<12} why"]
+    for row in rows:
+        who = row["by"] + (f" (key {row['key_id']})" if row["key_id"] else "")
+        lines.append(
+            f"{row['version']:<8} {row['decision']:<10} {row['at']:<33} {who:<12} {row['reason']}".rstrip()
+        )
+    return lines
+
+
 def lineage_lines(
     model_name: str, alias: str, version: str, tags: Mapping[str, str], events: Sequence[AuditEvent]
 ) -> list[str]:

@@ -177,6 +177,11 @@ class MlflowRestClient:
             raise
         return str(answer["model_version"]["version"])
 
+    def model_version_tags(self, name: str, version: str) -> dict[str, str]:
+        """The tags of one registered version (the check before a promotion reads them)."""
+        answer = self.call("GET", "/model-versions/get", query={"name": name, "version": str(version)})
+        return {tag["key"]: tag.get("value", "") for tag in answer["model_version"].get("tags", [])}
+
     # --- the wire -----------------------------------------------------------------------------
 
     def call(

@@ -490,7 +490,9 @@ class TrackingStore:
         return self._client.get_model_version(model_name, version)
 
     def version_tags(self, model_name: str, version: str) -> dict[str, str]:
-        """The tags of one registered version; MLflow's error when there is none."""
+        """The tags of one registered version (over REST on a served store); an error when there is none."""
+        if self.rest is not None:
+            return self.rest.model_version_tags(model_name, version)
         return dict(self.model_version(model_name, version).tags)
 
     def version_by_alias(self, model_name: str, alias: str) -> ModelVersion:

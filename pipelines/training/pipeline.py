@@ -141,6 +141,7 @@ def training_pipeline(parameters: Parameters) -> Any:
         validation_decision=validation_gate.outputs["Output"],
         validation_reason=validation_gate.outputs["reason"],
         validation_verdict=validation_gate.outputs["verdict"],
+        gate=parameters.section("gate"),
         **on_version,
     )
     # The condition uses the single return value: kfp.local cannot resolve named outputs here.
@@ -151,5 +152,5 @@ def training_pipeline(parameters: Parameters) -> Any:
         with dsl.Else(name="direct-promotion"):
             # An act on registry state that may have moved since: never reused from the cache (promoting
             # the version that already is champion is a no-op, so a re-run records nothing twice).
-            promote_to_champion(**on_version).set_caching_options(False)
+            promote_to_champion(gate=parameters.section("gate"), **on_version).set_caching_options(False)
     return version

@@ -322,6 +322,7 @@ def test_components_gate_promotion_under_the_local_runner(
             validation_decision=validation.outputs["Output"],
             validation_reason=validation.outputs["reason"],
             validation_verdict=validation.outputs["verdict"],
+            gate={},
             tracking=tracking,
             pipeline_run_id=run_id,
         )
