@@ -16,6 +16,7 @@ from cli.commands import compile as compile_cmd
 from cli.commands import data as data_cmd
 from cli.commands import evidence as evidence_cmd
 from cli.commands import feedback as feedback_cmd
+from cli.commands import forget as forget_cmd
 from cli.commands import image as image_cmd
 from cli.commands import keys as keys_cmd
 from cli.commands import lineage as lineage_cmd
@@ -51,6 +52,7 @@ COMMANDS = (
     image_cmd,
     monitor_cmd,
     feedback_cmd,
+    forget_cmd,
     score_cmd,
     rollout_cmd,
     card_cmd,
