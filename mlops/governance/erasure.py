@@ -331,10 +331,14 @@ def erase(
     salt: bytes,
     guard: Guard = _never,
     rewritten: Rewritten = _nothing,
+    known_ids: Iterable[tuple[str, int]] | None = (),
 ) -> Erasure:
-    """Erase the person from every store (request logs first: their ids find the joined rows)."""
+    """Erase the person from every store (request logs first: their ids find the joined rows).
+
+    ``known_ids`` are ids of the person's request-log rows found elsewhere (a batch job's parts name the
+    rows of its request-log copy); None when some could not be found, so rows joined by id cannot be."""
     ordered = sorted(stores, key=lambda s: (not s.request_log, s.joined_by_ids))
-    ids: set[tuple[str, int]] | None = set()
+    ids: set[tuple[str, int]] | None = None if known_ids is None else set(known_ids)
     outcomes = []
     for store in ordered:
         outcome = erase_store(store, column, value, ids, guard, rewritten)
