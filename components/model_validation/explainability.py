@@ -123,25 +123,27 @@ def permutation_importance(
 def explain_rows(
     scorer: Scorer, frame: pd.DataFrame, x: np.ndarray, rows: np.ndarray, references: np.ndarray
 ) -> tuple[ExampleExplanation, ...]:
-    """Attributions for ``rows`` (positions in ``x``) against the reference rows ``references``."""
-    import numpy as np
+    """Attributions for ``rows`` (positions in ``x``) against the reference rows ``references``.
 
-    names = scorer.features
-    n_refs, n_features = len(references), x.shape[1]
-    out = []
-    for i in rows:
-        probe = np.tile(x[i], (n_features * n_refs, 1))
-        for j in range(n_features):
-            probe[j * n_refs : (j + 1) * n_refs, j] = x[references, j]
-        own = float(scorer.predict_encoded(x[i : i + 1])[0])
-        averaged = scorer.predict_encoded(probe).reshape(n_features, n_refs).mean(axis=1)
-        contributions = [
-            Contribution(name, str(frame.iloc[i][name]), own - float(avg))
-            for name, avg in zip(names, averaged, strict=True)
-        ]
-        contributions.sort(key=lambda c: -abs(c.contribution))
-        out.append(ExampleExplanation(str(frame.index[i]), own, tuple(contributions)))
-    return tuple(out)
+    The method is :func:`mlops.model.row_attribution.attribute`, the one the model server answers
+    ``:explain`` with, so the report and the served reasons agree on the same rows.
+    """
+    from mlops.model.row_attribution import attribute
+
+    if len(rows) == 0:
+        return ()
+    found = attribute(scorer.predict_encoded, x[rows], x[references], scorer.features)
+    return tuple(
+        ExampleExplanation(
+            str(frame.index[i]),
+            float(found.scores[n]),
+            tuple(
+                Contribution(name, str(frame.iloc[i][name]), contribution)
+                for name, contribution in found.ranked(n)
+            ),
+        )
+        for n, i in enumerate(rows)
+    )
 
 
 def _stability(a: np.ndarray, b: np.ndarray, top_k: int, rows_per_half: int) -> Stability:
