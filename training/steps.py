@@ -28,6 +28,24 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     )
 
 
+def epoch_indices(rows: int, world_size: int, rank: int, seed: int, epoch: int) -> torch.Tensor:
+    """This rank's shuffled row order for ``epoch``: exactly ``torch.utils.data.DistributedSampler``'s
+    (shuffle, padded to a multiple of the ranks, every ``world_size``-th from ``rank``), as one tensor.
+
+    The sampler builds a Python list of every index each epoch (about a second per epoch at millions of
+    rows, inside the timed loop); the same permutation from the same generator, kept as a tensor, costs
+    milliseconds. Identical orders keep a checkpoint taken before this change resumable to the same result.
+    """
+    generator = torch.Generator()
+    generator.manual_seed(seed + epoch)
+    order = torch.randperm(rows, generator=generator)
+    per_rank = -(-rows // world_size)
+    padding = per_rank * world_size - rows
+    if padding:
+        order = torch.cat([order, order.repeat(-(-padding // rows))[:padding]])
+    return order[rank::world_size]
+
+
 def train_epoch(
     step_model: nn.Module,
     model: TabularNet,

@@ -69,6 +69,11 @@ HEAVY_LIBRARIES = frozenset(
 )  # fmt: skip
 """Libraries that cost seconds to import and do nothing at import a step could tell apart."""
 
+LAZY_COMPANIONS = {"torch": ("torch._dynamo",)}
+"""Modules a library imports lazily on first use, at seconds' cost inside the step: torch's first
+optimizer (``Optimizer.__init__`` → ``_disable_dynamo``) imports ``torch._dynamo`` (about 1.5 s on a
+quiet machine, as long as torch itself). Taken, after everything else, when the key module is."""
+
 
 def imported_by(source: str) -> list[str]:
     """Every absolute import in ``source``, at any depth (a component imports inside its function); for
@@ -127,6 +132,9 @@ def preloadable_imports(sources: Iterable[str], module_source: Callable[[str], s
             top = name.split(".")[0]
             if top in HEAVY_LIBRARIES or (top in PLATFORM_PACKAGES and module_source(name) is not None):
                 wanted.setdefault(name, None)
+    for name in list(wanted):
+        for companion in LAZY_COMPANIONS.get(name, ()):
+            wanted.setdefault(companion, None)
     return list(wanted)
 
 

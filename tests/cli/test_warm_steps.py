@@ -7,6 +7,7 @@ warm process and once with a new interpreter per step, and what the steps saw an
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -275,3 +276,13 @@ def test_a_warm_process_that_died_sends_its_steps_cold(capsys: pytest.CaptureFix
     finally:
         warm.close()
     assert not Path(warm.socket_path).parent.exists()
+
+
+def test_what_torch_imports_on_its_first_optimizer_is_taken_last_and_only_with_torch() -> None:
+    with_torch = preloadable_imports(["def step():\n    import torch\n    import pandas\n"], module_source)
+    assert with_torch[-1] == "torch._dynamo" and with_torch.index("torch") < with_torch.index("pandas")
+    assert "torch._dynamo" not in preloadable_imports(["def step():\n    import pandas\n"], module_source)
+    # The reason it is taken: a step's first optimizer imports it, inside the step, when the warm process has not.
+    code = "import sys, torch; torch.optim.AdamW(torch.nn.Linear(2, 1).parameters()); print('torch._dynamo' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True", "torch no longer imports torch._dynamo for an optimizer: drop the companion"
