@@ -182,6 +182,8 @@ def decision_problem(
         return f"{subject} is not pending approval (approval status: {status or 'none'})"
     if tags.get(DECISION_TAG) != PROMOTE:
         return f"{subject} did not pass its gates (mlops.decision: {tags.get(DECISION_TAG) or 'none'})"
+    if not tags.get(DIGEST_TAG):
+        return f"{subject} carries no model digest ({DIGEST_TAG}): there are no exact bytes to approve"
     if approver_identity in creators:
         return (
             f"approver {approver_identity!r} is the creator of {subject} (it was trained/registered by "
@@ -211,7 +213,10 @@ def approval_problem(
         return f"no approval: {subject} carries none (approval status: {status or 'none'})"
     if tags.get(DECISION_TAG) != PROMOTE:
         return f"{subject} did not pass its gates (mlops.decision: {tags.get(DECISION_TAG) or 'none'})"
-    statement = Statement.parse(tags.get(APPROVAL_STATEMENT_TAG, ""))
+    try:
+        statement = Statement.parse(tags.get(APPROVAL_STATEMENT_TAG, ""))
+    except ApprovalError as exc:
+        return f"{exc} ({subject})"
     expected = {
         "model": name,
         "version": version,

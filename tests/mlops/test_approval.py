@@ -404,3 +404,116 @@ def test_an_approval_by_the_models_signing_key_is_refused(
         f"approver key {private_key_id(people['platform'])} is the key that signed the model of credit-default@7, "
         "not a person's"
     )
+
+
+# --- edges the mutation run found unpinned -----------------------------------------------------
+
+
+def rsa_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """A key of the wrong kind (RSA): neither an approver's key nor a signing key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private, public = tmp_path / "rsa.key", tmp_path / "rsa.pub"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return private, public
+
+
+def test_the_signed_bytes_are_sorted_compact_json() -> None:
+    statement = Statement(NAME, VERSION, "d", "s", "approved", "alice", "k", AT, "r")
+    assert statement.canonical() == (
+        b'{"approver":"alice","approver_key_id":"k","at":"2026-11-29T12:00:00+00:00","decision":"approved",'
+        b'"model":"credit-default","model_digest":"d","reason":"r","signature_uri":"s","version":"7"}'
+    )
+
+
+def test_a_version_without_digest_or_signature_gives_empty_fields_and_cannot_be_decided() -> None:
+    statement = statement_for(NAME, VERSION, {}, "rejected", "alice", "k", AT, "")
+    assert (statement.model_digest, statement.signature_uri) == ("", "")
+    tags = {DECISION_TAG: "promote", **pending_tags(AT)}
+    assert decision_problem(NAME, VERSION, tags, "alice", "k", set()) == (
+        "credit-default@7 carries no model digest (mlops.onnx_sha256): there are no exact bytes to approve"
+    )
+
+
+def test_a_missing_status_is_named_none() -> None:
+    assert decision_problem(NAME, VERSION, {DECISION_TAG: "promote"}, "alice", "k", set()) == (
+        "credit-default@7 is not pending approval (approval status: none)"
+    )
+
+
+def test_keys_of_the_wrong_kind_are_refused(tmp_path: Path, people: dict[str, Path]) -> None:
+    private, public = rsa_pair(tmp_path)
+    statement = statement_for(NAME, VERSION, version_tags(people), "approved", "alice", "k", AT, "")
+    with pytest.raises(ApprovalError, match=r"rsa.key is not an EC \(P-256\) private key"):
+        sign(statement, private)
+    assert not verifies(statement, sign(statement, people["alice"]), public)
+    folder = tmp_path / "rsa-approvers"
+    folder.mkdir()
+    shutil.copy(public, folder / "rob.pub")
+    with pytest.raises(
+        ApprovalError, match=r"rob.pub is not an EC \(P-256\) public key; give the approver's .pub"
+    ):
+        Approvers.load(folder, "test")
+
+
+def test_a_signature_with_stray_characters_is_not_read_leniently(people: dict[str, Path]) -> None:
+    statement = statement_for(NAME, VERSION, version_tags(people), "approved", "alice", "k", AT, "")
+    signature = sign(statement, people["alice"])
+    public = people["alice"].with_name("signing.pub")
+    assert verifies(statement, signature, public)
+    assert not verifies(statement, signature[:8] + "!" + signature[8:], public)
+
+
+def test_the_identity_rule_is_named(tmp_path: Path, people: dict[str, Path]) -> None:
+    folder = tmp_path / "odd-name"
+    folder.mkdir()
+    shutil.copy(people["alice"].with_name("signing.pub"), folder / "al ice.pub")
+    with pytest.raises(ApprovalError, match=r"name the file <user>.pub \(letters, digits, _ \. @ -\)$"):
+        Approvers.load(folder, "test")
+
+
+def test_no_trusted_approvers_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ApproverSettings.env_name("approvers"), raising=False)
+    with pytest.raises(ApprovalError, match="set MLOPS_APPROVERS to the folder of their public keys"):
+        trusted_approvers(None, None)
+
+
+@pytest.mark.parametrize(
+    ("tag", "field"),
+    [(DIGEST_TAG, "model_digest"), (SIGNATURE_URI_TAG, "signature_uri"), (APPROVAL_BY_TAG, "approver")],
+)
+def test_an_approval_whose_version_lost_a_tag_is_refused(
+    people: dict[str, Path], approvers: Approvers, tag: str, field: str
+) -> None:
+    tags = approved(people)
+    del tags[tag]
+    assert approval_problem(NAME, VERSION, tags, set(), approvers).endswith(
+        f"its statement says {field} {json.loads(approved(people)[APPROVAL_STATEMENT_TAG])[field]!r}, the version ''"
+    )
+
+
+def test_an_approval_without_its_statement_or_signature_is_refused(
+    people: dict[str, Path], approvers: Approvers
+) -> None:
+    tags = approved(people)
+    del tags[APPROVAL_STATEMENT_TAG]
+    assert approval_problem(NAME, VERSION, tags, set(), approvers) == (
+        "the approval statement on the version is not readable "
+        "(JSONDecodeError('Expecting value: line 1 column 1 (char 0)')) (credit-default@7)"
+    )
+    tags = approved(people)
+    del tags[APPROVAL_SIGNATURE_TAG]
+    assert "does not verify against the trusted key of 'alice'" in approval_problem(
+        NAME, VERSION, tags, set(), approvers
+    )
