@@ -32,6 +32,7 @@ def register_model(
     import pandas as pd
 
     from components.register.register import register_onnx_model
+    from mlops.model.row_attribution import REASONS_DATASET_KEY
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import Lineage, RegistrationSettings, package_version
@@ -54,6 +55,9 @@ def register_model(
         ),
         store=store,
         label=test_data.metadata.get("schema", {}).get("label"),
+        # The schema file's reason texts, when validate-data passed them on with the data.
+        reasons=test_data.metadata.get(REASONS_DATASET_KEY) or {},
+        subject_key=test_data.metadata.get("schema", {}).get("subject_key", ""),
     )
     onnx_model.metadata["model_uri"] = registered.model_uri
     RegisterOutputs = namedtuple("RegisterOutputs", ["version", "onnx_sha256"])

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from components.register.explain_reference_upload import DEFAULT_REFERENCE_ROWS, log_explain_reference
 from components.register.profile_upload import log_reference_profile
 from mlops.tracking.registration_faults import RegistrationProgress, registering
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
+    EXPLAIN_REFERENCE_TAG,
     MODEL_NAME_TAG,
     MODEL_VERSION_TAG,
     ONNX_FILE,
@@ -23,6 +25,8 @@ from mlops.vocabulary import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
 
 
@@ -41,13 +45,18 @@ def register_onnx_model(
     lineage: Lineage,
     store: TrackingStore,
     label: str | None = None,
+    reasons: Mapping[str, str] | None = None,
+    reference_rows: int = DEFAULT_REFERENCE_ROWS,
+    subject_key: str = "",
 ) -> RegisteredVersion:
     """Log the ONNX model with signature and input example and register it with its lineage.
 
     No alias yet: ``challenger`` moves only once every gate has decided (``combine_gates``), so a
     run whose gate crashes leaves no challenger behind. ``example_frame`` (the test split) is also
     the version's reference profile for drift monitoring; ``label`` names its label column, for the
-    calibration and reference metrics.
+    calibration and reference metrics. ``reference_rows`` of it (with the ``subject_key`` column) and the
+    schema file's ``reasons`` texts are stored for the reasons the server serves with each score
+    (:mod:`components.register.explain_reference_upload`; 0 rows: the version serves none).
     """
     from importlib.metadata import version
 
@@ -85,7 +94,14 @@ def register_onnx_model(
             pip_requirements=[f"onnx=={version('onnx')}", f"onnxruntime=={version('onnxruntime')}"],
         )
         profile_uri = log_reference_profile(store, run_id, scorer, example_frame, label, model_name)
-        tags = {**lineage.tags(), **({PROFILE_TAG: profile_uri} if profile_uri else {})}
+        explain_uri = log_explain_reference(
+            store, run_id, scorer.spec, example_frame, reasons or {}, reference_rows, subject_key
+        )
+        tags = {
+            **lineage.tags(),
+            **({PROFILE_TAG: profile_uri} if profile_uri else {}),
+            **({EXPLAIN_REFERENCE_TAG: explain_uri} if explain_uri else {}),
+        }
         number, onnx_sha256 = store.create_signed_version(
             model_name,
             info,

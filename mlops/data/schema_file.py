@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from mlops.data.behaviour import DirectionalTest, InvarianceTest
 from mlops.data.card_fields import CardFields
@@ -39,6 +39,25 @@ class SchemaFile(DatasetSchema):
     # --- the model this data trains: one dataset, one registered model ---
     model_name: str = Field(default="", pattern=r"^$|" + NAME_PATTERN)
     """Registered model this data trains (`mlops data init` writes the file's stem); empty: registration.model_name."""
+
+    # --- reasons served with each score: one text per feature (mlops.model.row_attribution) ---
+    reasons: dict[str, str] = Field(default_factory=dict)
+    """The text a person reads when a feature is among the reasons for a score (adverse-action reasons), e.g. {credit_score: "Credit score too low"}; a feature not named here reads "<feature> = <value>"."""
+
+    @model_validator(mode="after")
+    def _reasons_name_features(self) -> SchemaFile:
+        strays = [name for name in self.reasons if name not in self.features]
+        if strays:
+            raise ValueError(
+                f"reasons names {strays}, which are not features {list(self.features)}; reasons explain the "
+                "model's inputs only: fix the name or remove the entry"
+            )
+        blank = [name for name, text in self.reasons.items() if not text.strip()]
+        if blank:
+            raise ValueError(
+                f"reasons gives {blank} an empty text; write the sentence a person reads, or remove it"
+            )
+        return self
 
     @property
     def dataset_schema(self) -> DatasetSchema:
