@@ -26,6 +26,7 @@ from starlette.routing import Route
 from serving.backend import ModelBackend
 from serving.config import ServerConfig
 from serving.dataplane import DataPlane
+from serving.explanations import Explainer
 from serving.handlers import Handlers
 from serving.http import BearerAuth, admin_guard
 from serving.lifecycle import ServerLifecycle
@@ -106,4 +107,5 @@ def create_plane(
     router = (
         RolloutRouter(config, backend, metrics, load) if make_router is None else make_router(config, backend)
     )
-    return DataPlane(config.model_name, router, metrics)
+    explainer = Explainer(config.explain_max_rows, config.explain_top_k, config.explain_reference_rows)
+    return DataPlane(config.model_name, router, metrics, explainer)

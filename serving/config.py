@@ -123,6 +123,24 @@ class ServerConfig(BaseModel):
     request_log_max_rows: int = Field(
         default=50_000, ge=1, description="A buffer reaching this many rows is written without waiting."
     )
+    explain_max_rows: int = Field(
+        default=16,
+        ge=0,
+        le=4096,
+        description="Most rows one request may ask reasons for (V1 :explain, V2 parameters.explain); each costs "
+        "1 + features x reference rows scores, so a larger request is refused (400 naming this limit); 0 turns "
+        "reasons off.",
+    )
+    explain_top_k: int = Field(
+        default=4, ge=1, le=256, description="Reasons answered per row, largest |contribution| first."
+    )
+    explain_reference_rows: int = Field(
+        default=64,
+        ge=1,
+        le=10_000,
+        description="Most of the version's stored reference rows (explain_reference.parquet) a reason is "
+        "measured against; fewer cost less per explained row and average over fewer rows.",
+    )
     model_cache_dir: str = Field(
         default="",
         description="Where downloaded model files are kept; empty uses a temporary directory removed on exit.",

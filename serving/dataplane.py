@@ -41,6 +41,7 @@ from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
 from mlops.vocabulary import package_version
 from serving.columns import ColumnReader
 from serving.errors import InternalError, InvalidInput, ServingError, http_status
+from serving.explanations import REASONS_OUTPUT, Explainer
 from serving.tensors import BINARY_EXTENSION, DTYPES, FeatureBounds, RowEncoder
 
 if TYPE_CHECKING:
@@ -146,6 +147,8 @@ class InferRequest:
     """The id the request log keeps its rows under (what ``mlops feedback`` joins labels by)."""
     received: float = field(default_factory=time.perf_counter)
     """``time.perf_counter()`` when the transport received it: the start of its latency."""
+    explain: bool = False
+    """Answer each row's reasons with its score (V1 ``:explain``, V2 ``parameters.explain``)."""
 
 
 @dataclass(slots=True)
@@ -158,6 +161,8 @@ class InferResponse:
     id: str | int | None
     probabilities: np.ndarray
     """float32 [rows]: the model's one output, ``probability``."""
+    reasons: list[list[dict[str, Any]]] | None = None
+    """Per row its reasons (``feature``, ``value``, ``contribution``, ``text``), when the request asked for them."""
 
 
 @dataclass(frozen=True)
@@ -235,10 +240,14 @@ class RequestIds:
 class DataPlane:
     """The server's answers, shared by its transports: one router, one metrics registry, one request log."""
 
-    def __init__(self, name: str, router: ModelRouter, metrics: ServingMetrics):
+    def __init__(
+        self, name: str, router: ModelRouter, metrics: ServingMetrics, explainer: Explainer | None = None
+    ):
         self.name = name
         self.router = router
         self.metrics = metrics
+        self.explainer = explainer or Explainer(max_rows=16, top_k=4, reference_rows=64)
+        """What a request asking for reasons may cost, and how they are answered."""
         self.request_log: RequestLogger | None = None
         """Set by the app's lifespan when request logging is on."""
         self.request_ids = RequestIds()
@@ -304,11 +313,13 @@ class DataPlane:
             contract = self.contract(scorer.holder.current)
             values = request.inputs.read(contract)
             for name in request.outputs:
-                if name != OUTPUT_NAME:
+                if name != OUTPUT_NAME and not (request.explain and name == REASONS_OUTPUT):
                     raise InvalidInput(
                         f"requested output {name!r}; this model has one output {OUTPUT_NAME!r}"
                     )
             x = contract.bounds.admit(values, request.inputs.where)
+            if request.explain:
+                self.explainer.admit_rows(len(x))
             y, used = await scorer.predict(x, version)
             if len(y) and not np.isfinite(y).all():
                 row = int(np.flatnonzero(~np.isfinite(y))[0])
@@ -316,8 +327,13 @@ class DataPlane:
                     f"the model produced no finite probability for row {row}: its values lie far outside "
                     "anything it was trained on; check the row's units and scale"
                 )
+            reasons = None
+            if request.explain:
+                started = time.perf_counter()
+                reasons = await self.explainer.explain(used, self.explainer.admit(used, len(x)), x)
+                self.metrics.explained(self.name, used.version, len(x), time.perf_counter() - started)
             if self.request_log is not None and len(x):
-                self.request_log.record(used, x, y, request.log_id)
+                self.request_log.record(used, x, y, request.log_id, explained=request.explain)
         except ServingError as exc:
             self.failed(exc, request.protocol)
             raise
@@ -328,7 +344,7 @@ class DataPlane:
         self.metrics.answered(
             self.name, used.version, request.protocol, 200, time.perf_counter() - request.received
         )
-        return InferResponse(self.name, used.version, request.id, y)
+        return InferResponse(self.name, used.version, request.id, y, reasons)
 
     def internal_error(self, exc: Exception) -> InternalError:
         """``exc``, which no check foresaw, logged with its traceback (call inside ``except``) and wrapped."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import grpc
 import numpy as np
+import orjson
 
 from mlops.model.onnx_model import OUTPUT_NAME
 from serving.columns import BYTES, Column, binary_column, column_rows
@@ -37,6 +38,7 @@ from serving.errors import (
     VersionGone,
     grpc_status,
 )
+from serving.explanations import EXPLAIN_PARAMETER, REASONS_OUTPUT
 from serving.http import bearer_matches
 from serving.proto import grpc_predict_v2_pb2 as pb
 from serving.proto import grpc_predict_v2_pb2_grpc as pb_grpc
@@ -209,7 +211,14 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         outputs = [output.name for output in request.outputs]
         # The request log keeps the client's id (what mlops feedback joins labels by), else a new one.
         log_id = request.id or self.plane.request_ids.new()
-        inferred = InferRequest(target, GrpcInputs(request), PROTOCOL, outputs, request.id, log_id, received)
+        try:
+            explain = explain_requested(request)
+        except InvalidInput as exc:  # refused before the data plane: counted like its refusals
+            self.plane.failed(exc, PROTOCOL)
+            await abort(context, exc)
+        inferred = InferRequest(
+            target, GrpcInputs(request), PROTOCOL, outputs, request.id, log_id, received, explain
+        )
         try:
             answer = await self.plane.infer(inferred)
         except ServingError as exc:
@@ -223,7 +232,29 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             response.raw_output_contents.append(y.astype("<f4", copy=False).tobytes())
         else:
             response.outputs[0].contents.fp32_contents.extend(y.tolist())
+        if answer.reasons is not None:
+            texts = [orjson.dumps(row) for row in answer.reasons]
+            reasons = response.outputs.add(name=REASONS_OUTPUT, datatype="BYTES", shape=[len(texts)])
+            if (
+                request.raw_input_contents
+            ):  # the protocol's raw BYTES: a 4-byte little-endian length per element
+                response.raw_output_contents.append(b"".join(len(t).to_bytes(4, "little") + t for t in texts))
+            else:
+                reasons.contents.bytes_contents.extend(texts)
         return response
+
+
+def explain_requested(request: pb.ModelInferRequest) -> bool:
+    """Whether the request asks for reasons: ``parameters["explain"]`` with ``bool_param`` true."""
+    if EXPLAIN_PARAMETER not in request.parameters:
+        return False
+    parameter = request.parameters[EXPLAIN_PARAMETER]
+    if parameter.WhichOneof("parameter_choice") != "bool_param":
+        raise InvalidInput(
+            f"parameters.{EXPLAIN_PARAMETER} is not a bool_param; send bool_param: true to answer each row's "
+            "reasons, or leave it out"
+        )
+    return parameter.bool_param
 
 
 def create_aio_server(plane: DataPlane, config: ServerConfig) -> tuple[grpc.aio.Server, int]:

@@ -84,6 +84,7 @@ class Handlers:
             # 413 before or while reading an oversized body
             payload, binary = self._payload(request, await read_body(request, self.max_payload_bytes))
             binary_output, outputs = protocol.requested_outputs(payload)
+            explain = protocol.explain_requested(payload)
         except Exception as exc:  # ClientDisconnect included
             return self._refused(exc, V2)
         client_id = protocol.request_id(payload)
@@ -96,7 +97,7 @@ class Handlers:
         inputs = protocol.V2Inputs(payload, binary)
         try:
             answer = await self.plane.infer(
-                InferRequest(request, inputs, V2, outputs, client_id, log_id, received)
+                InferRequest(request, inputs, V2, outputs, client_id, log_id, received, explain)
             )
         except ServingError as exc:
             return self._error(exc)
@@ -108,6 +109,13 @@ class Handlers:
         return Response(content, media_type="application/octet-stream", headers=headers)
 
     async def v1_predict(self, request: Request) -> Response:
+        return await self._v1(request, explain=False)
+
+    async def v1_explain(self, request: Request) -> Response:
+        """``:explain``: V1 instances answered with each row's score and reasons."""
+        return await self._v1(request, explain=True)
+
+    async def _v1(self, request: Request, explain: bool) -> Response:
         received = time.perf_counter()
         try:
             payload, _ = self._payload(request, await read_body(request, self.max_payload_bytes))
@@ -116,11 +124,16 @@ class Handlers:
         log_id = request.headers.get(REQUEST_ID_HEADER) or self.plane.request_ids.new()
         inputs = protocol.V1Inputs(payload)
         try:
-            answer = await self.plane.infer(InferRequest(request, inputs, V1, (), None, log_id, received))
+            answer = await self.plane.infer(
+                InferRequest(request, inputs, V1, (), None, log_id, received, explain)
+            )
         except ServingError as exc:
             return self._error(exc)
         headers = {"x-model-version": answer.model_version, REQUEST_ID_HEADER: header_value(log_id)}
-        return Response(protocol.v1_response(answer.probabilities), media_type=JSON, headers=headers)
+        content = (
+            protocol.v1_explain_response(answer) if explain else protocol.v1_response(answer.probabilities)
+        )
+        return Response(content, media_type=JSON, headers=headers)
 
     async def live(self, request: Request) -> Response:
         return json_response({"live": self.plane.live()})

@@ -98,6 +98,20 @@ class ServingMetrics:
             registry=self.registry,
         )
 
+        self.explained_rows = Counter(
+            "mlops_serving_explained_rows",
+            "Rows answered with their reasons (V1 :explain, V2 parameters.explain).",
+            ["model", "version"],
+            registry=self.registry,
+        )
+        self.explain_latency = Histogram(
+            "mlops_serving_explain_latency_seconds",
+            "Time the reasons of one request took to compute (after its scores), per request.",
+            ["model", "version"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+
         self._children: dict[tuple[str, ...], Any] = {}
 
     def _child(self, metric: Any, *labels: str) -> Any:
@@ -137,6 +151,11 @@ class ServingMetrics:
 
     def batch(self, model: str, version: str, rows: int) -> None:
         self._child(self.batch_size, model, version).observe(rows)
+
+    def explained(self, model: str, version: str, rows: int, seconds: float) -> None:
+        """One request's ``rows`` answered with reasons, which took ``seconds`` to compute."""
+        self._child(self.explained_rows, model, version).inc(rows)
+        self._child(self.explain_latency, model, version).observe(seconds)
 
     def log_dropped(self, model: str, rows: int) -> None:
         self._child(self.log_dropped_rows, model).inc(rows)

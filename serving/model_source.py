@@ -20,6 +20,7 @@ from mlops.tracking.store import TrackingStore, redact_uri
 from mlops.vocabulary import (
     CHAMPION,
     DIGEST_TAG,
+    EXPLAIN_REFERENCE_TAG,
     ONNX_FILE,
     PRECISION_TAG,
     QUANTIZED_FROM_TAG,
@@ -52,6 +53,8 @@ class ModelArtifact:
     """Its digest, equal to the version's ``mlops.onnx_sha256`` tag."""
     tags: dict[str, str]
     """All version tags (lineage, precision, gate decisions), for metadata endpoints."""
+    reference_path: Path | None = None
+    """The version's reference rows for served reasons (``explain_reference.parquet``); None without them."""
 
 
 class ModelRegistry:
@@ -107,7 +110,9 @@ class ModelRegistry:
             and file_sha256(cached) == expected
             and self._verified(target, tags, version, public_key)
         ):
-            return ModelArtifact(self.model_name, version, cached, expected, tags)
+            return ModelArtifact(
+                self.model_name, version, cached, expected, tags, self._reference(tags, version)
+            )
 
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{self.model_name}-{version}-", dir=self.cache_dir))
@@ -141,7 +146,19 @@ class ModelRegistry:
             downloaded.replace(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        return ModelArtifact(self.model_name, version, cached, expected, tags)
+        return ModelArtifact(self.model_name, version, cached, expected, tags, self._reference(tags, version))
+
+    def _reference(self, tags: dict[str, str], version: str) -> Path | None:
+        """The version's reference rows (tag :data:`~mlops.vocabulary.EXPLAIN_REFERENCE_TAG`), downloaded beside
+        its model; None for a version registered without them (it serves, and refuses only ``explain``)."""
+        uri = tags.get(EXPLAIN_REFERENCE_TAG, "")
+        if not uri:
+            return None
+        target = self.cache_dir / self.model_name / f"{version}.explain"
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        return self._download(uri, target, version)
 
     def _public_key(self, tags: dict[str, str], version: str) -> Path | None:
         """The key to verify ``version`` with; None for an unsigned version when signatures are optional."""

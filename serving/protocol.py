@@ -23,6 +23,7 @@ from mlops.model.onnx_model import OUTPUT_NAME
 from serving.columns import binary_column, column_rows, json_column
 from serving.dataplane import INPUT_WHERE, describe
 from serving.errors import InvalidInput
+from serving.explanations import EXPLAIN_PARAMETER, REASONS_OUTPUT
 from serving.tensors import binary_size, from_binary
 
 if TYPE_CHECKING:
@@ -204,6 +205,30 @@ def requested_outputs(payload: Any) -> tuple[bool, list[Any]]:
     return binary, names
 
 
+def explain_requested(payload: Any) -> bool:
+    """Whether a V2 body asks for reasons: request ``parameters: {"explain": true}`` (a JSON boolean)."""
+    parameters = payload.get("parameters") if isinstance(payload, dict) else None
+    if not isinstance(parameters, dict) or EXPLAIN_PARAMETER not in parameters:
+        return False
+    wanted = parameters[EXPLAIN_PARAMETER]
+    if not isinstance(wanted, bool):
+        raise InvalidInput(
+            f"parameters.{EXPLAIN_PARAMETER} is {wanted!r}; send true to answer each row's reasons, or leave it out"
+        )
+    return wanted
+
+
+def reasons_output(reasons: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """The V2 output carrying reasons: BYTES, shape ``[N]``, each element one row's reasons as a JSON text."""
+    return {
+        "name": REASONS_OUTPUT,
+        "datatype": "BYTES",
+        "shape": [len(reasons)],
+        "parameters": {"content_type": "str"},
+        "data": [orjson.dumps(row).decode() for row in reasons],
+    }
+
+
 def v2_response(response: InferResponse, binary_output: bool) -> tuple[bytes, int | None]:
     """The response body and, for binary output, the length of its JSON header."""
     probabilities = response.probabilities
@@ -216,7 +241,7 @@ def v2_response(response: InferResponse, binary_output: bool) -> tuple[bytes, in
     body: dict[str, Any] = {
         "model_name": response.model_name,
         "model_version": response.model_version,
-        "outputs": [output],
+        "outputs": [output] if response.reasons is None else [output, reasons_output(response.reasons)],
     }
     if response.id is not None:
         body["id"] = response.id
@@ -254,6 +279,19 @@ class V1Inputs:
 
 def v1_response(probabilities: np.ndarray) -> bytes:
     return orjson.dumps({"predictions": probabilities}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def v1_explain_response(response: InferResponse) -> bytes:
+    """``{"explanations": [{"score": p, "reasons": [...]}, ...]}``, one entry per instance, in order."""
+    reasons = response.reasons or []
+    return orjson.dumps(
+        {
+            "explanations": [
+                {"score": float(p), "reasons": row}
+                for p, row in zip(response.probabilities.tolist(), reasons, strict=True)
+            ]
+        }
+    )
 
 
 def model_metadata(name: str, version: str, spec: FeatureSpec, precision: str) -> bytes:

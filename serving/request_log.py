@@ -5,7 +5,8 @@ them: one column per feature name (numerics as numbers, categoricals decoded bac
 to their strings, ``null`` for missing or unseen values), then ``prediction``,
 ``model_version``, ``timestamp``, ``request_id`` (the client's id, else one the server
 made and returned in ``x-request-id``) and ``request_row`` (the row's index inside its
-request), by which ``mlops feedback`` joins labels that arrive later. The drift monitor can therefore compare a log
+request), by which ``mlops feedback`` joins labels that arrive later; a file holding a request that asked
+for its reasons also has ``explained`` (bool). The drift monitor can therefore compare a log
 file with the training table column by column.
 
 On the event loop a sampled request costs a random draw, a copy of its rows into a
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from serving.runtime import LoadedModel
 
 log = logging.getLogger("serving.request_log")
-RESERVED = ("prediction", "model_version", "timestamp", "request_id", "request_row")
+RESERVED = ("prediction", "model_version", "timestamp", "request_id", "request_row", "explained")
 BLOCK_ROWS = 4096
 FRAME = struct.Struct("<Q")
 """The length prefix of one batch on the writer's pipe, and of the JSON header inside it."""
@@ -78,18 +79,22 @@ class Block:
         self.at_us: list[int] = []
         self.ids: list[str] = []
         self.sizes: list[int] = []
+        self.explained: list[bool] = []
         self.rows = 0
 
     def room(self) -> int:
         return len(self.y) - self.rows
 
-    def add(self, x: np.ndarray, y: np.ndarray, at_us: int, request_id: str = "") -> None:
+    def add(
+        self, x: np.ndarray, y: np.ndarray, at_us: int, request_id: str = "", explained: bool = False
+    ) -> None:
         end = self.rows + len(x)
         self.x[self.rows : end] = x
         self.y[self.rows : end] = y
         self.at_us.append(at_us)
         self.ids.append(request_id)
         self.sizes.append(len(x))
+        self.explained.append(explained)
         self.rows = end
 
 
@@ -105,6 +110,7 @@ def encode_blocks(blocks: list[Block]) -> bytes:
                 "at_us": b.at_us,
                 "ids": b.ids,
                 "sizes": b.sizes,
+                "explained": b.explained,
                 "rows": b.rows,
             }
             for b in blocks
@@ -139,6 +145,7 @@ def decode_blocks(payload: bytes) -> list[Block]:
         block.y = np.frombuffer(payload, np.float32, rows, offset + x_bytes)
         offset += x_bytes + y_bytes
         block.at_us, block.ids, block.sizes = list(entry["at_us"]), list(entry["ids"]), list(entry["sizes"])
+        block.explained = [bool(e) for e in entry.get("explained", [False] * len(block.sizes))]
         block.rows = rows
         blocks.append(block)
     if offset != len(payload):
@@ -146,8 +153,9 @@ def decode_blocks(payload: bytes) -> list[Block]:
     return blocks
 
 
-def to_table(block: Block) -> pa.Table:
-    """The block's rows as Arrow columns named like the training data."""
+def to_table(block: Block, explained: bool | None = None) -> pa.Table:
+    """The block's rows as Arrow columns named like the training data; ``explained`` (whether the request
+    asked for reasons) only when some request of the file did (``explained`` None: of this block)."""
     import pyarrow as pa
 
     spec, n = block.spec, block.rows
@@ -174,6 +182,9 @@ def to_table(block: Block) -> pa.Table:
     ids = np.repeat(np.asarray(block.ids, dtype=object), sizes)
     columns["request_id"] = pa.array(ids, type=pa.string())
     columns["request_row"] = pa.array((np.arange(n, dtype=np.int64) - starts).astype(np.int32))
+    flags = block.explained if len(block.explained) == len(sizes) else [False] * len(sizes)
+    if any(flags) if explained is None else explained:
+        columns["explained"] = pa.array(np.repeat(np.asarray(flags, dtype=bool), sizes))
     return pa.table(columns)
 
 
@@ -194,7 +205,8 @@ def write_blocks(uri: str, model_name: str, blocks: list[Block]) -> list[str]:
         by_version.setdefault(block.version, []).append(block)
     written = []
     for version, group in by_version.items():
-        table = pa.concat_tables([to_table(block) for block in group])
+        explained = any(any(block.explained) for block in group)
+        table = pa.concat_tables([to_table(block, explained) for block in group])
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         path = f"{directory}/requests-{stamp}-v{version}-{uuid.uuid4().hex[:8]}.parquet"
         buffer = pa.BufferOutputStream()
@@ -364,7 +376,9 @@ class RequestLogger:
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
 
-    def record(self, model: LoadedModel, x: np.ndarray, y: np.ndarray, request_id: str = "") -> bool:
+    def record(
+        self, model: LoadedModel, x: np.ndarray, y: np.ndarray, request_id: str = "", explained: bool = False
+    ) -> bool:
         """Keep this request's rows with probability ``sample_rate``; True if kept.
 
         False also when the buffer already holds ``2 * max_rows`` rows (the writer is behind):
@@ -380,7 +394,7 @@ class RequestLogger:
         if block is None or block.version != model.version or block.room() < len(x):
             block = Block(model.version, model.spec, max(BLOCK_ROWS, len(x)))
             self._blocks.append(block)
-        block.add(x, y, int(time.time() * 1_000_000), request_id)
+        block.add(x, y, int(time.time() * 1_000_000), request_id, explained)
         self._rows += len(x)
         if self._rows >= self.max_rows:
             self._wake.set()

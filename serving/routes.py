@@ -19,6 +19,7 @@ def route_table(handlers: Handlers) -> list[Route]:
     return [
         Route("/v2/models/{name}/infer", handlers.v2_infer, methods=["POST"]),
         Route("/v1/models/{name}:predict", handlers.v1_predict, methods=["POST"]),
+        Route("/v1/models/{name}:explain", handlers.v1_explain, methods=["POST"]),
         Route("/v2/models/{name}/versions/{version}/infer", handlers.v2_infer, methods=["POST"]),
         Route("/", handlers.live),
         Route("/v2/health/live", handlers.live),

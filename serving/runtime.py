@@ -15,6 +15,8 @@ from mlops.data.features import FeatureSpec
 from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME, SPEC_KEY
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import onnxruntime as ort
 
@@ -23,6 +25,30 @@ if TYPE_CHECKING:
 
 class ModelLoadError(ValueError):
     """The file is not a servable model of this platform."""
+
+
+@dataclass(frozen=True)
+class ExplainReference:
+    """A version's reference rows, encoded, and its reason texts."""
+
+    x: np.ndarray
+    """float32 ``[rows, n_features]``: the stored rows as the model reads them."""
+    texts: dict[str, str]
+    """Per feature the schema file's reason text (features not named read ``<feature> = <value>``)."""
+
+    @classmethod
+    def read(cls, path: Path, spec: FeatureSpec, where: str) -> ExplainReference:
+        """The reference file at ``path``, encoded with ``spec``; ``ValueError`` naming ``where`` when unusable."""
+        from mlops.model.row_attribution import REFERENCE_FILE, read_reference
+
+        frame, texts = read_reference(path.read_bytes(), f"{where} {REFERENCE_FILE}")
+        missing = [name for name in spec.names if name not in frame.columns]
+        if missing or frame.empty:
+            raise ValueError(
+                f"{where} {REFERENCE_FILE} lacks the feature column(s) {missing} or has no rows; re-register the "
+                "version (mlops run training) to store its reference rows again"
+            )
+        return cls(spec.encode(frame), {k: v for k, v in texts.items() if k in spec.names})
 
 
 @dataclass(frozen=True)
@@ -36,6 +62,8 @@ class LoadedModel:
     session: ort.InferenceSession
     precision: str
     tags: dict[str, str] = field(default_factory=dict)
+    reference: ExplainReference | None = None
+    """The reference rows its reasons are measured against; None for a version registered without them."""
 
     @property
     def n_features(self) -> int:
@@ -100,6 +128,12 @@ def load_model(artifact: ModelArtifact, intra_op_threads: int = 1, inter_op_thre
         raise ModelLoadError(
             f"{where} takes {inputs[0].shape[1]} features but its feature spec lists {spec.n_features}"
         )
+    reference = None
+    if artifact.reference_path is not None:
+        try:
+            reference = ExplainReference.read(artifact.reference_path, spec, where)
+        except ValueError as exc:
+            raise ModelLoadError(str(exc)) from exc
     return LoadedModel(
         name=artifact.name,
         version=artifact.version,
@@ -108,4 +142,5 @@ def load_model(artifact: ModelArtifact, intra_op_threads: int = 1, inter_op_thre
         session=session,
         precision=artifact.tags.get(PRECISION_TAG, "fp32"),
         tags=artifact.tags,
+        reference=reference,
     )
