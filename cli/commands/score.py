@@ -4,7 +4,8 @@ The model is ``NAME@ALIAS`` from the registry (the workspace's, or ``MLFLOW_TRAC
 verified (digest and signature) before it is loaded. The input is read in chunks of
 ``score.chunk_rows`` rows, checked like a request to ``mlops serve``, scored with ONNX Runtime
 and written as Parquet under ``--out``, mirroring the input's partitions (id column,
-pass-through columns, ``score``, ``predicted_class``), with a copy in the request-log format that
+pass-through columns, ``score``, ``predicted_class``; with ``--explain`` also ``reasons``, each row's
+reasons as JSON), with a copy in the request-log format that
 ``mlops monitor`` reads. A re-run skips the chunks already written. The same job runs on a
 cluster as the ``batch_scoring`` pipeline (``mlops run|submit batch_scoring``), in parallel
 shards. Every other setting is ``--set score.field=value`` (``mlops run batch_scoring --help``
@@ -43,6 +44,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="a CSV/Parquet file, a folder or an s3:// prefix of them (= score.data_uri)",
     )
     parser.add_argument("--out", required=True, help="output folder or s3:// prefix (= score.output_uri)")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="add each row's reasons, a JSON column 'reasons' (= score.explain; how many: score.explain_top_k); "
+        "the version must have been registered with reference rows",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in a log file)")
     add_set_option(parser, "any other score setting by its address (repeatable), e.g. score.chunk_rows=50000")
     parser.set_defaults(handler=score_command)
@@ -61,6 +68,8 @@ def settings_of(args: argparse.Namespace) -> Any:
         raise SettingsError(f"mlops score takes score.* settings only; got {other}")
     values = {address.removeprefix("score."): value for address, value in given.items()}
     values.update(model=args.model, data_uri=_absolute(args.data), output_uri=_absolute(args.out))
+    if getattr(args, "explain", False):
+        values["explain"] = True
     return ScoreSettings.model_validate(values)
 
 

@@ -187,6 +187,12 @@ def plan_job(settings: ScoreSettings, store: TrackingStore, cache_dir: Path) -> 
     from mlops.model.onnx_model import OnnxScorer
 
     spec = OnnxScorer.load(artifact.path).spec
+    if settings.explain and artifact.reference_path is None:
+        raise ModelRefused(
+            f"{settings.model_name} version {version} has no reference rows to explain its scores against (no "
+            "explain_reference.parquet: registered before reasons existed, or with 0 reference rows); re-register "
+            "it (mlops run training) to store them, or score without --explain; nothing was scored"
+        )
     for file in files:  # local headers are cheap to read: refuse a bad input before anything is written
         if storage.parse(file.uri).path is not None:
             check_columns(open_input(file), spec.names, settings)
@@ -267,6 +273,16 @@ def score_shard(
         )
     scorer = OnnxScorer.load(artifact.path, intra_op_threads=settings.intra_op_threads)
     job = _Job(plan, settings, scorer, FeatureBounds(scorer.spec), progress)
+    if settings.explain:
+        from serving.runtime import ExplainReference
+
+        if artifact.reference_path is None:
+            raise ModelRefused(
+                f"{plan.model_name} version {plan.version} lost its reference rows; start the job again"
+            )
+        job.reference = ExplainReference.read(
+            artifact.reference_path, scorer.spec, f"{plan.model_name} version {plan.version}"
+        )
     started = time.perf_counter()
     inputs = plan.inputs()
     with _threaded_memory_pool():
@@ -306,6 +322,8 @@ class _Job:
         self.bounds = bounds
         self.progress = progress
         self.result = ShardResult()
+        self.reference: Any = None
+        """With ``score.explain``: the version's :class:`serving.runtime.ExplainReference`."""
 
     def score_file(self, file: InputFile) -> None:
         settings = self.settings
@@ -459,7 +477,17 @@ class _Job:
             c: (table.column(c) if good is None else table.column(c).filter(good))
             for c in settings.pass_through_columns
         }
-        part = out.scores_table(ids, passed, scores, spec, settings.threshold, settings.id_name)
+        reasons = None
+        if self.reference is not None:
+            reasons = out.reasons_texts(
+                self.scorer.predict_encoded,
+                spec,
+                self.reference.x,
+                self.reference.texts,
+                encoded.x,
+                settings.explain_top_k,
+            )
+        part = out.scores_table(ids, passed, scores, spec, settings.threshold, settings.id_name, reasons)
         plain = (SCORE_COLUMN,) if settings.id_column else (SCORE_COLUMN, settings.id_name)
         written = storage.write(
             out.join(settings.output_uri, name + out.PART_SUFFIX),
@@ -482,7 +510,12 @@ class _Job:
         )
         if settings.request_log and len(scores):
             log = out.request_log_table(
-                self.plan.version, spec, encoded.x, scores, f"batch-{self.plan.key}/{name}"
+                self.plan.version,
+                spec,
+                encoded.x,
+                scores,
+                f"batch-{self.plan.key}/{name}",
+                explained=self.reference is not None,
             )
             uri = out.request_log_uri(
                 settings.log_root(), self.plan.model_name, self.plan.version, self.plan.key

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from mlops import storage
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     import numpy as np
     import pyarrow as pa
 
@@ -149,9 +151,10 @@ def scores_table(
     spec: FeatureSpec,
     threshold: float,
     id_name: str,
+    reasons: list[str] | None = None,
 ) -> pa.Table:
     """The output columns: id, pass-through, ``score`` (probability of the positive class), ``predicted_class``
-    (the class the score decides at ``threshold``)."""
+    (the class the score decides at ``threshold``), and with ``reasons`` each row's reasons as JSON text."""
     import numpy as np
     import pyarrow as pa
 
@@ -162,11 +165,45 @@ def scores_table(
     classes = pa.DictionaryArray.from_arrays(indices, pa.array([negative, positive], pa.string()))
     columns: dict[str, Any] = {id_name: ids, **passed, SCORE_COLUMN: pa.array(scores, pa.float32())}
     columns[PREDICTED_CLASS_COLUMN] = classes.cast(pa.string())  # plain strings for every reader
+    if reasons is not None:
+        from components.batch_score.config import REASONS_COLUMN
+
+        columns[REASONS_COLUMN] = pa.array(reasons, pa.string())
     return pa.table(columns)
 
 
+EXPLAIN_SLICE_ROWS = 16
+"""Rows attributed per ONNX Runtime call: ``16 * (1 + features * reference rows)`` scores (~20k for a 20-feature
+model and 64 reference rows), so memory stays small whatever the chunk size."""
+
+
+def reasons_texts(
+    predict: Callable[[np.ndarray], np.ndarray],
+    spec: FeatureSpec,
+    reference: np.ndarray,
+    texts: Mapping[str, str],
+    x: np.ndarray,
+    top_k: int,
+) -> list[str]:
+    """Each row's ``top_k`` reasons as JSON text, computed as the server's ``:explain`` computes them
+    (:func:`mlops.model.row_attribution.attribute`), a slice of rows per call."""
+    from mlops.model.row_attribution import attribute, raw_values, reasons
+
+    found: list[str] = []
+    for start in range(0, len(x), EXPLAIN_SLICE_ROWS):
+        rows = x[start : start + EXPLAIN_SLICE_ROWS]
+        attributed = attribute(predict, rows, reference, spec.names)
+        found += [json.dumps(r) for r in reasons(attributed, raw_values(spec, rows), texts, top_k)]
+    return found
+
+
 def request_log_table(
-    version: str, spec: FeatureSpec, x: np.ndarray, scores: np.ndarray, request_id: str
+    version: str,
+    spec: FeatureSpec,
+    x: np.ndarray,
+    scores: np.ndarray,
+    request_id: str,
+    explained: bool = False,
 ) -> pa.Table:
     """The rows as :class:`serving.request_log.RequestLogger` logs a request of them (its ``to_table``'s
     columns, types and values), built without a Python object per row: categoricals, the version and the
@@ -204,6 +241,8 @@ def request_log_table(
     columns["timestamp"] = pa.array(at_us, type=pa.timestamp("us", tz="UTC"))
     columns["request_id"] = pa.DictionaryArray.from_arrays(zeros, pa.array([request_id], pa.string()))
     columns["request_row"] = pa.array(np.arange(n, dtype=np.int32))
+    if explained:  # as the server's files: the column only where a request asked for reasons
+        columns["explained"] = pa.array(np.full(n, True, dtype=bool))
     return pa.table(columns)
 
 

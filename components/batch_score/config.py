@@ -13,6 +13,9 @@ SCORE_COLUMN = "score"
 PREDICTED_CLASS_COLUMN = "predicted_class"
 """The class the score decides at ``threshold`` (not a true label: the input's own label column may pass through)."""
 ROW_COLUMN = "row"
+REASONS_COLUMN = "reasons"
+"""With ``score.explain``: each row's reasons, one JSON text per row (a list of ``feature``, ``value``,
+``contribution``, ``text`` objects, largest |contribution| first; what the server's ``:explain`` answers)."""
 OUTPUT_COLUMNS = (SCORE_COLUMN, PREDICTED_CLASS_COLUMN)
 
 SKIP_ROWS = "skip_rows"
@@ -56,17 +59,21 @@ class ScoreSettings(BaseModel):
     """Parquet compression of the output files."""
     intra_op_threads: int = Field(default=1, ge=1, le=64)
     """ONNX Runtime threads per scoring process."""
+    explain: bool = Field(default=False)
+    """Add each row's reasons (column `reasons`, JSON) measured against the version's stored reference rows; costs 1 + features x reference rows scores per row, and a version registered without reference rows is refused."""
+    explain_top_k: int = Field(default=3, ge=1, le=64)
+    """Reasons per row with explain, largest |contribution| first."""
 
     @model_validator(mode="after")
     def _columns_distinct(self) -> ScoreSettings:
-        taken = [*OUTPUT_COLUMNS, self.id_column or ROW_COLUMN]
+        taken = [*OUTPUT_COLUMNS, self.id_column or ROW_COLUMN, *([REASONS_COLUMN] if self.explain else [])]
         clash = [c for c in self.pass_through_columns if c in taken]
         if clash:
             raise ValueError(
                 f"pass_through_columns {clash} collide with the output's own columns {taken}; "
                 "rename them in the data or leave them out"
             )
-        if self.id_column in OUTPUT_COLUMNS:
+        if self.id_column in OUTPUT_COLUMNS or (self.explain and self.id_column == REASONS_COLUMN):
             raise ValueError(
                 f"id_column {self.id_column!r} collides with the output columns {list(OUTPUT_COLUMNS)}"
             )
