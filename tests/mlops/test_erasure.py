@@ -16,8 +16,10 @@ from mlops.governance.erasure import (
     ERASED_ACTION,
     SALT_BYTES,
     SALT_FILE,
+    Erasure,
     ErasureError,
     RowStore,
+    StoreOutcome,
     erase,
     erase_store,
     parse_key,
@@ -252,3 +254,160 @@ def test_a_file_in_a_signed_folder_is_named_not_rewritten(tmp_path: Path) -> Non
     assert Path(uri).read_bytes() == before and outcome.rows_removed == 0 and not outcome.conclusive
     assert guard(str(tmp_path / "cardigan" / "rows.parquet")) == ""  # a sibling folder's name is not inside
     assert guard("s3://bucket/card/rows.parquet") == ""
+
+
+# --- edges: each pins one decision of the erasure ---
+
+
+def test_the_refusals_name_their_fix_in_full(tmp_path: Path) -> None:
+    with pytest.raises(ErasureError) as missing:
+        parse_key("customer_id=1", "")
+    assert str(missing.value) == (
+        "the schema declares no subject_key, so rows cannot be erased by person; name the column that "
+        "identifies the person (subject_key: customer_id) in the schema file"
+    )
+    (tmp_path / SALT_FILE).write_bytes(b"x" * (SALT_BYTES + 1))
+    with pytest.raises(ErasureError) as damaged:
+        workspace_salt(tmp_path)
+    assert str(damaged.value) == (
+        f"{tmp_path / SALT_FILE} holds {SALT_BYTES + 1} bytes, not a {SALT_BYTES}-byte salt; restore it from a "
+        "backup (a new salt would no longer match the subject hashes the trail holds)"
+    )
+
+
+def test_the_salt_folder_is_made_when_missing(tmp_path: Path) -> None:
+    assert len(workspace_salt(tmp_path / "a" / "b")) == SALT_BYTES
+
+
+def test_a_store_outcome_records_every_field_by_name() -> None:
+    lock = storage.Retention("s3://b/k.parquet", "COMPLIANCE", "2027-01-01T00:00:00+00:00", True)
+    outcome = StoreOutcome("s", 3, 4, ["a", "b"], ["c"], [lock], ["d: why"], "customer_id")
+    assert outcome.details() == {
+        "files_searched": 3,
+        "rows_removed": 4,
+        "files_rewritten": 2,
+        "searched_by": "customer_id",
+        "unsearchable": ["c"],
+        "locked": [
+            {
+                "uri": "s3://b/k.parquet",
+                "mode": "COMPLIANCE",
+                "until": "2027-01-01T00:00:00+00:00",
+                "legal_hold": True,
+            }
+        ],
+        "refused": ["d: why"],
+    }
+    result = Erasure("customer_id", "h" * 64, [outcome])
+    assert result.details() == {
+        "column": "customer_id",
+        "subject_hash": "h" * 64,
+        "status": "not conclusive",
+        "rows_removed": 4,
+        "stores": {"s": outcome.details()},
+    }
+
+
+def test_an_empty_csv_has_no_column_to_search(tmp_path: Path) -> None:
+    path = tmp_path / "empty.csv"
+    path.write_text("")
+    assert erase_store(RowStore("csv", (str(path),)), "customer_id", WHO, None).unsearchable == [str(path)]
+
+
+def test_csv_cells_that_look_missing_stay_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text(f"customer_id,note\n{WHO},x\nC-1,NA\nC-2,\n")
+    assert erase_store(RowStore("csv", (str(path),)), "customer_id", WHO, None).rows_removed == 1
+    assert path.read_text() == "customer_id,note\nC-1,NA\nC-2,\n"
+
+
+def test_rows_are_joined_only_by_both_ids_and_never_by_a_missing_one(tmp_path: Path) -> None:
+    labels = parquet(
+        tmp_path / "labels.parquet",
+        pd.DataFrame(
+            {"request_id": ["a", "a", None, "b"], "request_row": pd.Series([0, None, 0, 1], dtype="Int32")}
+        ),
+    )  # only the two id columns: a feedback file that named groups without labels
+    ids = {("a", 0), ("None", 0), ("b", 0)}
+    outcome = erase_store(RowStore("labels", (labels,), joined_by_ids=True), "customer_id", WHO, ids)
+    assert outcome.rows_removed == 1 and "request_id and request_row" in outcome.searched_by
+    kept = pq.read_table(labels).to_pylist()
+    assert kept == [
+        {"request_id": "a", "request_row": None},
+        {"request_id": None, "request_row": 0},
+        {"request_id": "b", "request_row": 1},
+    ]
+
+
+def test_a_logged_row_without_an_id_adds_no_id(tmp_path: Path) -> None:
+    log = parquet(
+        tmp_path / "requests-1.parquet",
+        pd.DataFrame(
+            {
+                "customer_id": [WHO, WHO],
+                "request_id": [None, "a"],
+                "request_row": pd.Series([0, 0], dtype="int32"),
+            }
+        ),
+    )
+    ids: set[tuple[str, int]] = set()
+    erase_store(RowStore("log", (log,), request_log=True), "customer_id", WHO, ids)
+    assert ids == {("a", 0)}
+    other: set[tuple[str, int]] = set()
+    erase_store(RowStore("batch", (logged(tmp_path / "b.parquet", [WHO]),)), "customer_id", WHO, other)
+    assert other == set()  # only a request log's rows name request-log rows
+
+
+def test_every_file_of_a_store_is_searched_after_one_that_cannot_be(tmp_path: Path) -> None:
+    blind = parquet(tmp_path / "a.parquet", pd.DataFrame({"x": [1]}))
+    first = logged(tmp_path / "b.parquet", [WHO, "C-1"])
+    second = logged(tmp_path / "c.parquet", [WHO, WHO])
+    seen: list[tuple[str, int]] = []
+    outcome = erase_store(
+        RowStore("s", (blind, first, second)),
+        "customer_id",
+        WHO,
+        None,
+        rewritten=lambda u, n: seen.append((u, n)),
+    )
+    assert (outcome.files_searched, outcome.rows_removed, outcome.unsearchable) == (3, 3, [blind])
+    assert seen == [(first, 1), (second, 2)]
+
+
+def test_a_lock_keeps_the_file_and_a_refusal_is_not_lost_to_a_later_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = logged(tmp_path / "locked.parquet", [WHO])
+    signed = logged(tmp_path / "signed" / "rows.parquet", [WHO])
+    plain = logged(tmp_path / "plain.parquet", [WHO])
+    lock = storage.Retention(locked, "GOVERNANCE", "2027-01-01T00:00:00+00:00", False)
+    monkeypatch.setattr(storage, "retention", lambda uri: lock if uri == locked else None)
+    before = Path(locked).read_bytes()
+    guard = lambda uri: "signed" if "/signed/" in uri else ""  # noqa: E731
+    outcome = erase_store(RowStore("s", (locked, signed, plain)), "customer_id", WHO, None, guard)
+    assert outcome.locked == [lock] and outcome.refused == [f"{signed}: signed"]
+    assert outcome.rewritten == [plain] and outcome.rows_removed == 1
+    assert Path(locked).read_bytes() == before
+
+
+def test_unknown_ids_leave_joined_rows_unsearchable_and_known_ids_find_them(tmp_path: Path) -> None:
+    labels = parquet(tmp_path / "labels.parquet", pd.DataFrame({"request_id": ["z"], "request_row": [3]}))
+    store = RowStore("labels", (labels,), joined_by_ids=True)
+    assert erase([store], "customer_id", WHO, SALT, known_ids=None).stores[0].unsearchable == [labels]
+    seen: list[str] = []
+    result = erase(
+        [store], "customer_id", WHO, SALT, rewritten=lambda u, n: seen.append(u), known_ids=[("z", 3)]
+    )
+    assert result.rows_removed == 1 and seen == [labels] and result.column == "customer_id"
+
+
+def test_a_guard_reads_file_uris_and_only_recorded_signed_folders(tmp_path: Path) -> None:
+    folder = tmp_path / "card"
+    audit.record("card.signed", "m/1", {"folder": str(folder), "files": {}}, workspace_root=tmp_path)
+    audit.record("evidence.exported", "m/1", {"folder": str(tmp_path / "loose")}, workspace_root=tmp_path)
+    guard = signed_folder_guard(audit.read_events(tmp_path))
+    assert guard(f"file://{folder}/rows.parquet") == (
+        f"inside {folder}, signed and recorded in audit record 1: rewriting it would break that "
+        "signature; issue the document again from the erased data, then delete this copy"
+    )
+    assert guard(str(tmp_path / "loose" / "rows.parquet")) == ""  # a folder without signed files
