@@ -104,12 +104,11 @@ def _check_approval(args: argparse.Namespace, workspace: Workspace, registry: An
     """Refuse, naming what is missing, a challenger that needs an approval and has no valid one."""
     from mlops.governance.approvers import trusted_approvers
     from mlops.tracking.approval_registry import check
-    from mlops.vocabulary import APPROVAL_STATUS_TAG
+    from mlops.vocabulary import APPROVAL_STATUS_TAG, APPROVED
 
-    tags = registry.store.version_tags(registry.model_name, version)
-    if not (args.require_approval or tags.get(APPROVAL_STATUS_TAG)):
-        return  # nothing to check: no approvers' keys are needed
-    approvers = trusted_approvers(args.approvers, workspace.root)
+    status = registry.store.version_tags(registry.model_name, version).get(APPROVAL_STATUS_TAG)
+    # the trusted keys are read only when there is a signature to verify
+    approvers = trusted_approvers(args.approvers, workspace.root) if status == APPROVED else None
     check(registry.store, registry.model_name, version, args.require_approval, approvers)
 
 

@@ -14,7 +14,7 @@ from mlops.governance.approval import (
     required,
     signed_tags,
 )
-from mlops.vocabulary import TAG_PREFIX
+from mlops.vocabulary import APPROVAL_STATUS_TAG, APPROVED, TAG_PREFIX
 
 if TYPE_CHECKING:
     from mlops.governance.approvers import Approvers
@@ -85,11 +85,17 @@ def check(store: TrackingStore, name: str, version: str, setting: bool, approver
     tags = store.version_tags(name, version)
     if not required(setting, tags):
         return
-    if approvers is None:  # the trusted keys the environment or the store's workspace names
+    if approvers is None and tags.get(APPROVAL_STATUS_TAG) == APPROVED:
+        # the trusted keys the environment or the store's workspace names, read only when there is a
+        # signature to verify: a missing or rejected approval is named as such wherever no keys are mounted
         from mlops.governance.approvers import trusted_approvers
         from mlops.workspace import workspace_of
 
         approvers = trusted_approvers(None, workspace_of(store.tracking_uri))
+    elif approvers is None:
+        from mlops.governance.approvers import Approvers
+
+        approvers = Approvers("no approvers' keys read (no approval to verify)")
     problem = approval_problem(name, version, tags, creators(store, name, version), approvers)
     if problem:
         raise ApprovalError(f"refusing to make {name}@{version} champion: {problem}")

@@ -225,3 +225,14 @@ def test_rollout_requires_an_approval_when_asked_even_of_a_version_never_put_und
 def test_a_bad_reference_is_named(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(ws, "approve", "credit@champion", "--key", key(ws, "alice")) == 2
     assert "write NAME@VERSION with the version number" in capsys.readouterr().err
+
+
+def test_a_missing_approval_is_named_even_where_no_approvers_keys_are_configured(
+    ws: Workspace, store: TrackingStore
+) -> None:
+    version = gated(store)
+    shutil.rmtree(ws.root / "approvers")
+    with pytest.raises(ApprovalError, match="is pending approval"):
+        _check_approval(_rollout_args(ws, False), ws, RolloutRegistry(store, NAME), version)
+    with pytest.raises(ApprovalError, match="is pending approval"):
+        promote(NAME, version, store)

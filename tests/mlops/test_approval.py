@@ -517,3 +517,60 @@ def test_an_approval_without_its_statement_or_signature_is_refused(
     assert "does not verify against the trusted key of 'alice'" in approval_problem(
         NAME, VERSION, tags, set(), approvers
     )
+
+
+# --- what people read: mlops history and the model card ---------------------------------------
+
+
+def test_history_and_the_card_show_who_approved_which_version_and_when() -> None:
+    from mlops.data.card_fields import CardFields
+    from mlops.governance.audit import AuditEvent
+    from mlops.governance.card_html import render
+    from mlops.governance.model_card import ModelFacts, facts_document, model_card
+    from mlops.governance.provenance import approval_lines, approvals
+
+    events = [
+        AuditEvent(
+            "approval.requested", f"{NAME}/7", {"status": "pending-approval"}, actor="ci", at="t0", seq=1
+        ),
+        AuditEvent(
+            "approval.approved",
+            f"{NAME}/7",
+            {"approver": "alice", "approver_key_id": "k1", "at": AT, "reason": "read the card"},
+            actor="alice",
+            at="t1",
+            seq=2,
+        ),
+        AuditEvent(
+            "approval.rejected",
+            f"{NAME}/6",
+            {"approver": "bob", "reason": "gap"},
+            actor="bob",
+            at="t2",
+            seq=3,
+        ),
+        AuditEvent("approval.approved", "other/7", {"approver": "eve"}, actor="eve", at="t3", seq=4),
+        AuditEvent(
+            "alias.moved", f"{NAME}/7", {"alias": "champion", "to": "7"}, actor="alice", at="t4", seq=5
+        ),
+    ]
+    rows = approvals(NAME, events)
+    assert [(r["version"], r["decision"], r["by"], r["at"]) for r in rows] == [
+        ("7", "requested", "ci", "t0"),
+        ("7", "approved", "alice", AT),
+        ("6", "rejected", "bob", "t2"),
+    ]
+    assert rows[1]["key_id"] == "k1" and rows[1]["reason"] == "read the card" and rows[1]["audit_seq"] == "2"
+    lines = approval_lines(NAME, events)
+    assert lines[1].split() == ["version", "approval", "at", "by", "why"]
+    assert (
+        lines[3].startswith("7        approved   2026-11-29T12:00:00+00:00")
+        and "alice (key k1) read the card" in lines[3]
+    )
+    assert lines[4].split()[:2] == ["6", "rejected"] and lines[4].endswith("bob          gap")
+    assert approval_lines(NAME, events[3:]) == []
+    facts = ModelFacts(NAME, "champion", "7", ["champion"], "2026-01-01", "", {}, [], {}, events[:2], events)
+    document = facts_document(facts, CardFields(), "schema.yaml")
+    assert [a["decision"] for a in document["approvals"]] == ["requested", "approved"]
+    page = render(model_card(facts, CardFields()), document)
+    assert "<h2>Approval</h2>" in page and "read the card" in page and "alice" in page
