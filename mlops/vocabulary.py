@@ -172,6 +172,8 @@ class RegistrationSettings(BaseModel):
     """Commit of the pipeline code, recorded on the model version."""
     trigger: str = Field(default="")
     """Why this run was started, recorded on the model version: empty for a manual run, else set by the monitor."""
+    explain_reference_rows: int = Field(default=64, ge=0, le=10_000)
+    """Rows of the test split stored with the version (explain_reference.parquet, with the subject_key column) that its served reasons are measured against; 0 stores none, and the version then answers no reasons."""
 
 
 # --- the model-validation gate's report, read back by the drift monitor (bias and attribution drift) ---

@@ -23,7 +23,7 @@ def register_model(
     """Registers the ONNX model as a new version with lineage tags and alias ``challenger``.
 
     ``registration`` is that section (:class:`~mlops.vocabulary.RegistrationSettings`: the commit and
-    the trigger recorded on the version) and ``registration_model_name`` its per-run setting
+    the trigger recorded on the version, the reference rows stored for its reasons) and ``registration_model_name`` its per-run setting
     ``registration.model_name``.
     """
     from collections import namedtuple
@@ -58,6 +58,7 @@ def register_model(
         # The schema file's reason texts, when validate-data passed them on with the data.
         reasons=test_data.metadata.get(REASONS_DATASET_KEY) or {},
         subject_key=test_data.metadata.get("schema", {}).get("subject_key", ""),
+        reference_rows=settings.explain_reference_rows,
     )
     onnx_model.metadata["model_uri"] = registered.model_uri
     RegisterOutputs = namedtuple("RegisterOutputs", ["version", "onnx_sha256"])

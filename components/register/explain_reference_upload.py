@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from mlops.tracking.store import TrackingStore
 
 DEFAULT_REFERENCE_ROWS = 64
-"""How many rows a version keeps for its reasons: enough for a stable mean per feature, few enough that an
-explained row costs ``1 + features * rows`` scores (a 20-feature model: 1,281 per row)."""
+"""How many rows a version keeps for its reasons (the setting ``registration.explain_reference_rows``): enough
+for a stable mean per feature, few enough that an explained row costs ``1 + features * rows`` scores (a
+20-feature model: 1,281 per row)."""
 
 
 def reference_rows(frame: pd.DataFrame, spec: FeatureSpec, rows: int, subject_key: str = "") -> pd.DataFrame:
