@@ -229,7 +229,13 @@ def test_the_request_log_marks_explained_requests(
 
     class Recorder:
         def record(
-            self, used: LoadedModel, x: np.ndarray, y: np.ndarray, log_id: str, explained: bool
+            self,
+            used: LoadedModel,
+            x: np.ndarray,
+            y: np.ndarray,
+            log_id: str,
+            explained: bool = False,
+            *more: object,  # what else the log keeps per request is not this test's concern
         ) -> bool:
             recorded.append((len(x), explained))
             return True
