@@ -39,6 +39,7 @@ def validate_data(
     from components.data_validation.declaration import BEHAVIOURAL_METADATA_KEY, resolve
     from mlops.data.behaviour import BehaviouralSuite
     from mlops.data.dataset import SCHEMA_METADATA_KEY, DatasetSchema
+    from mlops.model.row_attribution import REASONS_DATASET_KEY
     from mlops.settings import from_section, from_values, section_values
     from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import DATA_URI_SETTING, SCHEMA_URI_SETTING
@@ -78,6 +79,8 @@ def validate_data(
             BEHAVIOURAL_METADATA_KEY: declaration.behavioural_metadata(),
         }
     )
+    if declaration.reasons:  # the schema file's reason texts travel with the data to the register step
+        dataset.metadata[REASONS_DATASET_KEY] = declaration.reasons
     print(f"data validation passed: {data_uri} (sha256 {digest}) against suite version {suite_version}")
     ValidationOutputs = namedtuple("ValidationOutputs", ["dataset_digest", "suite_version"])
     return ValidationOutputs(digest, suite_version)

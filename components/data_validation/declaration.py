@@ -10,7 +10,7 @@ so a typo fails before any training, naming the column.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from components.data_validation.config import DataValidationSettings
@@ -34,6 +34,8 @@ class Declaration:
     directional: tuple[DirectionalTest, ...]
     source: str
     """Where the declaration came from, in words (for messages and reports)."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """The schema file's reason texts per feature: what a served or scored reason says to a person."""
 
     def behavioural_metadata(self) -> dict[str, list[dict[str, Any]]]:
         return {
@@ -72,12 +74,14 @@ def resolve(
 ) -> Declaration:
     """The run's declaration; behavioural tests given as settings replace the declared ones."""
     suite = settings.expectation_suite.strip()
+    reasons: dict[str, str] = {}
     if settings.schema_uri.strip():
         uri = settings.schema_uri.strip()
         declared = load_schema_file(uri)
         schema, source = declared.dataset_schema, f"schema file {uri}"
         suite = suite or declared.suite_uri(uri)
         tests = (declared.invariance, declared.directional)
+        reasons = dict(declared.reasons)
         if not suite:
             raise DatasetError(
                 f"schema file {uri} names no expectation_suite and none was given; add the suite path to the "
@@ -98,6 +102,6 @@ def resolve(
     if invariance or directional:
         tests = (tuple(invariance), tuple(directional))
         source = "the invariance/directional settings"
-    declaration = Declaration(schema, suite, tuple(tests[0]), tuple(tests[1]), source)
+    declaration = Declaration(schema, suite, tuple(tests[0]), tuple(tests[1]), source, reasons)
     declaration.check_columns()
     return declaration

@@ -58,7 +58,11 @@ def train_model(
     model.metadata.update(
         {"framework": "pytorch", "mlflow_run_id": outcome.run_id, "best_epoch": outcome.best_epoch}
     )
-    for key in (SCHEMA_METADATA_KEY, "behavioural"):  # the declaration travels on with the test split
+    for key in (
+        SCHEMA_METADATA_KEY,
+        "behavioural",
+        "reasons",
+    ):  # the declaration travels on with the test split
         if key in dataset.metadata:
             test_data.metadata[key] = dataset.metadata[key]
     test_data.metadata["split"] = outcome.split_rule  # registered with the version (mlops.split)

@@ -76,3 +76,22 @@ def test_a_test_naming_an_unknown_or_categorical_column_fails_naming_it() -> Non
         )
     # The sample's own tests name sample columns: on other data they are never applied, so never fail.
     assert resolve(USER, settings, sample=False).invariance == ()
+
+
+def test_a_schema_files_reason_texts_travel_in_the_declaration_and_parameters_carry_none(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "d.schema.yaml"
+    declared_file = SchemaFile(
+        label="income",
+        numeric_features=("age", "hours"),
+        expectation_suite="d.suite.json",
+        reasons={"age": "Age of the applicant"},
+    )
+    path.write_text(declared_file.to_yaml())
+    declared = resolve(SAMPLE_SCHEMA, DataValidationSettings(schema_uri=str(path)), sample=False)
+    assert declared.reasons == {"age": "Age of the applicant"}
+    from_parameters = resolve(
+        SAMPLE_SCHEMA, DataValidationSettings(expectation_suite="/s.json"), sample=False
+    )
+    assert from_parameters.reasons == {}
