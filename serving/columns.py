@@ -140,6 +140,16 @@ def bytes_elements(raw: bytes, rows: int, where: str) -> list[str | None]:
     return out
 
 
+def column_texts(column: Column) -> list[str | None]:
+    """A column's values as text, as the request log keeps a subject key (an integer id as ``"42"``)."""
+    if isinstance(column.values, list):
+        return list(column.values)
+    return [
+        None if math.isnan(v) else (str(int(v)) if float(v).is_integer() else repr(float(v)))
+        for v in column.values.tolist()
+    ]
+
+
 class ColumnReader:
     """Assembles per-column inputs into the model's encoded matrix, by its :class:`FeatureSpec`; one per model."""
 

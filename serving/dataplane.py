@@ -128,6 +128,11 @@ class Inputs(Protocol):
         """
         ...
 
+    def subjects(self, name: str) -> list[str | None] | None:
+        """Per row, the text of data column ``name`` (the model's subject key) when the request carries it
+        (per-column and named-row forms), else None; called after :meth:`read` accepted the request."""
+        ...
+
 
 @dataclass(slots=True)
 class InferRequest:
@@ -333,7 +338,9 @@ class DataPlane:
                 reasons = await self.explainer.explain(used, self.explainer.admit(used, len(x)), x)
                 self.metrics.explained(self.name, used.version, len(x), time.perf_counter() - started)
             if self.request_log is not None and len(x):
-                self.request_log.record(used, x, y, request.log_id, explained=request.explain)
+                subject = used.spec.subject
+                subjects = request.inputs.subjects(subject) if subject else None
+                self.request_log.record(used, x, y, request.log_id, request.explain, subjects)
         except ServingError as exc:
             self.failed(exc, request.protocol)
             raise

@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 
 from mlops.model.onnx_model import OUTPUT_NAME
-from serving.columns import BYTES, Column, binary_column, column_rows
+from serving.columns import BYTES, Column, binary_column, column_rows, column_texts
 from serving.dataplane import INPUT_WHERE, InferRequest
 from serving.errors import (
     InvalidInput,
@@ -135,6 +135,20 @@ class GrpcInputs:
             else:
                 columns.append(Column(name, tensor.datatype, np.asarray(values, dtype=np.float64)))
         return contract.columns.assemble(columns, rows or 0)
+
+    def subjects(self, name: str) -> list[str | None] | None:
+        request = self.request
+        for i, tensor in enumerate(request.inputs):
+            if tensor.name != name:
+                continue
+            n = column_rows(name, tensor.datatype, list(tensor.shape))
+            if request.raw_input_contents:
+                return column_texts(binary_column(name, tensor.datatype, request.raw_input_contents[i], n))
+            if tensor.datatype == BYTES:
+                return [v.decode("utf-8", "replace") for v in tensor.contents.bytes_contents]
+            values = getattr(tensor.contents, CONTENTS[tensor.datatype])
+            return column_texts(Column(name, tensor.datatype, np.asarray(values, dtype=np.float64)))
+        return None
 
 
 async def abort(context: grpc.aio.ServicerContext, error: ServingError) -> NoReturn:

@@ -20,7 +20,7 @@ import numpy as np
 import orjson
 
 from mlops.model.onnx_model import OUTPUT_NAME
-from serving.columns import binary_column, column_rows, json_column
+from serving.columns import binary_column, column_rows, column_texts, json_column
 from serving.dataplane import INPUT_WHERE, describe
 from serving.errors import InvalidInput
 from serving.explanations import EXPLAIN_PARAMETER, REASONS_OUTPUT
@@ -170,6 +170,22 @@ class V2Inputs:
             )
         return contract.columns.assemble(columns, rows or 0)
 
+    def subjects(self, name: str) -> list[str | None] | None:
+        inputs = self.payload.get("inputs") if isinstance(self.payload, dict) else None
+        at = 0
+        for item in inputs if isinstance(inputs, list) else []:
+            if not isinstance(item, dict):
+                return None
+            size = binary_size(item.get("parameters"), f"input {item.get('name')!r}")
+            if item.get("name") == name:
+                datatype: Any = item.get("datatype")
+                n = column_rows(name, datatype, item.get("shape"))
+                if size is None:
+                    return column_texts(json_column(name, datatype, item.get("data"), n))
+                return column_texts(binary_column(name, datatype, self.binary[at : at + size], n))
+            at += size or 0
+        return None
+
 
 def request_id(payload: Any) -> str | int | None:
     """The V2 body's ``id`` (a string or an integer), echoed in the response; anything else is ignored."""
@@ -275,6 +291,12 @@ class V1Inputs:
         if not all(isinstance(row, list) for row in instances):
             raise InvalidInput(f"each instance must be a list of {width} numbers or an object; {expected}")
         return to_matrix(instances, len(instances), width, self.where)
+
+    def subjects(self, name: str) -> list[str | None] | None:
+        instances = self.payload.get("instances") if isinstance(self.payload, dict) else None
+        if not isinstance(instances, list) or not all(isinstance(row, dict) for row in instances):
+            return None
+        return [None if row.get(name) is None else str(row.get(name)) for row in instances]
 
 
 def v1_response(probabilities: np.ndarray) -> bytes:

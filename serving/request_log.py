@@ -6,7 +6,9 @@ to their strings, ``null`` for missing or unseen values), then ``prediction``,
 ``model_version``, ``timestamp``, ``request_id`` (the client's id, else one the server
 made and returned in ``x-request-id``) and ``request_row`` (the row's index inside its
 request), by which ``mlops feedback`` joins labels that arrive later; a file holding a request that asked
-for its reasons also has ``explained`` (bool). The drift monitor can therefore compare a log
+for its reasons also has ``explained`` (bool). A model whose schema names a ``subject_key`` logs that
+column too (its text as the request sent it beside the features, null when it did not), so ``mlops forget``
+finds a person's logged rows. The drift monitor can therefore compare a log
 file with the training table column by column.
 
 On the event loop a sampled request costs a random draw, a copy of its rows into a
@@ -80,14 +82,25 @@ class Block:
         self.ids: list[str] = []
         self.sizes: list[int] = []
         self.explained: list[bool] = []
+        self.subjects: list[str | None] = []
+        """Per row, the subject key's value the request carried (only for a model whose spec names one)."""
         self.rows = 0
 
     def room(self) -> int:
         return len(self.y) - self.rows
 
     def add(
-        self, x: np.ndarray, y: np.ndarray, at_us: int, request_id: str = "", explained: bool = False
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        at_us: int,
+        request_id: str = "",
+        explained: bool = False,
+        subjects: list[str | None] | None = None,
     ) -> None:
+        if self.spec.subject:
+            known = subjects is not None and len(subjects) == len(x)
+            self.subjects.extend(subjects if known and subjects is not None else [None] * len(x))
         end = self.rows + len(x)
         self.x[self.rows : end] = x
         self.y[self.rows : end] = y
@@ -111,6 +124,7 @@ def encode_blocks(blocks: list[Block]) -> bytes:
                 "ids": b.ids,
                 "sizes": b.sizes,
                 "explained": b.explained,
+                "subjects": b.subjects,
                 "rows": b.rows,
             }
             for b in blocks
@@ -146,6 +160,7 @@ def decode_blocks(payload: bytes) -> list[Block]:
         offset += x_bytes + y_bytes
         block.at_us, block.ids, block.sizes = list(entry["at_us"]), list(entry["ids"]), list(entry["sizes"])
         block.explained = [bool(e) for e in entry.get("explained", [False] * len(block.sizes))]
+        block.subjects = [None if s is None else str(s) for s in entry.get("subjects", [])]
         block.rows = rows
         blocks.append(block)
     if offset != len(payload):
@@ -159,7 +174,7 @@ def to_table(block: Block, explained: bool | None = None) -> pa.Table:
     import pyarrow as pa
 
     spec, n = block.spec, block.rows
-    clash = [name for name in spec.names if name in RESERVED]
+    clash = [name for name in (*spec.names, spec.subject) if name in RESERVED]
     if clash:
         raise ValueError(f"feature(s) {clash} collide with request-log columns {list(RESERVED)}; rename them")
     x = block.x[:n]
@@ -173,6 +188,9 @@ def to_table(block: Block, explained: bool | None = None) -> pa.Table:
         indices = pa.array(np.where(unknown, 0, codes - 1).astype(np.int32), mask=unknown)
         dictionary = pa.DictionaryArray.from_arrays(indices, pa.array(vocab, type=pa.string()))
         columns[name] = dictionary.cast(pa.string())
+    if spec.subject:  # the person a row is about, as the request named them: what `mlops forget` searches
+        subjects = block.subjects[:n] if len(block.subjects) >= n else [None] * n
+        columns[spec.subject] = pa.array(subjects, type=pa.string())
     sizes = np.asarray(block.sizes, dtype=np.int64)
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
     columns["prediction"] = pa.array(block.y[:n].astype(np.float64))
@@ -377,7 +395,13 @@ class RequestLogger:
         self._task: asyncio.Task[None] | None = None
 
     def record(
-        self, model: LoadedModel, x: np.ndarray, y: np.ndarray, request_id: str = "", explained: bool = False
+        self,
+        model: LoadedModel,
+        x: np.ndarray,
+        y: np.ndarray,
+        request_id: str = "",
+        explained: bool = False,
+        subjects: list[str | None] | None = None,
     ) -> bool:
         """Keep this request's rows with probability ``sample_rate``; True if kept.
 
@@ -394,7 +418,7 @@ class RequestLogger:
         if block is None or block.version != model.version or block.room() < len(x):
             block = Block(model.version, model.spec, max(BLOCK_ROWS, len(x)))
             self._blocks.append(block)
-        block.add(x, y, int(time.time() * 1_000_000), request_id, explained)
+        block.add(x, y, int(time.time() * 1_000_000), request_id, explained, subjects)
         self._rows += len(x)
         if self._rows >= self.max_rows:
             self._wake.set()

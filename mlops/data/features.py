@@ -51,6 +51,11 @@ class FeatureSpec(BaseModel):
         default=(),
         description="Ignored columns of the schema (identifiers, free text, leaks): in the data only.",
     )
+    subject: str = Field(
+        default="",
+        description="The schema's subject_key (the column naming the person a row is about): never a model "
+        "input; the request log keeps it beside a row that carries it, so `mlops forget` finds the person's rows.",
+    )
 
     @model_validator(mode="after")
     def _lengths_match(self) -> FeatureSpec:
@@ -67,8 +72,8 @@ class FeatureSpec(BaseModel):
 
     @property
     def not_inputs(self) -> frozenset[str]:
-        """Columns of a data row that are not model inputs: the label, protected and ignored columns."""
-        return frozenset((self.label, *self.protected, *self.ignored)) - {""}
+        """Columns of a data row that are not model inputs: the label, protected, ignored and subject columns."""
+        return frozenset((self.label, *self.protected, *self.ignored, self.subject)) - {""}
 
     @property
     def n_features(self) -> int:
@@ -101,6 +106,7 @@ class FeatureSpec(BaseModel):
             classes=(schema.negative_label, schema.positive_label),
             protected=schema.protected_attributes,
             ignored=schema.ignored_columns,
+            subject=schema.subject_key,
         )
 
     def encode(self, frame: pd.DataFrame) -> np.ndarray:
