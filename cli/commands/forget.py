@@ -221,6 +221,11 @@ def forget_command(args: argparse.Namespace, workspace: Workspace) -> int:
             print(f"  - NOT erasable, kept by {' and '.join(w for w in (why, held) if w)}: {lock.uri}")
         for refusal in outcome.refused:
             print(f"  - NOT erased: {refusal}")
+        if outcome.rows_without_key:
+            print(
+                f"  - {outcome.rows_without_key} row(s) have no {column}: whose they are cannot be told "
+                "(e.g. requests sent as a packed tensor, which cannot carry the key)"
+            )
     if not erasure.stores:
         print("stores            the workspace holds no Parquet or CSV rows")
     print(f"rows removed      {erasure.rows_removed}")

@@ -131,10 +131,12 @@ class StoreOutcome:
     S3 refused to delete; each with the reason."""
     searched_by: str = ""
     """How the rows were found: the key column, or the request ids for a joined store."""
+    rows_without_key: int = 0
+    """Rows whose key column is empty (e.g. requests sent as a packed tensor): whose they are cannot be told."""
 
     @property
     def conclusive(self) -> bool:
-        return not (self.unsearchable or self.locked or self.refused)
+        return not (self.unsearchable or self.locked or self.refused or self.rows_without_key)
 
     def details(self) -> dict[str, Any]:
         """The audit record's part for this store: counts and names of files, never a value."""
@@ -149,6 +151,7 @@ class StoreOutcome:
                 for r in self.locked
             ],
             "refused": list(self.refused),
+            "rows_without_key": self.rows_without_key,
         }
 
 
@@ -305,6 +308,8 @@ def erase_store(
         table = read_rows(uri)
         outcome.files_searched += 1
         mask = key_mask(table, column, value)
+        if mask is not None:
+            outcome.rows_without_key += table.column(column).null_count
         if mask is None and store.joined_by_ids and ids is not None:
             mask = ids_mask(table, ids)
             by_ids = by_ids or mask is not None

@@ -105,7 +105,8 @@ def test_the_persons_rows_are_removed_and_every_other_row_kept(tmp_path: Path) -
     before = pq.read_table(uri)
     outcome = erase_store(RowStore("log", (uri,)), "customer_id", WHO, None)
     assert (outcome.files_searched, outcome.rows_removed, outcome.rewritten) == (1, 2, [uri])
-    assert outcome.conclusive and not outcome.unsearchable
+    assert not outcome.unsearchable and outcome.rows_without_key == 1
+    assert not outcome.conclusive  # a row without a key could be anyone's: the erasure cannot be sure
     after = pq.read_table(uri)
     assert after.schema == before.schema
     assert after.to_pylist() == [r for r in before.to_pylist() if r["customer_id"] != WHO]
@@ -281,7 +282,7 @@ def test_the_salt_folder_is_made_when_missing(tmp_path: Path) -> None:
 
 def test_a_store_outcome_records_every_field_by_name() -> None:
     lock = storage.Retention("s3://b/k.parquet", "COMPLIANCE", "2027-01-01T00:00:00+00:00", True)
-    outcome = StoreOutcome("s", 3, 4, ["a", "b"], ["c"], [lock], ["d: why"], "customer_id")
+    outcome = StoreOutcome("s", 3, 4, ["a", "b"], ["c"], [lock], ["d: why"], "customer_id", 5)
     assert outcome.details() == {
         "files_searched": 3,
         "rows_removed": 4,
@@ -297,6 +298,7 @@ def test_a_store_outcome_records_every_field_by_name() -> None:
             }
         ],
         "refused": ["d: why"],
+        "rows_without_key": 5,
     }
     result = Erasure("customer_id", "h" * 64, [outcome])
     assert result.details() == {
@@ -411,3 +413,16 @@ def test_a_guard_reads_file_uris_and_only_recorded_signed_folders(tmp_path: Path
         "signature; issue the document again from the erased data, then delete this copy"
     )
     assert guard(str(tmp_path / "loose" / "rows.parquet")) == ""  # a folder without signed files
+
+
+def test_rows_without_a_key_alone_make_the_erasure_not_conclusive(tmp_path: Path) -> None:
+    keyed = logged(tmp_path / "a.parquet", [WHO, "C-1"])
+    assert erase([RowStore("s", (keyed,))], "customer_id", WHO, SALT).status == "erased"
+    unkeyed = logged(tmp_path / "b.parquet", ["C-1", None, None])
+    result = erase([RowStore("s", (unkeyed,))], "customer_id", WHO, SALT)
+    assert result.stores[0].rows_without_key == 2 and result.status == "not conclusive"
+    assert (
+        result.stores[0].unsearchable == []
+        and result.stores[0].locked == []
+        and result.stores[0].refused == []
+    )
