@@ -3,8 +3,10 @@
 COLUMN must be the schema's ``subject_key``. The stores searched: the request log (``<workspace>/request-logs``,
 every ``--request-log-uri``, and the request logs of batch jobs the audit trail records), feedback labels
 beside it (by the key column, else by the request ids of the person's logged rows), batch outputs (the
-``output_uri`` of every ``batch.scored`` record; a rewritten part's manifest digest is re-recorded),
-reference rows stored with model versions (tables under ``<workspace>/artifacts``), every other table
+``output_uri`` of every ``batch.scored`` record; a rewritten part's manifest digest is re-recorded; the
+rows of a job's request-log copy, which has no key column, are found by its parts' rows),
+reference rows stored with model versions (``explain_reference.parquet`` and every other table under
+``<workspace>/artifacts``, and the copies a server cached), every other table
 (Parquet, CSV) the workspace holds, and every ``--rows`` folder or prefix. Each file holding the person's
 rows is rewritten without them (atomically). One ``subject.erased`` audit record holds a salted hash of
 the value and the counts per store, never the value. Exit 0 when the erasure is conclusive (erased, or
@@ -88,6 +90,7 @@ def discover(
     from components.batch_score.batch_scorer import AUDIT_ACTION as BATCH_SCORED
     from components.drift_monitor.logs import LABELS_DIR
     from mlops.governance.erasure import RowStore
+    from mlops.model.row_attribution import REFERENCE_FILE
 
     roots = [str(workspace.root / REQUEST_LOG_DIR), *log_roots]
     outputs: list[str] = []
@@ -116,8 +119,13 @@ def discover(
     ]
     manifests = batch_manifests(outputs)
     stores.append(RowStore(BATCH_STORE, claim(f for out in dict.fromkeys(outputs) for f in row_files(out))))
-    stores.append(RowStore(REFERENCE_STORE, claim(row_files(str(workspace.root / "artifacts")))))
-    stores.append(RowStore(OTHER_STORE, claim(row_files(str(workspace.root)))))
+    everywhere = row_files(str(workspace.root))
+    references = [
+        *row_files(str(workspace.root / "artifacts")),
+        *(f for f in everywhere if f.endswith(f"/{REFERENCE_FILE}")),
+    ]
+    stores.append(RowStore(REFERENCE_STORE, claim(references)))
+    stores.append(RowStore(OTHER_STORE, claim(everywhere)))
     stores.append(RowStore(EXTRA_STORE, claim(f for root in extra for f in row_files(root))))
     return [s for s in stores if s.files], manifests
 

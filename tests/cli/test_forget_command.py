@@ -121,6 +121,9 @@ def workspace(tmp_path: Path) -> Path:
     reference = root / "artifacts" / "1" / "0af3" / "artifacts" / "explain_reference.parquet"
     reference.parent.mkdir(parents=True)
     pd.DataFrame({"age": [50.0, 51.0], "customer_id": [WHO, OTHERS[0]]}).to_parquet(reference, index=False)
+    cached = root / "serving-cache" / MODEL / "1" / "explain_reference.parquet"
+    cached.parent.mkdir(parents=True)
+    pd.DataFrame({"age": [50.0], "customer_id": [WHO]}).to_parquet(cached, index=False)
     (root / "data").mkdir()
     (root / "data" / "train.csv").write_text(f"age,customer_id,default\n33,{OTHERS[1]},0\n44,{WHO},1\n")
     return root
@@ -150,7 +153,7 @@ def test_nothing_of_the_person_is_left_and_the_trail_verifies(
     assert forget(workspace, schema, f"customer_id={WHO}") == 0
     out = capsys.readouterr().out
     assert holding(workspace, WHO) == [] and holding(batch, WHO) == []
-    assert "status            erased" in out and "rows removed      9" in out
+    assert "status            erased" in out and "rows removed      10" in out
     assert "request log       2 file(s) searched by customer_id, 1 row(s) removed from 1 file(s)" in out
     assert "batch request-log copies 1 file(s)" in out and "feedback labels   1 file(s)" in out
     # everyone else is still there
@@ -183,7 +186,7 @@ def test_nothing_of_the_person_is_left_and_the_trail_verifies(
         "batch request-log copies": 2,
         "feedback labels": 2,
         "batch outputs": 2,
-        "reference rows": 1,
+        "reference rows": 2,
         "other workspace tables": 1,
     }
     assert WHO not in (workspace / audit.AUDIT_FILE).read_text()
