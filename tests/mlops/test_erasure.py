@@ -419,8 +419,9 @@ def test_rows_without_a_key_alone_make_the_erasure_not_conclusive(tmp_path: Path
     keyed = logged(tmp_path / "a.parquet", [WHO, "C-1"])
     assert erase([RowStore("s", (keyed,))], "customer_id", WHO, SALT).status == "erased"
     unkeyed = logged(tmp_path / "b.parquet", ["C-1", None, None])
-    result = erase([RowStore("s", (unkeyed,))], "customer_id", WHO, SALT)
-    assert result.stores[0].rows_without_key == 2 and result.status == "not conclusive"
+    more = logged(tmp_path / "c.parquet", [None])
+    result = erase([RowStore("s", (unkeyed, more))], "customer_id", WHO, SALT)
+    assert result.stores[0].rows_without_key == 3 and result.status == "not conclusive"
     assert (
         result.stores[0].unsearchable == []
         and result.stores[0].locked == []
