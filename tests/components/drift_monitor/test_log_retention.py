@@ -186,3 +186,43 @@ def test_the_pass_is_recorded_with_cutoff_and_counts(model: OwnLog) -> None:
 def test_a_negative_retention_setting_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="request_log_retention_days"):
         WindowSettings(request_log_retention_days=-1)
+
+
+def test_a_locked_file_is_named_with_its_date_and_kept(
+    written: Monitored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlops import storage
+
+    logs = OwnLog(written.workspace, written.onnx_dir, written.version, str(tmp_path / "logs"))
+    frame = traffic(10, seed=11)
+    old = T0 + timedelta(days=DAYS - 9, hours=12)
+    locked = stamped(write_log(logs, frame, old), old + timedelta(minutes=1))
+    free = stamped(write_log(logs, frame, old + timedelta(hours=1)), old + timedelta(hours=1, minutes=1))
+    lock = storage.Retention(locked[0], "COMPLIANCE", "2027-01-01T00:00:00+00:00", False)
+    monkeypatch.setattr(storage, "retention", lambda uri: lock if uri == locked[0] else None)
+    profile = written.store.reference_profile(MODEL, written.version)
+    retained = apply_retention(logs.log_root, MODEL, profile, written.version, 7, NOW)
+    assert retained is not None and retained.kept.locked == [lock] and not retained.kept.conclusive
+    assert retained.files_deleted == free and retained.rows_deleted == 10 and Path(locked[0]).is_file()
+    assert retained.details()["locked"] == [
+        {"uri": locked[0], "until": "2027-01-01T00:00:00+00:00", "legal_hold": False}
+    ]
+
+
+def test_no_row_is_deleted_when_a_summary_could_not_be_stored(
+    written: Monitored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from components.drift_monitor import day_summaries
+
+    logs = OwnLog(written.workspace, written.onnx_dir, written.version, str(tmp_path / "logs"))
+    old = T0 + timedelta(days=DAYS - 9, hours=12)
+    files = stamped(write_log(logs, traffic(10, seed=12), old), old + timedelta(minutes=1))
+    monkeypatch.setattr(day_summaries, "store_day", lambda *args, **kwargs: None)  # a read-only summary store
+    profile = written.store.reference_profile(MODEL, written.version)
+    retained = apply_retention(logs.log_root, MODEL, profile, written.version, 7, NOW)
+    assert retained is not None and retained.rows_deleted == 0 and retained.files_deleted == []
+    (refusal,) = retained.kept.refused
+    assert refusal.startswith(
+        "no row was deleted: the summaries of 2 day(s) from 2026-10-02 could not be stored"
+    )
+    assert Path(files[0]).is_file()
