@@ -1,7 +1,8 @@
 """``mlops forget``: a person's rows leave every store of rows the workspace holds, and the trail still verifies.
 
-The workspace holds what the platform writes (files laid out and named as the server, ``mlops feedback``,
-``mlops score`` and registration lay them out): a request log with the subject key column, feedback labels
+The workspace holds what the platform writes (the request log by the server's own writer, the rest laid out
+and named as ``mlops feedback``, ``mlops score`` and registration lay them out): a request log with the
+subject key column, feedback labels
 joined to it by request id, a batch job's parts with their manifests and request-log copy (recorded by a
 ``batch.scored`` audit record), reference rows among the registry's artifacts and a table under ``data/``.
 After the erasure no file anywhere holds the value, neither in its bytes nor in its decoded rows.
@@ -13,8 +14,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -22,9 +23,11 @@ from cli.main import main
 from components.batch_score.batch_scorer import AUDIT_ACTION as BATCH_SCORED
 from components.batch_score.chunk_writer import ChunkRecord, read_record, write_record
 from components.drift_monitor.feedback import store_labels
+from mlops.data.features import FeatureSpec
 from mlops.data.schema_file import SchemaFile
 from mlops.governance import audit
 from mlops.governance.erasure import ERASED_ACTION, SALT_FILE, subject_hash
+from serving.request_log import Block, RequestLogger
 
 WHO = "C-7f3a9e"
 OTHERS = ["C-1000", "C-2000", "C-3000"]
@@ -40,26 +43,18 @@ def schema_file(path: Path, subject_key: str = "customer_id") -> Path:
     return path
 
 
-def request_log(root: Path, stamp: str, subjects: list[str], ids: list[str]) -> Path:
-    """One file as the server writes it (features, prediction, version, time, ids), with the subject key."""
-    n = len(subjects)
-    table = pa.table(
-        {
-            "age": pa.array([30.0 + i for i in range(n)]),
-            "customer_id": pa.array(subjects, pa.string()),
-            "prediction": pa.array([0.1] * n),
-            "model_version": pa.array(["1"] * n),
-            "timestamp": pa.array(
-                [1_790_000_000_000_000 + i for i in range(n)], pa.timestamp("us", tz="UTC")
-            ),
-            "request_id": pa.array(ids, pa.string()),
-            "request_row": pa.array([0] * n, pa.int32()),
-        }
-    )
-    path = root / MODEL / f"requests-{stamp}Z-v1-{hashlib.sha1(stamp.encode()).hexdigest()[:8]}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
-    return path
+def request_log(root: Path, subjects: list[str], ids: list[str]) -> Path:
+    """One file written by the server's own request-log writer, for a model whose schema names the subject key:
+    one-row requests, each carrying its customer_id beside the features."""
+    spec = FeatureSpec(numeric=("age",), medians=(0.0,), means=(0.0,), stds=(1.0,), subject="customer_id")
+    block = Block("1", spec, len(subjects))
+    for i, (who, request_id) in enumerate(zip(subjects, ids, strict=True)):
+        x = np.asarray([[30.0 + i]], dtype=np.float32)
+        block.add(
+            x, np.asarray([0.1], dtype=np.float32), 1_790_000_000_000_000 + i, request_id, subjects=[who]
+        )
+    (written,) = RequestLogger(str(root), MODEL, 1.0, 60, 10**9).write([block])
+    return Path(written)
 
 
 def batch_job(workspace: Path, output: Path) -> None:
@@ -106,8 +101,8 @@ def batch_job(workspace: Path, output: Path) -> None:
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     logs = root / "request-logs"
-    request_log(logs, "20261101T100000000000", [OTHERS[0], WHO, OTHERS[1]], ["r1", "r2", "r3"])
-    request_log(logs, "20261102T100000000000", [OTHERS[2]], ["r4"])
+    request_log(logs, [OTHERS[0], WHO, OTHERS[1]], ["r1", "r2", "r3"])
+    request_log(logs, [OTHERS[2]], ["r4"])
     labels = tmp_path / "labels.csv"
     pd.DataFrame(
         {
