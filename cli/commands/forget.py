@@ -9,7 +9,8 @@ reference rows stored with model versions (``explain_reference.parquet`` and eve
 ``<workspace>/artifacts``, and the copies a server cached), every other table
 (Parquet, CSV) the workspace holds, and every ``--rows`` folder or prefix. Each file holding the person's
 rows is rewritten without them (atomically). One ``subject.erased`` audit record holds a salted hash of
-the value and the counts per store, never the value. Exit 0 when the erasure is conclusive (erased, or
+the value and the counts per store, never the value. Every other file of the workspace (logs, the SQLite store) is searched for the value's bytes and named
+where it holds them. Exit 0 when the erasure is conclusive (erased, or
 nothing found), 1 when it is not: a store that cannot be searched by COLUMN, an object S3 Object Lock
 keeps (named with its date), or a file in a signed folder.
 """
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 from mlops.workspace import Workspace
 
 if TYPE_CHECKING:
-    from mlops.governance.erasure import RowStore
+    from mlops.governance.erasure import RowStore, StoreOutcome
 
 HELP = (
     "erase one person's rows (--key SUBJECT_KEY=VALUE) from every store of rows; record it in the audit trail"
@@ -196,6 +197,31 @@ def rerecord_part(manifests: dict[str, str]) -> Callable[[str, int], None]:
     return rewritten
 
 
+RESIDUE_LIMIT = 256 << 20
+"""Larger files are not byte-searched for the value (model files, databases of that size are named as unchecked)."""
+RESIDUE_STORE = "other workspace files (bytes)"
+
+
+def residue(root: Path, value: str, searched: set[str]) -> StoreOutcome:
+    """Every workspace file that is not a table of rows, searched for the value's bytes (logs, a SQLite store,
+    a JSON document): what holds it is named, never rewritten (only tables of rows are erased by row)."""
+    from mlops.governance.erasure import StoreOutcome
+
+    outcome = StoreOutcome(RESIDUE_STORE, searched_by="the value's bytes")
+    needle = value.encode()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if str(path.resolve()) in searched:
+            continue
+        outcome.files_searched += 1
+        if path.stat().st_size > RESIDUE_LIMIT:
+            outcome.unsearchable.append(str(path))
+        elif needle in path.read_bytes():
+            outcome.refused.append(
+                f"{path}: holds the value's bytes and is not a table of rows; erase it by hand"
+            )
+    return outcome
+
+
 def forget_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.data.schema_file import load_schema_file
     from mlops.governance.audit import read_events
@@ -214,6 +240,8 @@ def forget_command(args: argparse.Namespace, workspace: Workspace) -> int:
     known = batch_ids(manifests, column, value)
     guard = signed_folder_guard(events)
     erasure = erase(stores, column, value, salt, guard, rerecord_part(manifests), known)
+    searched = {_local(f) for store in stores for f in store.files if "://" not in f}
+    erasure.stores.append(residue(workspace.root, value, searched))
     event = record_erasure(erasure, workspace.root)
     print(f"subject           {column} (salted hash {erasure.subject_hash[:16]})")
     for outcome in erasure.stores:

@@ -183,6 +183,7 @@ def test_nothing_of_the_person_is_left_and_the_trail_verifies(
         "batch outputs": 2,
         "reference rows": 2,
         "other workspace tables": 1,
+        "other workspace files (bytes)": 0,
     }
     assert WHO not in (workspace / audit.AUDIT_FILE).read_text()
 
@@ -222,3 +223,22 @@ def test_a_store_that_cannot_be_searched_makes_the_erasure_not_conclusive(
     assert event.details["status"] == "not conclusive"
     assert event.details["stores"]["named stores (--rows)"]["unsearchable"] == [str(blind / "export.csv")]
     assert main(["--workspace", str(workspace), "audit", "verify"]) == 0
+
+
+def test_a_file_that_is_not_rows_but_holds_the_value_is_named(
+    workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = schema_file(tmp_path / "credit.schema.yaml")
+    log = workspace / "server-8080.log"
+    log.write_text(f"refused instance 0: customer_id {WHO} has a bad age\n")
+    assert forget(workspace, schema, f"customer_id={WHO}") == 1
+    out = capsys.readouterr().out
+    assert (
+        f"  - NOT erased: {log}: holds the value's bytes and is not a table of rows; erase it by hand" in out
+    )
+    assert "status            not conclusive" in out and log.read_text().count(WHO) == 1
+    event = audit.read_events(workspace)[-1]
+    assert event.details["stores"]["other workspace files (bytes)"]["refused"] == [
+        f"{log}: holds the value's bytes and is not a table of rows; erase it by hand"
+    ]
+    assert WHO not in (workspace / audit.AUDIT_FILE).read_text()
