@@ -19,6 +19,7 @@ Results: a table on stdout and ``benchmarks/.out/explain.json``. ``--requests 5`
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -101,8 +102,8 @@ def in_process(workspace_root: Path, rows: list[int], repeats: int, references: 
     for k in rows:
         x = model.spec.encode(frame.iloc[:k])
         plain, explained = alternate(
-            lambda x=x: model.predict(x),
-            lambda x=x: attribute(model.predict, x, reference, model.spec.names),
+            functools.partial(model.predict, x),
+            functools.partial(attribute, model.predict, x, reference, model.spec.names),
             repeats,
         )
         out.append(
