@@ -204,7 +204,26 @@ def _nothing(uri: str, removed: int) -> None:
 
 
 def is_row_file(uri: str) -> bool:
-    return uri.lower().endswith(ROW_SUFFIXES)
+    """A Parquet or CSV file by its name, or a local file whose bytes are Parquet's whatever its name (KFP
+    writes a step's Dataset artifacts as ``…/validate-data/dataset``, no suffix: a person's rows are there)."""
+    return uri.lower().endswith(ROW_SUFFIXES) or ("://" not in uri and is_parquet_bytes(Path(uri)))
+
+
+PARQUET_MAGIC = b"PAR1"
+
+
+def is_parquet_bytes(path: Path) -> bool:
+    """Parquet's own marker at both ends of the file (the format's header and footer)."""
+    try:
+        if path.stat().st_size < 12:  # header, footer length and footer: no Parquet file is smaller
+            return False
+        with path.open("rb") as handle:
+            if handle.read(4) != PARQUET_MAGIC:
+                return False
+            handle.seek(-4, io.SEEK_END)
+            return handle.read(4) == PARQUET_MAGIC
+    except OSError:
+        return False
 
 
 def read_rows(uri: str) -> pa.Table:

@@ -26,7 +26,7 @@ from components.drift_monitor.feedback import store_labels
 from mlops.data.features import FeatureSpec
 from mlops.data.schema_file import SchemaFile
 from mlops.governance import audit
-from mlops.governance.erasure import ERASED_ACTION, SALT_FILE, subject_hash
+from mlops.governance.erasure import ERASED_ACTION, SALT_FILE, is_parquet_bytes, subject_hash
 from serving.request_log import Block, RequestLogger
 
 WHO = "C-7f3a9e"
@@ -121,6 +121,10 @@ def workspace(tmp_path: Path) -> Path:
     pd.DataFrame({"age": [50.0], "customer_id": [WHO]}).to_parquet(cached, index=False)
     (root / "data").mkdir()
     (root / "data" / "train.csv").write_text(f"age,customer_id,default\n33,{OTHERS[1]},0\n44,{WHO},1\n")
+    # A pipeline step's Dataset artifact, as KFP names it: Parquet bytes, no suffix.
+    dataset = root / "pipeline-runs" / "training-2026" / "validate-data" / "dataset"
+    dataset.parent.mkdir(parents=True)
+    pd.DataFrame({"age": [44.0, 45.0], "customer_id": [WHO, OTHERS[2]]}).to_parquet(dataset, index=False)
     return root
 
 
@@ -130,7 +134,7 @@ def holding(folder: Path, value: str) -> list[str]:
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         if value.encode() in path.read_bytes():
             found.append(str(path))
-        elif path.suffix == ".parquet" and value in json.dumps(pq.read_table(path).to_pylist(), default=str):
+        elif is_parquet_bytes(path) and value in json.dumps(pq.read_table(path).to_pylist(), default=str):
             found.append(f"{path} (decoded)")
     return found
 
@@ -148,7 +152,7 @@ def test_nothing_of_the_person_is_left_and_the_trail_verifies(
     assert forget(workspace, schema, f"customer_id={WHO}") == 0
     out = capsys.readouterr().out
     assert holding(workspace, WHO) == [] and holding(batch, WHO) == []
-    assert "status            erased" in out and "rows removed      10" in out
+    assert "status            erased" in out and "rows removed      11" in out
     assert "request log       2 file(s) searched by customer_id, 1 row(s) removed from 1 file(s)" in out
     assert "batch request-log copies 1 file(s)" in out and "feedback labels   1 file(s)" in out
     # everyone else is still there
@@ -182,7 +186,7 @@ def test_nothing_of_the_person_is_left_and_the_trail_verifies(
         "feedback labels": 2,
         "batch outputs": 2,
         "reference rows": 2,
-        "other workspace tables": 1,
+        "other workspace tables": 2,
         "other workspace files (bytes)": 0,
     }
     assert WHO not in (workspace / audit.AUDIT_FILE).read_text()

@@ -427,3 +427,24 @@ def test_rows_without_a_key_alone_make_the_erasure_not_conclusive(tmp_path: Path
         and result.stores[0].locked == []
         and result.stores[0].refused == []
     )
+
+
+def test_a_file_is_parquet_by_its_bytes_whatever_its_name(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from mlops.governance.erasure import is_parquet_bytes, is_row_file
+
+    artifact = tmp_path / "dataset"  # KFP's name for a step's Dataset artifact
+    pd.DataFrame({"customer_id": ["C-1"]}).to_parquet(artifact, index=False)
+    assert is_parquet_bytes(artifact) and is_row_file(str(artifact))
+    text = tmp_path / "notes"
+    text.write_bytes(b"PAR1 looks like it at the start only")
+    assert not is_parquet_bytes(text) and not is_row_file(str(text))
+    tiny = tmp_path / "tiny"
+    tiny.write_bytes(b"PAR1PAR1")  # both markers, but too small to be Parquet
+    assert not is_parquet_bytes(tiny)
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"PAR1" + b"\0" * 4 + b"PAR1")  # the smallest size that passes the size rule
+    assert is_parquet_bytes(exact)
+    assert not is_parquet_bytes(tmp_path / "missing") and not is_row_file(str(tmp_path / "missing"))
+    assert is_row_file("s3://bucket/x.parquet") and not is_row_file("s3://bucket/dataset")
