@@ -67,6 +67,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="columns to leave out, comma-separated (written to the schema file's ignored_columns)",
     )
     init.add_argument(
+        "--subject-key",
+        default="",
+        help="the column that names the person a row is about, e.g. customer_id (written as subject_key and "
+        "left out of the features: what `mlops forget --key COLUMN=VALUE` erases by)",
+    )
+    init.add_argument(
         "--allow-leaks",
         default="",
         help="features flagged as likely leaks that you know are recorded before the outcome, comma-separated "
@@ -217,6 +223,15 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
     data = read_bytes(args.data)
     frame, digest = parse_table(data, args.data), sha256_digest(data)
     ignore, allowed = _columns(args.ignore), _columns(args.allow_leaks)
+    subject = args.subject_key.strip()
+    if subject and (subject not in frame.columns or subject == args.label):
+        what = "is the label" if subject == args.label else "is not a column of this data"
+        raise ValueError(
+            f"--subject-key {subject} {what} (its columns: {', '.join(map(str, frame.columns))}); name the "
+            "column that identifies the person a row is about"
+        )
+    if subject and subject not in ignore:
+        ignore = (*ignore, subject)  # an identifier is never a model input
     found = profile(
         frame,
         args.label,
@@ -248,7 +263,9 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
         print(_rerun(args, (*ignore, *leaks)))
         return 1
     declared = _with_model_name(
-        SchemaFile.model_validate({**found.schema.model_dump(), "allowed_leaks": allowed}),
+        SchemaFile.model_validate(
+            {**found.schema.model_dump(), "allowed_leaks": allowed, "subject_key": subject}
+        ),
         args.model_name or name,
     )
     out.mkdir(parents=True, exist_ok=True)

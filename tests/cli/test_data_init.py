@@ -199,3 +199,25 @@ def test_the_run_summary_shows_validate_datas_notes(tmp_path: Path) -> None:
         "  data note         column(s) ['region'] are in the data but not in the schema"
     ]
     assert data_note_lines(tmp_path / "missing") == []
+
+
+def test_subject_key_is_written_and_left_out_of_the_features_and_a_wrong_one_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    frame = pd.read_csv(io.BytesIO(bank_csv(rows=600)), sep=None, engine="python")
+    frame.insert(0, "client_id", [f"K{i:04d}" for i in range(len(frame))])
+    data = tmp_path / "bank-ids.csv"
+    frame.to_csv(data, index=False)
+    base = ["--workspace", str(tmp_path / "ws"), "data", "init", "--data", str(data), "--label", "y",
+            "--ignore", LEAK, "--out", str(tmp_path / "decl")]  # fmt: skip
+    assert main([*base, "--subject-key", "client_id"]) == 0
+    declared = parse_schema_file((tmp_path / "decl" / "bank-ids.schema.yaml").read_text(), "schema")
+    assert declared.subject_key == "client_id"
+    assert "client_id" in declared.ignored_columns and "client_id" not in declared.features
+    capsys.readouterr()
+    assert main([*base, "--force", "--subject-key", "clientid"]) == 2
+    assert "--subject-key clientid is not a column of this data" in capsys.readouterr().err
+    assert main([*base, "--force", "--subject-key", "y"]) == 2
+    assert "--subject-key y is the label" in capsys.readouterr().err
