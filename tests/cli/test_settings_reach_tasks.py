@@ -97,5 +97,6 @@ def test_a_section_built_from_set_reaches_a_real_task_intact(tmp_path: Path) -> 
         "registration.model_name": "loans",
         "registration.git_commit": "0123abc",
         "registration.trigger": trigger,
+        "registration.explain_reference_rows": 64,  # its default, travelling with the section
     }
     assert FORM.values(arguments)["registration.trigger"] == trigger

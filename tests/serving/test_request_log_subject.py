@@ -24,8 +24,6 @@ from serving import protocol
 from serving.app import create_plane
 from serving.config import ServerConfig
 from serving.dataplane import InferRequest
-from serving.grpc_service import GrpcInputs
-from serving.proto import grpc_predict_v2_pb2 as pb
 from serving.request_log import Block, decode_blocks, encode_blocks, to_table
 from serving.runtime import LoadedModel
 from tests.serving.test_model_router import local_model
@@ -142,14 +140,30 @@ def test_v2_binary_and_grpc_inputs_give_the_key_as_text() -> None:
     binary = np.asarray([1.0, 2.0]).tobytes() + raw
     assert protocol.V2Inputs(body, binary).subjects(KEY) == ids
     assert protocol.V2Inputs(body, binary).subjects("other") is None
-    request = pb.ModelInferRequest(model_name=MODEL)
-    tensor = request.inputs.add(name=KEY, datatype="BYTES", shape=[2])
-    tensor.contents.bytes_contents.extend([s.encode() for s in ids])
-    number = request.inputs.add(name="age", datatype="INT64", shape=[2])
-    number.contents.int64_contents.extend([3, 4])
-    assert GrpcInputs(request).subjects(KEY) == ids
-    assert GrpcInputs(request).subjects("age") == ["3", "4"]
+    assert grpc_subjects(ids) == [ids, ["3", "4"]]
     assert protocol.V1Inputs({"instances": [[1.0, 2.0]]}).subjects(KEY) is None
+
+
+def grpc_subjects(ids: list[str]) -> Any:
+    """What the gRPC face reads as subjects, in a fresh interpreter: protobuf refuses ``serving.proto`` in a
+    process that already holds tritonclient's messages of the same names (other tests import them)."""
+    import json
+    import subprocess
+    import sys
+
+    code = f"""
+import json
+from serving.grpc_service import GrpcInputs
+from serving.proto import grpc_predict_v2_pb2 as pb
+request = pb.ModelInferRequest(model_name={MODEL!r})
+tensor = request.inputs.add(name={KEY!r}, datatype="BYTES", shape=[2])
+tensor.contents.bytes_contents.extend([s.encode() for s in {ids!r}])
+number = request.inputs.add(name="age", datatype="INT64", shape=[2])
+number.contents.int64_contents.extend([3, 4])
+print(json.dumps([GrpcInputs(request).subjects({KEY!r}), GrpcInputs(request).subjects("age")]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_the_key_survives_the_writer_pipe_and_a_request_without_it_is_logged_null(model: LoadedModel) -> None:
