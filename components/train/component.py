@@ -35,6 +35,7 @@ def train_model(
     from components.train.config import TrainTaskSettings
     from components.train.train import launcher_for, resolve_checkpoint_dir, run_training
     from mlops.data.dataset import SCHEMA_METADATA_KEY, schema_from_metadata
+    from mlops.model.row_attribution import REASONS_DATASET_KEY
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
     from training.config import TrainConfig
@@ -58,11 +59,8 @@ def train_model(
     model.metadata.update(
         {"framework": "pytorch", "mlflow_run_id": outcome.run_id, "best_epoch": outcome.best_epoch}
     )
-    for key in (
-        SCHEMA_METADATA_KEY,
-        "behavioural",
-        "reasons",
-    ):  # the declaration travels on with the test split
+    # the declaration travels on with the test split
+    for key in (SCHEMA_METADATA_KEY, "behavioural", REASONS_DATASET_KEY):
         if key in dataset.metadata:
             test_data.metadata[key] = dataset.metadata[key]
     test_data.metadata["split"] = outcome.split_rule  # registered with the version (mlops.split)
