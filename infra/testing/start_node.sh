@@ -8,7 +8,7 @@
 #               must be among them                                      KPORT kubelet port (10250)
 #   SCHED_PORT, HEALTHZ_PORT, PROXY_PORT  kube-scheduler's, the kubelet's and kube-proxy's health ports
 #               (KPORT+9, KPORT-2, KPORT+6): pass free ports; a taken one makes that process exit, which this
-#               script reports (exit 1); kube-proxy's metrics are on PROXY_PORT+1
+#               script reports (exit 1); kube-proxy's metrics are on PROXY_METRICS_PORT (default PROXY_PORT+1)
 #   BRIDGE, SUBNET  the pod network (cni-mlops0, 10.244.0.0/24): pods reach this machine at the subnet's .1
 #   CONTAINERD_ROOT images and their unpacked layers (~/.cache/mlops-node/containerd): kept between runs, so
 #               an image already imported is not unpacked again; one node at a time uses it
@@ -20,6 +20,7 @@ set -euo pipefail
 : "${KUBECONFIG:?set KUBECONFIG to the admin kubeconfig of the API server}" "${IMAGES:?set IMAGES to the OCI archives to import}"
 N=${N:-${TMPDIR:-/tmp}/mlops-node}; BIN=${BIN:-${HOME}/.cache/k8s-build/bin}; KPORT=${KPORT:-10250}
 SCHED_PORT=${SCHED_PORT:-$((KPORT + 9))}; HEALTHZ_PORT=${HEALTHZ_PORT:-$((KPORT - 2))}; PROXY_PORT=${PROXY_PORT:-$((KPORT + 6))}
+PROXY_METRICS_PORT=${PROXY_METRICS_PORT:-$((PROXY_PORT + 1))}
 BRIDGE=${BRIDGE:-cni-mlops0}; SUBNET=${SUBNET:-10.244.0.0/24}
 CONTAINERD_ROOT=${CONTAINERD_ROOT:-${HOME}/.cache/mlops-node/containerd}
 export KUBECONFIG
@@ -117,7 +118,7 @@ done
 # --conntrack-max-per-core=0 leaves the machine's conntrack sysctls alone; stop_node.sh removes its rules.
 setsid "$BIN/kube-proxy" --kubeconfig="$KUBECONFIG" --proxy-mode=iptables --cluster-cidr="$SUBNET" \
   --hostname-override="$NODE" --healthz-bind-address="127.0.0.1:$PROXY_PORT" \
-  --metrics-bind-address="127.0.0.1:$((PROXY_PORT + 1))" --conntrack-max-per-core=0 >"$N/kube-proxy.log" 2>&1 &
+  --metrics-bind-address="127.0.0.1:$PROXY_METRICS_PORT" --conntrack-max-per-core=0 >"$N/kube-proxy.log" 2>&1 &
 echo $! >"$N/kube-proxy.pid"
 until curl -sf --max-time 2 "http://127.0.0.1:$PROXY_PORT/healthz" >/dev/null 2>&1; do
   kill -0 "$(cat "$N/kube-proxy.pid")" 2>/dev/null || { echo "kube-proxy died; last lines of $N/kube-proxy.log:" >&2; tail -n 10 "$N/kube-proxy.log" >&2; exit 1; }

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.services.plugin import _free_port, _start, _stop
+from tests.services.plugin import _free_ports, _start, _stop
 
 MARKER = "kubernetes"
 FIXTURES = {"kube_apiserver"}
@@ -67,12 +67,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(MARKER)
 
 
+def _k8s_ports() -> dict[str, str]:
+    """Every port start_k8s.sh listens on, each chosen free: the port after a free one may be taken."""
+    api, etcd, etcd_peer, controller_manager = _free_ports(4)
+    return {
+        "PORT": str(api),
+        "ETCD_PORT": str(etcd),
+        "ETCD_PEER_PORT": str(etcd_peer),
+        "KCM_PORT": str(controller_manager),
+    }
+
+
 @contextmanager
 def running_cluster(name: str = "kube-apiserver") -> Iterator[KubeCluster]:
     """etcd 3.6 + kube-apiserver 1.34 + kube-controller-manager on free ports, RBAC on; stopped on exit."""
     state = Path(tempfile.mkdtemp(prefix="mlops-test-k8s-"))
-    port, etcd_port = _free_port(), _free_port()
-    env = {"DIR": str(state), "PORT": str(port), "ETCD_PORT": str(etcd_port)}
+    env = {"DIR": str(state), **_k8s_ports()}
     try:
         kubeconfig = _start(name, "start_k8s.sh", env, timeout_s=120, setup="bash infra/testing/build_k8s.sh")
         yield KubeCluster(Path(kubeconfig), state)

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests.services.kubernetes import KubeCluster, running_cluster
-from tests.services.plugin import _free_port, _start, _stop
+from tests.services.plugin import _free_ports, _start, _stop
 
 MARKER = "pods"
 FIXTURES = {"k8s_node", "platform_image", "node_apiserver", "k8s_controllers"}
@@ -132,12 +132,8 @@ def k8s_node(node_apiserver: KubeCluster, platform_image: PlatformImage) -> Iter
     }
     try:
         for attempt in (1, 2):  # free ports are picked here and bound later: one retry covers a lost race
-            env.update(
-                KPORT=str(_free_port()),
-                SCHED_PORT=str(_free_port()),
-                HEALTHZ_PORT=str(_free_port()),
-                PROXY_PORT=str(_free_port()),
-            )
+            names = ("KPORT", "SCHED_PORT", "HEALTHZ_PORT", "PROXY_PORT", "PROXY_METRICS_PORT")
+            env.update(zip(names, map(str, _free_ports(len(names))), strict=True))
             try:
                 name = _start("node", "start_node.sh", env, timeout_s=300, setup=SETUP)
                 break
@@ -172,8 +168,12 @@ def k8s_controllers(k8s_node: K8sNode) -> Iterator[Controllers]:
     env = {"KUBECONFIG": str(k8s_node.cluster.kubeconfig), "N": str(state), "PYTHON": sys.executable}
     try:
         for attempt in (1, 2):  # free ports are picked here and bound later: one retry covers a lost race
-            for key in ("JOBSET", "TRAINER", "KUEUE", "KSERVE"):
-                env.update({f"{key}_PORT": str(_free_port()), f"{key}_HEALTH_PORT": str(_free_port())})
+            names = [
+                f"{key}_{kind}"
+                for key in ("JOBSET", "TRAINER", "KUEUE", "KSERVE")
+                for kind in ("PORT", "HEALTH_PORT")
+            ]
+            env.update(zip(names, map(str, _free_ports(len(names))), strict=True))
             try:
                 _start("controllers", "start_controllers.sh", env, timeout_s=240, setup=SETUP)
                 break

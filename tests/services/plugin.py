@@ -88,6 +88,18 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _free_ports(count: int) -> list[int]:
+    """Distinct free ports: each socket stays bound until all are chosen, so no two answers are the same port."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 LEDGER_ENV = "MLOPS_TEST_SERVICE_LEDGER"
 """A file ``./test.sh`` names: every service started is recorded there (its stop script and environment) before
 it starts, so an interrupted run (Ctrl-C, a killed worker that never ran its teardown) can stop them all."""

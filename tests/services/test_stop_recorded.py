@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.services.plugin import LEDGER_ENV, SCRIPTS, _free_port, _start
+from tests.services.kubernetes import _k8s_ports
+from tests.services.plugin import LEDGER_ENV, SCRIPTS, _start
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,7 +53,7 @@ def test_a_recorded_service_left_running_is_stopped_from_the_ledger(
 def _stop_from_the_ledger(state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv(LEDGER_ENV, str(ledger))
-    env = {"DIR": str(state), "PORT": str(_free_port()), "ETCD_PORT": str(_free_port()), "KCM": "0"}
+    env = {"DIR": str(state), **_k8s_ports(), "KCM": "0"}
     _start("kube-apiserver", "start_k8s.sh", env, timeout_s=120, setup="bash infra/testing/build_k8s.sh")
     entries = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert entries == [{"stop": str(SCRIPTS / "stop_k8s.sh"), "env": env}]
