@@ -72,7 +72,9 @@ def write_input(directory: Path, rows: int, file_rows: int) -> list[Path]:
 def run_score(
     workspace: str, data: str, out: str, chunk_rows: int, request_log: bool, intra_op_threads: int
 ) -> dict[str, Any]:
-    from components.batch_score.batch_scorer import finish_job, plan_job, score_shard
+    from components.batch_score.batch_finish import finish_job
+    from components.batch_score.batch_plan import plan_job
+    from components.batch_score.batch_shard import score_shard
     from components.batch_score.config import ScoreSettings
     from mlops.tracking.store import TrackingStore
     from mlops.workspace import Workspace

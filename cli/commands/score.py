@@ -81,7 +81,9 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from dataclasses import asdict
 
     from cli.summaries.batch_scoring import summary_lines
-    from components.batch_score.batch_scorer import finish_job, plan_job, score_shard
+    from components.batch_score.batch_finish import finish_job
+    from components.batch_score.batch_plan import plan_job
+    from components.batch_score.batch_shard import score_shard
     from mlops.tracking.context import resolve_tracking
 
     if args.model is None:

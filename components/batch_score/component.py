@@ -1,4 +1,5 @@
-"""KFP wrappers for :mod:`components.batch_score.batch_scorer`: plan, one scorer per shard, finish."""
+"""KFP wrappers for the batch scoring job: plan (:mod:`~components.batch_score.batch_plan`), one scorer per
+shard (:mod:`~components.batch_score.batch_shard`), finish (:mod:`~components.batch_score.batch_finish`)."""
 
 from typing import List  # noqa: UP035 - KFP's signature parser needs typing.List
 
@@ -27,7 +28,7 @@ def plan_batch_scoring(
     import tempfile
     from pathlib import Path
 
-    from components.batch_score.batch_scorer import plan_job
+    from components.batch_score.batch_plan import plan_job
     from components.batch_score.config import ScoreSettings
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
@@ -51,7 +52,8 @@ def score_batch_shard(plan: Input[Artifact], shard: int, tracking: dict, pipelin
     import tempfile
     from pathlib import Path
 
-    from components.batch_score.batch_scorer import BatchPlan, score_shard
+    from components.batch_score.batch_job import BatchPlan
+    from components.batch_score.batch_shard import score_shard
     from mlops.progress import Progress, emit
     from mlops.tracking.store import TrackingStore
 
@@ -84,7 +86,8 @@ def finish_batch_scoring(
     from dataclasses import asdict
     from pathlib import Path
 
-    from components.batch_score.batch_scorer import BatchPlan, ShardResult, finish_job
+    from components.batch_score.batch_finish import finish_job
+    from components.batch_score.batch_job import BatchPlan, ShardResult
     from mlops.tracking.store import TrackingStore
 
     store = TrackingStore.for_task(tracking, pipeline_run_id)

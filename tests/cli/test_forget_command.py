@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli.main import main
-from components.batch_score.batch_scorer import AUDIT_ACTION as BATCH_SCORED
+from components.batch_score.batch_finish import AUDIT_ACTION as BATCH_SCORED
 from components.batch_score.chunk_writer import ChunkRecord, read_record, write_record
 from components.drift_monitor.feedback import store_labels
 from mlops.data.features import FeatureSpec

@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.batch_score.batch_scorer import JobSummary, finish_job, plan_job, score_shard
+from components.batch_score.batch_finish import JobSummary, finish_job
+from components.batch_score.batch_plan import plan_job
+from components.batch_score.batch_shard import score_shard
 from components.batch_score.config import ScoreSettings
 from mlops import storage
 from tests.services.plugin import S3Service

@@ -11,14 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.batch_score.batch_scorer import (
-    AUDIT_ACTION,
-    JobSummary,
-    ModelRefused,
-    finish_job,
-    plan_job,
-    score_shard,
-)
+from components.batch_score.batch_finish import AUDIT_ACTION, JobSummary, finish_job
+from components.batch_score.batch_job import ModelRefused
+from components.batch_score.batch_plan import plan_job
+from components.batch_score.batch_shard import score_shard
 from components.batch_score.chunk_reader import BatchInputError
 from components.batch_score.chunk_writer import JOB_FILE
 from components.batch_score.config import ScoreSettings
@@ -419,7 +415,7 @@ def test_under_refuse_a_chunk_written_with_skipped_rows_is_scored_again_and_refu
 def test_a_failed_write_on_the_writer_thread_fails_the_job(
     model: Monitored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from components.batch_score import batch_scorer
+    from components.batch_score import batch_shard
     from mlops import storage
 
     traffic(50, seed=15).to_parquet(tmp_path / "in.parquet")
@@ -430,7 +426,7 @@ def test_a_failed_write_on_the_writer_thread_fails_the_job(
             raise storage.StorageError(f"cannot write {uri}: No space left on device")
         return real(uri, body)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(batch_scorer.storage, "write", full_disk)
+    monkeypatch.setattr(batch_shard.storage, "write", full_disk)
     before = len(audit.read_events(model.workspace.root))
     with pytest.raises(storage.StorageError, match="No space left"):
         run(
