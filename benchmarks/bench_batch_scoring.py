@@ -17,7 +17,7 @@ Timed, in a fresh child process each (so the peak RSS, ``VmHWM``, is that path's
 - ``mlops serve``: the same rows as 1,000-row KServe V2 binary-tensor requests (FP32, encoded
   client-side, as ``tritonclient`` sends), ``--clients`` concurrent clients (RSS: the server's).
 
-Goals (issue 24): score ≥ 0.7× the ceiling end to end; score's peak RSS flat in the number of
+Goals: score ≥ 0.7× the ceiling end to end; score's peak RSS flat in the number of
 rows. ``score`` rows/s is reported end to end and for the scoring loop alone (``loop``: the
 fixed cost of importing the registry client and verifying the model left out). Run it on a
 quiet machine; it prints the load average before and after, and ``--write-results`` appends

@@ -1,6 +1,6 @@
-"""Which Python gRPC server stack answers fastest: the floor under ``mlops serve --grpc-port`` (issue 23).
+"""Which Python gRPC server stack answers fastest: the floor under ``mlops serve --grpc-port``.
 
-Issue 23 asks for gRPC throughput ≥ REST's, "sync or async server, a different gRPC stack, whatever
+The goal is gRPC throughput ≥ REST's, "sync or async server, a different gRPC stack, whatever
 measures fastest". This measures, in one run on one machine, constant-reply servers (no model, no
 checks: the cost of the stack alone) at concurrency 32 with one-row ModelInfer requests:
 

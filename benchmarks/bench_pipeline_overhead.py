@@ -145,7 +145,7 @@ def run_pipeline(
         }
     )
     start = time.perf_counter()
-    if os.environ.get(SERVE_ENV, "1") == "0":  # every task opens the SQLite store itself (before issue 25)
+    if os.environ.get(SERVE_ENV, "1") == "0":  # the store not served: every task opens the SQLite file itself
         run = run_locally(training_pipeline, arguments, workspace, warm=warm)
         return time.perf_counter() - start, step_seconds(run)
     # As `mlops run` does: one tracking server on the workspace's store for the run (its start counted).

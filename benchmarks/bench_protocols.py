@@ -11,7 +11,7 @@ server is checked to answer correctly before it is loaded.
 
 Results: markdown tables (with the command and the load average before and after) on stdout and in
 ``benchmarks/.out/protocols.md``, every figure in ``benchmarks/.out/protocols.json``. The last table
-sets the request log at 100 % against ``--no-request-log`` (issue 23's goal: ≥ 0.8× at 64 rows of JSON);
+sets the request log at 100 % against ``--no-request-log`` (the goal: ≥ 0.8× at 64 rows of JSON);
 server CPU counts the request log's writer process too.
 """
 

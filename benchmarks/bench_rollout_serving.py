@@ -10,7 +10,7 @@ over the rounds, and the ratios against "one model" in the same run.
 
     .venv/bin/python -m benchmarks.bench_rollout_serving [--duration 4] [--rounds 3]   # from the repo root
 
-Aims (issue 11): the split costs ≤ 10 % throughput; shadow costs ≤ 2× CPU per request.
+Aims: the split costs ≤ 10 % throughput; shadow costs ≤ 2× CPU per request.
 Results: a markdown table on stdout and ``benchmarks/.out/rollout.json``.
 """
 

@@ -1,4 +1,4 @@
-"""Serving peers side by side (issue 23): `mlops serve` against MLServer, KServe, BentoML, mlflow and the ceilings.
+"""Serving peers side by side: `mlops serve` against MLServer, KServe, BentoML, mlflow and the ceilings.
 
 One run, one machine, one server process (or one worker) per peer, the same ONNX model:
 
@@ -28,7 +28,7 @@ without it), gRPC load from ``grpc_load.py``.
         [--concurrency 1 32] [--transports rest-json grpc]          # from the repo root
 
 Writes ``benchmarks/.out/serving_peers.md`` (the command, load average before/after, the
-table, features and processes per peer, issue 23's goals at c = 32, single row, each
+table, features and processes per peer, the goals at c = 32, single row, each
 "met"/"NOT met" with its figures), ``serving_peers.json`` and ``serving_peers.png`` (req/s
 against concurrency per peer, single row). The total run time is estimated and printed
 before the first server starts; the default run takes about 13 minutes.
@@ -72,7 +72,7 @@ ROWS = (1, 64)
 CONCURRENCY = (1, 8, 32, 128)
 TOLERANCE = 1e-5
 GOAL_CONCURRENCY = 32
-# Issue 23's goals at c = 32, single row.
+# The goals at c = 32, single row.
 GOAL_VS_PYTHON_PEER = 3.0
 GOAL_VS_MLFLOW = 20.0
 GOAL_VS_CEILING = 0.9
@@ -470,7 +470,7 @@ def describe(point: Point) -> str:
 
 
 def goal_lines(points: list[Point], peers: list[Peer]) -> list[str]:
-    """Issue 23's goals at c = 32, single row: each met or NOT met, with the figures (or why not judged)."""
+    """The goals at c = 32, single row: each met or NOT met, with the figures (or why not judged)."""
     c = GOAL_CONCURRENCY
     ours = best(points, peers, "ours", 1, c)
     lines = ["| goal (c = 32, single row) | figures | ratio | verdict |", "|---|---|---|---|"]

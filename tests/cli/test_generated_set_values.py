@@ -1,4 +1,4 @@
-"""Generated ``--set`` assignments at the command line's settings door (issue 27): typed exactly, or refused clearly.
+"""Generated ``--set`` assignments at the command line's settings door: typed exactly, or refused clearly.
 
 The door is what ``mlops run/upload/score`` do with ``--set``: :func:`cli.parameters.parse_overrides`
 then :func:`cli.parameters.checked_arguments` (every stage's config validates its section). A

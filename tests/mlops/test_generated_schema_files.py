@@ -1,4 +1,4 @@
-"""Generated schema files at the schema-file door (issue 27): every one loads right or is refused clearly.
+"""Generated schema files at the schema-file door: every one loads right or is refused clearly.
 
 The door is :func:`mlops.data.schema_file.parse_schema_file`, which every reader of a user's
 schema file goes through (``load_schema_file``: validate-data, ``mlops card``, the model choice).

@@ -1,4 +1,4 @@
-"""The admission checks at their edges, in-process (issue 27, mutation testing): LimitRange max and min,
+"""The admission checks at their edges, in-process (mutation testing): LimitRange max and min,
 ResourceQuota entries and totals, the ClusterQueue's largest flavor with borrowing, and the figures each
 refusal names. The same rules read from a real API server are in test_kubernetes_admission.py."""
 

@@ -52,7 +52,7 @@ def test_budget_gate_at_and_over_the_edge() -> None:
 
 
 def test_a_gpu_budget_of_zero_refuses_any_gpu_job_it_is_never_unlimited() -> None:
-    # Issue 27's planted fault: a budget of 0 read as "no limit" let any GPU job through.
+    # A planted fault: a budget of 0 read as "no limit" let any GPU job through.
     smallest = settings(workers=1, gpus_per_worker=1, time_limit_hours=0.25, gpu_hours_budget=0)
     with pytest.raises(
         ClusterPolicyError, match=r"estimated 0.25 GPU-hours .* exceeds gpu_hours_budget=0 by 0.25 GPU-hours"

@@ -442,7 +442,7 @@ def test_a_failed_write_on_the_writer_thread_fails_the_job(
 
 
 def test_categoricals_read_as_dictionaries_encode_like_strings(model: Monitored) -> None:
-    """Parquet categoricals are read as dictionary arrays; unseen, null and missing tokens give 0 as before."""
+    """Parquet categoricals are read as dictionary arrays; unseen, null and missing tokens give 0, as in plain string columns."""
     import pyarrow as pa
 
     from components.batch_score.chunk_encoder import encode_chunk

@@ -1,5 +1,5 @@
 """A directional behavioural test naming an unknown column is refused at validate-data, before any training,
-whether it comes from the settings or from a schema file (issue 27's planted fault)."""
+whether it comes from the settings or from a schema file (a planted fault)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The interval analysis beyond its thresholds (issue 27, mutation testing): the quality verdict's place
+"""The interval analysis beyond its thresholds (mutation testing): the quality verdict's place
 in an interval, the figures an interval reports, each check's own wording when it has nothing to
 compare, the inclusive edges, and the Wilson bound against an independent implementation."""
 

@@ -1,4 +1,4 @@
-"""The rollout state machine at its edges, in-process (issue 27, mutation testing).
+"""The rollout state machine at its edges, in-process (mutation testing).
 
 The target is a stand-in whose metrics come from a real :class:`~serving.metrics.ServingMetrics`
 (the server's own counters, rendered as the server renders them), the registry records what it is
