@@ -140,10 +140,9 @@ def _store(tmp: Path) -> tuple[str, str]:
             "-c",
             f"""
 from mlops.tracking.store import TrackingStore
-client = TrackingStore.from_uri({uri!r}).client
-client.create_experiment("bench", artifact_location={root!r} + "/bench")
-client.create_registered_model("bench-model")
-client.create_model_version("bench-model", "file:///dev/null")
+store = TrackingStore.from_uri({uri!r}, experiment="bench", artifact_root={root!r})
+store.ensure_experiment()
+store.create_version("bench-model", "file:///dev/null", None, {{}})
 """,
         ],
         check=True,

@@ -24,12 +24,32 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from mlops.settings import EnvSettings
 
 if TYPE_CHECKING:
-    from mlflow import MlflowClient
+    from mlflow.entities.model_registry import ModelVersion
+
+
+class SigningClient(Protocol):
+    """What signing needs from a tracking store's MLflow client (:class:`mlflow.MlflowClient` answers it;
+    the store hands its own, :meth:`mlops.tracking.store.TrackingStore.sign_version`): declared here so
+    nothing outside :mod:`mlops.tracking` names MLflow's client."""
+
+    @property
+    def tracking_uri(self) -> str:
+        """The store the client reads and writes (its workspace holds the keys)."""
+
+    def log_artifact(self, run_id: str, local_path: str, artifact_path: str | None = None) -> None:
+        """Store ``local_path`` in run ``run_id`` at ``artifact_path``."""
+
+    def set_model_version_tag(self, name: str, version: str, key: str, value: str) -> None:
+        """Set tag ``key`` on version ``version`` of model ``name``."""
+
+    def get_model_version(self, name: str, version: str) -> ModelVersion:
+        """One registered version (its tags name the signature)."""
+
 
 KEYS_DIR = "keys"
 PRIVATE_KEY_FILE = "signing.key"
@@ -175,7 +195,7 @@ class Signed:
         return {SIGNATURE_URI_TAG: self.signature_uri, SIGNING_KEY_ID_TAG: self.key_id}
 
 
-def sign_run_files(client: MlflowClient, local_dir: Path) -> Signed:
+def sign_run_files(client: SigningClient, local_dir: Path) -> Signed:
     """Inside the registering MLflow run: sign ``local_dir`` (the model's stored artifacts, as downloaded)
     and log the bundle into the run. Nothing names a version yet: registration creates the version with
     :meth:`Signed.version_tags` in the same request, so no version ever exists unsigned."""
@@ -218,7 +238,7 @@ def record_signed(model_name: str, version: str, signed: Signed, pipeline_run_id
 
 
 def sign_registered_version(
-    client: MlflowClient, model_name: str, version: str, local_dir: Path, pipeline_run_id: str = ""
+    client: SigningClient, model_name: str, version: str, local_dir: Path, pipeline_run_id: str = ""
 ) -> Signed:
     """Sign a version that already exists (:func:`sign_run_files`), tag it and record ``model.signed``.
 
@@ -250,7 +270,7 @@ def public_key_for(tags: Mapping[str, str], what: str, tracking_uri: str) -> Pat
     return settings.public_key(workspace_of(tracking_uri))
 
 
-def verify_registered(client: MlflowClient, model_name: str, version: str, local_dir: Path) -> None:
+def verify_registered(client: SigningClient, model_name: str, version: str, local_dir: Path) -> None:
     """Verify a downloaded registered version (``local_dir``) against its signature bundle, read through
     ``client`` (a store's: :meth:`mlops.tracking.store.TrackingStore.verify_version`)."""
     import mlflow

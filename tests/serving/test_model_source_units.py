@@ -1,5 +1,5 @@
 """The server's model source, in-process: resolving an alias, fetching and verifying a version, the cache,
-and every refusal whole, with a stand-in registry client and artifact store.
+and every refusal whole, with a stand-in tracking store (its registry state and artifact store).
 
 The keys, the signature bundles and the digests are real (``model_signing``, SHA-256); only MLflow is
 stood in for, so a test runs in well under a second (the slow tests in ``test_signing.py`` and
@@ -31,8 +31,9 @@ def _no_signing_environment(monkeypatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-class Client:
-    """A stand-in ``MlflowClient`` for one model ``m``."""
+class RegistryState:
+    """What the stand-in store's registry holds for one model ``m`` (its aliases, version and tags), and the
+    errors its reads raise; the store answers its methods from it, as TrackingStore answers from MLflow."""
 
     def __init__(self) -> None:
         self.tags: dict[str, str] = {}
@@ -60,25 +61,25 @@ class Client:
 
 
 class Store:
-    """A stand-in ``TrackingStore``: its registry reads answer from ``client``; ``download`` copies what
+    """A stand-in ``TrackingStore``: its registry reads answer from ``state``; ``download`` copies what
     ``sources`` holds for a URI into ``dst_path``."""
 
     def __init__(self, tracking_uri: str) -> None:
         self.tracking_uri = tracking_uri
-        self.client = Client()
+        self.state = RegistryState()
         self.sources: dict[str, Path] = {}
         self.downloads: list[tuple[str, Path]] = []
         self.error: Exception | None = None
         self.failing = ""
 
     def version_by_alias(self, name: str, alias: str) -> Any:
-        return self.client.get_model_version_by_alias(name, alias)
+        return self.state.get_model_version_by_alias(name, alias)
 
     def version_tags(self, name: str, version: str) -> dict[str, str]:
-        return dict(self.client.get_model_version(name, version).tags)
+        return dict(self.state.get_model_version(name, version).tags)
 
     def version_download_uri(self, name: str, version: str) -> str:
-        return self.client.get_model_version_download_uri(name, version)
+        return self.state.get_model_version_download_uri(name, version)
 
     def download(self, artifact_uri: str, dst_path: Path) -> Path:
         self.downloads.append((artifact_uri, Path(dst_path)))
@@ -112,11 +113,11 @@ class Setup:
         self.registry.store = self.store  # type: ignore[assignment]
         self.store.sources = {MODEL_URI: self.model, SIG_URI: self.bundle}
         self.digest = file_sha256(self.model / "model.onnx")
-        self.client.tags = {"mlops.onnx_sha256": self.digest, "mlops.signature_uri": SIG_URI, "other": "x"}
+        self.state.tags = {"mlops.onnx_sha256": self.digest, "mlops.signature_uri": SIG_URI, "other": "x"}
 
     @property
-    def client(self) -> Client:
-        return self.store.client
+    def state(self) -> RegistryState:
+        return self.store.state
 
     def downloaded(self) -> list[str]:
         return [uri for uri, _ in self.store.downloads]
@@ -132,7 +133,7 @@ def setup(tmp_path) -> Setup:
 
 def test_the_alias_resolves_to_its_version_as_a_string(setup) -> None:
     assert setup.registry.version_for("challenger") == "3"
-    assert setup.client.aliases == ["challenger"]
+    assert setup.state.aliases == ["challenger"]
     assert setup.registry.store is setup.store
 
 
@@ -156,7 +157,7 @@ def test_an_unreachable_registry_is_named_with_its_password_hidden(tmp_path, cau
     registry = ModelRegistry("http://ops:s3cret@mlflow.internal:5000", "m", tmp_path / "cache")
     store = Store(registry.tracking_uri)
     registry.store = store  # type: ignore[assignment]
-    store.client.alias_error = MlflowException(
+    store.state.alias_error = MlflowException(
         f"API request failed: {cause} (host mlflow.internal)\ntraceback …"
     )
     with pytest.raises(RegistryError) as caught:
@@ -165,11 +166,11 @@ def test_an_unreachable_registry_is_named_with_its_password_hidden(tmp_path, cau
         f"cannot reach the MLflow registry at http://ops:***@mlflow.internal:5000: API request failed: {cause} "
         "(host mlflow.internal); start the server or fix --tracking-uri / MLFLOW_TRACKING_URI"
     )
-    assert caught.value.__cause__ is store.client.alias_error
+    assert caught.value.__cause__ is store.state.alias_error
 
 
 def test_a_champion_that_points_nowhere_says_how_to_serve_the_latest_version(setup) -> None:
-    setup.client.alias_error = MlflowException("Registered model alias champion not found.\n  at …")
+    setup.state.alias_error = MlflowException("Registered model alias champion not found.\n  at …")
     with pytest.raises(RegistryError) as caught:
         setup.registry.version_for("champion")
     assert str(caught.value) == (
@@ -180,7 +181,7 @@ def test_a_champion_that_points_nowhere_says_how_to_serve_the_latest_version(set
 
 
 def test_another_alias_that_points_nowhere_says_how_to_point_it_or_serve_the_champion(setup) -> None:
-    setup.client.alias_error = MlflowException("x" * 450)
+    setup.state.alias_error = MlflowException("x" * 450)
     with pytest.raises(RegistryError) as caught:
         setup.registry.version_for("shadow")
     assert str(caught.value) == (
@@ -191,7 +192,7 @@ def test_another_alias_that_points_nowhere_says_how_to_point_it_or_serve_the_cha
 
 
 def test_a_blank_registry_message_is_kept_as_it_is(setup) -> None:
-    setup.client.alias_error = MlflowException("  \n ")
+    setup.state.alias_error = MlflowException("  \n ")
     with pytest.raises(
         RegistryError, match=r"^models:/m@challenger does not resolve in .*mlflow\.db:   \n \. "
     ):
@@ -204,7 +205,7 @@ def test_a_blank_registry_message_is_kept_as_it_is(setup) -> None:
 def test_a_signed_version_is_downloaded_verified_and_cached(setup) -> None:
     artifact = setup.registry.fetch("3")
     cached = setup.cache / "m" / "3"
-    assert artifact == ModelArtifact("m", "3", cached / "model.onnx", setup.digest, setup.client.tags)
+    assert artifact == ModelArtifact("m", "3", cached / "model.onnx", setup.digest, setup.state.tags)
     assert sorted(p.name for p in cached.iterdir()) == ["MLmodel", "model.onnx"]
     assert sorted(p.name for p in setup.cache.iterdir()) == ["m"]  # the staging directory is gone
     [(model_uri, model_dst), (sig_uri, sig_dst)] = setup.store.downloads
@@ -218,7 +219,7 @@ def test_a_verified_cached_copy_is_reused_after_checking_the_current_signature(s
     setup.store.downloads.clear()
     artifact = setup.registry.fetch("3")
     assert artifact == ModelArtifact(
-        "m", "3", setup.cache / "m" / "3" / "model.onnx", setup.digest, setup.client.tags
+        "m", "3", setup.cache / "m" / "3" / "model.onnx", setup.digest, setup.state.tags
     )
     [(uri, dst)] = setup.store.downloads  # only the signature, into a temporary directory in the cache
     assert uri == SIG_URI and dst.parent == setup.cache and dst.name.startswith(".m-3-sig-")
@@ -253,7 +254,7 @@ def test_a_cached_copy_whose_signature_no_longer_verifies_goes_through_the_full_
 
 
 def test_a_registry_without_the_version_is_refused(setup) -> None:
-    setup.client.version_error = MlflowException("RESOURCE_DOES_NOT_EXIST: version 3")
+    setup.state.version_error = MlflowException("RESOURCE_DOES_NOT_EXIST: version 3")
     with pytest.raises(RegistryError) as caught:
         setup.registry.fetch("3")
     assert str(caught.value) == (
@@ -265,7 +266,7 @@ def test_the_password_in_the_tracking_uri_is_hidden_when_a_version_is_missing(tm
     registry = ModelRegistry("http://ops:s3cret@mlflow.internal:5000", "m", tmp_path / "cache")
     store = Store(registry.tracking_uri)
     registry.store = store  # type: ignore[assignment]
-    store.client.version_error = MlflowException("RESOURCE_DOES_NOT_EXIST")
+    store.state.version_error = MlflowException("RESOURCE_DOES_NOT_EXIST")
     with pytest.raises(RegistryError) as caught:
         registry.fetch("3")
     assert "s3cret" not in str(caught.value)
@@ -274,7 +275,7 @@ def test_the_password_in_the_tracking_uri_is_hidden_when_a_version_is_missing(tm
 
 @pytest.mark.parametrize("tags", [{}, {"mlops.onnx_sha256": ""}])
 def test_a_version_without_a_digest_is_refused_before_anything_is_downloaded(setup, tags) -> None:
-    setup.client.tags = {**tags, "mlops.signature_uri": SIG_URI}
+    setup.state.tags = {**tags, "mlops.signature_uri": SIG_URI}
     with pytest.raises(RegistryError) as caught:
         setup.registry.fetch("3")
     assert str(caught.value) == (
@@ -285,7 +286,7 @@ def test_a_version_without_a_digest_is_refused_before_anything_is_downloaded(set
 
 
 def test_an_unsigned_version_is_refused_before_anything_is_downloaded(setup) -> None:
-    del setup.client.tags["mlops.signature_uri"]
+    del setup.state.tags["mlops.signature_uri"]
     with pytest.raises(SignatureError, match="refusing to load m version 3: it carries no signature"):
         setup.registry.fetch("3")
     assert setup.store.downloads == []
@@ -293,7 +294,7 @@ def test_an_unsigned_version_is_refused_before_anything_is_downloaded(setup) -> 
 
 def test_an_unsigned_version_is_served_on_its_digest_when_signatures_are_optional(setup, monkeypatch) -> None:
     monkeypatch.setenv("MLOPS_SIGNING_REQUIRED", "false")
-    del setup.client.tags["mlops.signature_uri"]
+    del setup.state.tags["mlops.signature_uri"]
     assert setup.registry.fetch("3").sha256 == setup.digest
     assert setup.registry.fetch("3").path.is_file()
     assert setup.downloaded() == [MODEL_URI]  # the second fetch used the cache without a download
