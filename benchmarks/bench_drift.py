@@ -6,7 +6,7 @@ Parquet files by the server's own writer, in files of 100k rows.
 
 Timed, in a fresh child process each (so peak RSS is the check's own):
 - ours: read every file of the window, bin it into the profile, score every feature,
-  prediction drift and the CBPE estimate (``components.drift_monitor``): all rows, no sampling;
+  prediction drift and the CBPE estimate (``mlops.monitoring``): all rows, no sampling;
 - Evidently 0.7 ``Report([DataDriftPreset()])`` on raw reference rows vs the first ``n`` window
   rows, for each ``n`` in ``--evidently-rows`` (stopping after the first that passes ``--evidently-budget-s``).
 
@@ -92,11 +92,11 @@ def check_ours(directory: str) -> dict[str, Any]:
     import pyarrow.parquet  # noqa: F401
     import scipy.spatial  # noqa: F401
 
-    from components.drift_monitor.config import DriftSettings
-    from components.drift_monitor.drift_monitor import judge
-    from components.drift_monitor.logs import summarise
-    from components.drift_monitor.request_window import Calibrator, empty_summary
     from mlops.model.reference_profile import ReferenceProfile
+    from mlops.monitoring.drift_settings import DriftSettings
+    from mlops.monitoring.judge import judge
+    from mlops.monitoring.logs import summarise
+    from mlops.monitoring.request_window import Calibrator, empty_summary
 
     started, cpu = time.perf_counter(), cpu_s()
     profile = ReferenceProfile.from_json((Path(directory) / "profile.json").read_text())
@@ -139,12 +139,12 @@ def check_month(directory: str, days: int, mode: str) -> dict[str, Any]:
     import pyarrow.parquet  # noqa: F401
     import scipy.spatial  # noqa: F401
 
-    from components.drift_monitor.config import DriftSettings
-    from components.drift_monitor.day_summaries import summarise_window
-    from components.drift_monitor.drift_monitor import judge
-    from components.drift_monitor.logs import summarise
-    from components.drift_monitor.request_window import Calibrator, empty_summary
     from mlops.model.reference_profile import ReferenceProfile
+    from mlops.monitoring.day_summaries import summarise_window
+    from mlops.monitoring.drift_settings import DriftSettings
+    from mlops.monitoring.judge import judge
+    from mlops.monitoring.logs import summarise
+    from mlops.monitoring.request_window import Calibrator, empty_summary
 
     started, cpu = time.perf_counter(), cpu_s()
     profile = ReferenceProfile.from_json((Path(directory) / "profile.json").read_text())

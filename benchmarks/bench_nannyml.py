@@ -10,7 +10,7 @@ same reference (its own isotonic calibration).
 Windows: ``--windows`` windows of ``--rows`` rows each, cycling through the generator's drift
 settings (``data.sample.drift`` 0, 0.5, 1, 2: undrifted and drifted) with a fresh seed each. Per
 window, the realised ROC AUC and accuracy on its labels, our estimate with its band
-(:mod:`components.drift_monitor.performance_bands`) and NannyML's estimate with its band (one chunk
+(:mod:`mlops.monitoring.performance_bands`) and NannyML's estimate with its band (one chunk
 holding the whole window). Reported: mean and 90th-percentile absolute error vs the realised AUC
 and accuracy, each band's coverage of the realised figure, and the time per window to estimate
 (ours: binning the scores into the window summary, the estimate and its bootstrap band; NannyML:
@@ -100,9 +100,9 @@ def model_and_reference(reference_rows: int) -> tuple[Any, Any, Any, np.ndarray,
 
 
 def ours(profile: Any, scores: np.ndarray, samples: int) -> tuple[dict[str, Any], float]:
-    from components.drift_monitor.drift_monitor import estimate_performance
-    from components.drift_monitor.performance_bands import estimated_bands
-    from components.drift_monitor.request_window import Calibrator, ScoreSummary
+    from mlops.monitoring.judge import estimate_performance
+    from mlops.monitoring.performance_bands import estimated_bands
+    from mlops.monitoring.request_window import Calibrator, ScoreSummary
 
     started = time.perf_counter()
     calibrate = Calibrator(profile.calibration)

@@ -49,7 +49,7 @@ def logged_model(root: str, tracking_uri: str) -> str:
 
 def feedback_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.commands.run import REQUEST_LOG_DIR
-    from components.drift_monitor.feedback import store_labels
+    from mlops.monitoring.feedback import store_labels
     from mlops.tracking.context import resolve_tracking
 
     root = args.request_log_uri or str(workspace.root / REQUEST_LOG_DIR)

@@ -89,9 +89,9 @@ def discover(
     """The workspace's stores of rows (each file in one store) and the batch manifests by the part they name."""
     from cli.commands.run import REQUEST_LOG_DIR
     from components.batch_score.batch_finish import AUDIT_ACTION as BATCH_SCORED
-    from components.drift_monitor.logs import LABELS_DIR
     from mlops.governance.erasure import RowStore
     from mlops.model.row_attribution import REFERENCE_FILE
+    from mlops.monitoring.logs import LABELS_DIR
 
     roots = [str(workspace.root / REQUEST_LOG_DIR), *log_roots]
     outputs: list[str] = []

@@ -32,7 +32,6 @@ def check_drift(
     from pathlib import Path
 
     from components.drift_monitor.config import DriftSettings, WindowSettings
-    from components.drift_monitor.log_retention import retain_after_check
     from components.drift_monitor.monitor import (
         check_window,
         log_check,
@@ -40,6 +39,7 @@ def check_drift(
         record_check,
         write_reports,
     )
+    from mlops.monitoring.log_retention import retain_after_check
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 

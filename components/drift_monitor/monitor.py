@@ -14,25 +14,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.day_summaries import sample_stored_days, summarise_window
-from components.drift_monitor.drift_monitor import (
+from mlops.model.reference_profile import ReferenceProfile
+from mlops.monitoring.day_summaries import sample_stored_days, summarise_window
+from mlops.monitoring.judge import (
     DriftResult,
     judge,
     prediction_text,
     reference_name,
     window_bounds,
 )
-from components.drift_monitor.request_window import Calibrator, WindowError, empty_summary
-from components.drift_monitor.sample import Reservoir
-from mlops.model.reference_profile import ReferenceProfile
+from mlops.monitoring.request_window import Calibrator, WindowError, empty_summary
+from mlops.monitoring.sample import Reservoir
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, VALIDATION_REPORT_FILE, VALIDATION_RUN_TAG
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from components.drift_monitor.bias_drift import GateReference
     from mlops.governance.alerts import AlertSettings
+    from mlops.monitoring.bias_drift import GateReference
 
 JSON_REPORT = "drift_report.json"
 HTML_REPORT = "drift_report.html"
@@ -126,8 +126,8 @@ def check_attribution(
 
     import numpy as np
 
-    from components.drift_monitor.bias_drift import attribution_drift, shuffle_importance
     from mlops.model.onnx_model import OnnxModelError, OnnxScorer, onnx_file
+    from mlops.monitoring.bias_drift import attribution_drift, shuffle_importance
 
     if gate is None or len(gate.importance) < 3:
         result.attribution = {
@@ -173,7 +173,7 @@ def gate_reference(store: TrackingStore, model_name: str, version: str) -> GateR
     """The model-validation gate's figures for ``version`` (its report.json), or None when it was not judged."""
     import json
 
-    from components.drift_monitor.bias_drift import reference_from_gate_report
+    from mlops.monitoring.bias_drift import reference_from_gate_report
 
     run_id = store.version_tags(model_name, version).get(VALIDATION_RUN_TAG)
     if not run_id:
@@ -250,7 +250,7 @@ def log_check(check: Check, store: TrackingStore, reports: dict[str, Path]) -> s
 
 def write_reports(check: Check, drift: DriftSettings, json_path: Path, html_path: Path) -> dict[str, Path]:
     """The JSON report (every score), and the HTML report when the window sample is not empty."""
-    from components.drift_monitor.drift_report import write_html, write_json
+    from mlops.monitoring.drift_report import write_html, write_json
 
     written = {JSON_REPORT: write_json(check.result, json_path)}
     if check.report_rows and check.sample.frame is not None and len(check.sample.frame):

@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from components.drift_monitor.request_window import (
+from mlops import storage
+from mlops.model.reference_profile import ReferenceProfile
+from mlops.monitoring.request_window import (
     SCORE_BINS,
     Calibrator,
     NumericCounts,
@@ -44,8 +46,6 @@ from components.drift_monitor.request_window import (
     check_schema,
     empty_summary,
 )
-from mlops import storage
-from mlops.model.reference_profile import ReferenceProfile
 
 SUMMARIES_DIR = "_summaries"
 SUMMARY_FORMAT = 1
@@ -211,7 +211,7 @@ def load_day(
 
 def files_for_day(log_files: list[str], day: datetime) -> list[str]:
     """Log files that may hold rows of ``day``: written from its start to ``SETTLE`` after its end."""
-    from components.drift_monitor.logs import file_stamp
+    from mlops.monitoring.logs import file_stamp
 
     out = []
     for uri in log_files:
@@ -246,7 +246,7 @@ def summarise_window(
     Days read from raw rows are stored for the next check. ``summary.summarised_rows`` and
     ``summary.summarised_days`` say what came from stored summaries.
     """
-    from components.drift_monitor.logs import (
+    from mlops.monitoring.logs import (
         ID_COLUMNS,
         file_stamp,
         in_range,
@@ -339,7 +339,7 @@ def sample_stored_days(
     The summaries hold counts, not rows; the report's picture needs rows, so the newest log files of
     the stored days are read until ``rows`` of them have been offered. Returns the rows offered.
     """
-    from components.drift_monitor.logs import file_stamp, in_range, log_files, of_version, read_range
+    from mlops.monitoring.logs import file_stamp, in_range, log_files, of_version, read_range
 
     days = [datetime.fromisoformat(d).replace(tzinfo=UTC) for d in summary.summarised_days]
     if not days or rows <= 0:

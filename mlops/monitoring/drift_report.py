@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.drift_monitor.config import DriftSettings
-from components.drift_monitor.drift_monitor import DriftResult
-from components.drift_monitor.sample import reference_rows
 from mlops.model.reference_profile import ReferenceProfile
+from mlops.monitoring.drift_settings import DriftSettings
+from mlops.monitoring.judge import DriftResult
+from mlops.monitoring.sample import reference_rows
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from components.drift_monitor.logs import ID_COLUMNS, LABELS_DIR, log_files
 from mlops import storage
 from mlops.data.dataset import load_table
+from mlops.monitoring.logs import ID_COLUMNS, LABELS_DIR, log_files
 
 if TYPE_CHECKING:
     import pandas as pd

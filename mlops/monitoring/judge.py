@@ -17,24 +17,24 @@ from typing import Any
 
 import numpy as np
 
-from components.drift_monitor import stats
-from components.drift_monitor.bias_drift import GateReference, bias_figures
-from components.drift_monitor.config import TESTS, DriftSettings, WindowSettings
-from components.drift_monitor.performance_bands import (
+from mlops.model.reference_profile import ReferenceProfile
+from mlops.monitoring import stats
+from mlops.monitoring.bias_drift import GateReference, bias_figures
+from mlops.monitoring.drift_settings import TESTS, DriftSettings, WindowSettings
+from mlops.monitoring.performance_bands import (
     Band,
     estimated_bands,
     left_below,
     realised_bands,
     reference_bands,
 )
-from components.drift_monitor.request_window import (
+from mlops.monitoring.request_window import (
     CategoricalCounts,
     NumericCounts,
     ScoreSummary,
     WindowError,
     WindowSummary,
 )
-from mlops.model.reference_profile import ReferenceProfile
 
 RETRAIN = "retrain"
 NO_ACTION = "none"

@@ -6,9 +6,9 @@ The cutoff is a UTC midnight: the start of the day ``retention_days`` days befor
 microsecond earlier is not. 0 keeps every row (the default).
 
 Before any row goes, every settled day before the cutoff gets its summary for the checked version
-(:func:`components.drift_monitor.day_summaries.summarise_window` stores the days it lacks); only then are
+(:func:`mlops.monitoring.day_summaries.summarise_window` stores the days it lacks); only then are
 files written before the cutoff deleted (with every stored version on S3) and files written a little after
-it (a file holds rows of up to :data:`~components.drift_monitor.day_summaries.SETTLE` before its name's
+it (a file holds rows of up to :data:`~mlops.monitoring.day_summaries.SETTLE` before its name's
 time) rewritten without their older rows, atomically. Summaries that counted a deleted file name it under
 ``expired`` instead of ``files``, so the check that a day's files are all still there keeps holding and the
 stored day keeps answering. Beyond the cutoff a window is answered in whole UTC days: a window starting
@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from components.drift_monitor.day_summaries import DAY, SETTLE, SUMMARIES_DIR, summarise_window, summary_uri
-from components.drift_monitor.logs import file_stamp, log_files
-from components.drift_monitor.request_window import Calibrator, empty_summary
 from mlops import storage
 from mlops.governance.erasure import StoreOutcome, read_rows, remove_rows
 from mlops.model.reference_profile import ReferenceProfile
+from mlops.monitoring.day_summaries import DAY, SETTLE, SUMMARIES_DIR, summarise_window, summary_uri
+from mlops.monitoring.logs import file_stamp, log_files
+from mlops.monitoring.request_window import Calibrator, empty_summary
 
 RETENTION_ACTION = "request_log.retention"
 """Audit action of one retention pass: the cutoff, the counts, what a lock kept."""

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from components.drift_monitor.request_window import (
+from mlops import storage
+from mlops.model.reference_profile import ReferenceProfile
+from mlops.monitoring.request_window import (
     LOG_COLUMNS,
     WindowError,
     WindowSummary,
     add_table,
     check_schema,
 )
-from mlops import storage
-from mlops.model.reference_profile import ReferenceProfile
 
 if TYPE_CHECKING:
     import pandas as pd

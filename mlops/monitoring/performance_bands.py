@@ -48,8 +48,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-from components.drift_monitor.request_window import SCORE_BINS, ScoreSummary
 from mlops.model.reference_profile import Calibration, NumericProfile
+from mlops.monitoring.request_window import SCORE_BINS, ScoreSummary
 
 METRICS = ("roc_auc", "accuracy")
 _CHUNK = 32

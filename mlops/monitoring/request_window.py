@@ -162,7 +162,7 @@ class WindowSummary:
     labelled: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     """(scores, labels) of rows whose label arrived through ``mlops feedback``."""
     summarised_rows: int = 0
-    """Rows of the window that came from stored daily summaries (:mod:`components.drift_monitor.day_summaries`)."""
+    """Rows of the window that came from stored daily summaries (:mod:`mlops.monitoring.day_summaries`)."""
     summarised_days: list[str] = field(default_factory=list)
     """The days (YYYY-MM-DD) served from stored summaries."""
     grouped: list[pd.DataFrame] = field(default_factory=list)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from components.drift_monitor.request_window import NumericCounts
 from mlops.model.reference_profile import NumericProfile
+from mlops.monitoring.request_window import NumericCounts
 
 
 def _bin_integrals(edges: np.ndarray, counts: np.ndarray, sums: np.ndarray, rows: int) -> np.ndarray:

@@ -22,11 +22,11 @@ import pytest
 from cli.main import main
 from components.batch_score.batch_finish import AUDIT_ACTION as BATCH_SCORED
 from components.batch_score.chunk_writer import ChunkRecord, read_record, write_record
-from components.drift_monitor.feedback import store_labels
 from mlops.data.features import FeatureSpec
 from mlops.data.schema_file import SchemaFile
 from mlops.governance import audit
 from mlops.governance.erasure import ERASED_ACTION, SALT_FILE, is_parquet_bytes, subject_hash
+from mlops.monitoring.feedback import store_labels
 from serving.request_log import Block, RequestLogger
 
 WHO = "C-7f3a9e"

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.feedback import FeedbackError, store_labels
 from components.drift_monitor.monitor import check_window, log_check, record_check, write_reports
-from components.drift_monitor.request_window import WindowError
 from mlops.governance import audit
 from mlops.model.reference_profile import ProfileError
+from mlops.monitoring.feedback import FeedbackError, store_labels
+from mlops.monitoring.request_window import WindowError
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import PROFILE_TAG
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic, write_log

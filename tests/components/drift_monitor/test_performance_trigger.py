@@ -25,11 +25,11 @@ import pandas as pd
 import pytest
 
 from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.drift_monitor import DriftResult
-from components.drift_monitor.feedback import store_labels
 from components.drift_monitor.monitor import check_window, notify_check
-from components.drift_monitor.request_window import WindowError
 from mlops.governance.alerts import AlertSettings
+from mlops.monitoring.feedback import store_labels
+from mlops.monitoring.judge import DriftResult
+from mlops.monitoring.request_window import WindowError
 from tests.support.monitoring import MODEL, Monitored, monitored_model, scores_of, traffic, write_log
 from tests.support.webhook_receiver import webhook_receiver
 

@@ -11,13 +11,13 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from components.drift_monitor.feedback import store_labels
 from delivery.rollout.config import RolloutConfig
 from delivery.rollout.quality_feed import RequestLogQuality, for_rollout
 from delivery.rollout.sequential import CanaryQuality
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.reference_profile import Calibration, ProfileError
+from mlops.monitoring.feedback import store_labels
 from serving.request_log import Block, RequestLogger
 
 MODEL = "quality-feed"

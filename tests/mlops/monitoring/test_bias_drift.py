@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from components.drift_monitor.bias_drift import (
+from mlops.monitoring.bias_drift import (
     attribution_drift,
     equalised_odds_gap,
     reference_from_gate_report,

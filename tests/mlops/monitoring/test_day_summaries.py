@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.day_summaries import (
+from components.drift_monitor.monitor import check_window
+from mlops.monitoring.day_summaries import (
     DAY,
     SETTLE,
     plan_window,
     summary_uri,
 )
-from components.drift_monitor.drift_monitor import DriftResult, judge
-from components.drift_monitor.feedback import store_labels
-from components.drift_monitor.logs import summarise
-from components.drift_monitor.monitor import check_window
-from components.drift_monitor.request_window import Calibrator, empty_summary
+from mlops.monitoring.drift_settings import DriftSettings, WindowSettings
+from mlops.monitoring.feedback import store_labels
+from mlops.monitoring.judge import DriftResult, judge
+from mlops.monitoring.logs import summarise
+from mlops.monitoring.request_window import Calibrator, empty_summary
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic, write_log
 
 T0 = datetime(2026, 10, 1, tzinfo=UTC)

@@ -9,9 +9,15 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from components.drift_monitor import stats
-from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.drift_monitor import (
+from mlops.model.reference_profile import (
+    CategoricalProfile,
+    NumericProfile,
+    ReferenceProfile,
+    numeric_profile,
+)
+from mlops.monitoring import stats
+from mlops.monitoring.drift_settings import DriftSettings, WindowSettings
+from mlops.monitoring.judge import (
     DriftResult,
     FeatureDrift,
     _drift_reasons,
@@ -30,19 +36,13 @@ from components.drift_monitor.drift_monitor import (
     small_sample,
     window_bounds,
 )
-from components.drift_monitor.request_window import (
+from mlops.monitoring.request_window import (
     CategoricalCounts,
     NumericCounts,
     ScoreSummary,
     WindowError,
     WindowSummary,
     empty_summary,
-)
-from mlops.model.reference_profile import (
-    CategoricalProfile,
-    NumericProfile,
-    ReferenceProfile,
-    numeric_profile,
 )
 
 NOW = datetime(2026, 11, 23, 15, 0, tzinfo=UTC)
@@ -640,7 +640,7 @@ LARGE = DriftSettings(small_sample_rows=100)
 
 
 def test_a_calm_window_asks_for_nothing_and_says_why() -> None:
-    from components.drift_monitor.drift_monitor import judge
+    from mlops.monitoring.judge import judge
 
     profile, summary = window_of(0.0)
     judged = judge("m", profile, summary, LARGE)
@@ -663,7 +663,7 @@ def test_a_calm_window_asks_for_nothing_and_says_why() -> None:
     assert (judged.rows_from_summaries, judged.summary_days) == (100, ["2026-11-22"])
     assert judged.reference_metrics == profile.metrics
     assert set(judged.reference_bands) == {"accuracy", "roc_auc"} and judged.findings == []
-    from components.drift_monitor.performance_bands import estimated_bands
+    from mlops.monitoring.performance_bands import estimated_bands
 
     bands = estimated_bands(
         summary.estimate,
@@ -683,7 +683,7 @@ def test_a_calm_window_asks_for_nothing_and_says_why() -> None:
     ("trigger", "decision"), [("both", "retrain"), ("drift", "retrain"), ("performance", "none")]
 )
 def test_a_drifted_window_retrains_unless_only_performance_may_trigger(trigger, decision) -> None:
-    from components.drift_monitor.drift_monitor import judge
+    from mlops.monitoring.judge import judge
 
     profile, summary = window_of(2.0)
     judged = judge("m", profile, summary, LARGE.model_copy(update={"trigger": trigger}))
@@ -707,11 +707,11 @@ def test_a_drifted_window_retrains_unless_only_performance_may_trigger(trigger, 
     [("both", ["drop", "dataset drift"]), ("drift", ["dataset drift"]), ("performance", ["drop"])],
 )
 def test_a_performance_drop_leads_the_reasons_when_it_may_trigger(monkeypatch, trigger, reasons) -> None:
-    from components.drift_monitor import drift_monitor
+    from mlops.monitoring import judge as judging
 
-    monkeypatch.setattr(drift_monitor, "_performance_reasons", lambda result, settings: ["drop"])
+    monkeypatch.setattr(judging, "_performance_reasons", lambda result, settings: ["drop"])
     profile, summary = window_of(2.0)
-    judged = drift_monitor.judge("m", profile, summary, LARGE.model_copy(update={"trigger": trigger}))
+    judged = judging.judge("m", profile, summary, LARGE.model_copy(update={"trigger": trigger}))
     assert [r.split(":")[0] for r in judged.reasons] == reasons
     assert judged.performance_drop and judged.decision == "retrain"
 
@@ -719,7 +719,7 @@ def test_a_performance_drop_leads_the_reasons_when_it_may_trigger(monkeypatch, t
 def test_groups_named_without_a_gate_report_are_a_finding_not_a_reason() -> None:
     import pandas as pd
 
-    from components.drift_monitor.drift_monitor import judge
+    from mlops.monitoring.judge import judge
 
     profile, summary = window_of(0.0)
     summary.grouped = [pd.DataFrame({"prediction": [0.5], "label": [1], "sex": ["f"]})]
@@ -732,7 +732,7 @@ def test_groups_named_without_a_gate_report_are_a_finding_not_a_reason() -> None
 
 
 def test_the_prediction_line_names_the_method_that_decided() -> None:
-    from components.drift_monitor.drift_monitor import prediction_text
+    from mlops.monitoring.judge import prediction_text
 
     ks = {"method": "ks", "p_value": 0.0312, "threshold": 0.05, "reference_rows": 78, "window_rows": 300}
     assert prediction_text(ks, 0.2) == "KS p-value 0.0312 (< 0.05; 78 reference, 300 window scores)"
@@ -763,8 +763,8 @@ def grouped_feedback() -> list:
 
 
 def test_bias_is_judged_against_the_gate_with_the_settings_and_never_retrains() -> None:
-    from components.drift_monitor.bias_drift import GateReference, bias_figures
-    from components.drift_monitor.drift_monitor import judge
+    from mlops.monitoring.bias_drift import GateReference, bias_figures
+    from mlops.monitoring.judge import judge
 
     gate = GateReference({"sex": {"f": 0.5, "m": 0.5}}, {"sex": 0.0}, {"income": 0.1})
     profile, summary = window_of(0.0)
@@ -790,8 +790,8 @@ def test_bias_is_judged_against_the_gate_with_the_settings_and_never_retrains() 
 
 
 def test_bias_without_a_gate_report_is_a_finding_that_says_why_and_no_feedback_is_no_finding() -> None:
-    from components.drift_monitor.bias_drift import GateReference
-    from components.drift_monitor.drift_monitor import judge
+    from mlops.monitoring.bias_drift import GateReference
+    from mlops.monitoring.judge import judge
 
     profile, summary = window_of(0.0)
     assert judge("m", profile, summary, LARGE).findings == []  # no grouped feedback: nothing to say

@@ -17,19 +17,19 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from components.drift_monitor.config import DriftSettings, WindowSettings
-from components.drift_monitor.day_summaries import SUMMARIES_DIR, summary_uri
-from components.drift_monitor.drift_monitor import DriftResult, judge
-from components.drift_monitor.log_retention import (
+from components.drift_monitor.monitor import check_window
+from mlops.governance import audit
+from mlops.monitoring.day_summaries import SUMMARIES_DIR, summary_uri
+from mlops.monitoring.drift_settings import DriftSettings, WindowSettings
+from mlops.monitoring.judge import DriftResult, judge
+from mlops.monitoring.log_retention import (
     RETENTION_ACTION,
     apply_retention,
     cutoff_of,
     record_retention,
 )
-from components.drift_monitor.logs import summarise
-from components.drift_monitor.monitor import check_window
-from components.drift_monitor.request_window import Calibrator, empty_summary
-from mlops.governance import audit
+from mlops.monitoring.logs import summarise
+from mlops.monitoring.request_window import Calibrator, empty_summary
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic, write_log
 
 T0 = datetime(2026, 9, 1, tzinfo=UTC)
@@ -212,7 +212,7 @@ def test_a_locked_file_is_named_with_its_date_and_kept(
 def test_no_row_is_deleted_when_a_summary_could_not_be_stored(
     written: Monitored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from components.drift_monitor import day_summaries
+    from mlops.monitoring import day_summaries
 
     logs = OwnLog(written.workspace, written.onnx_dir, written.version, str(tmp_path / "logs"))
     old = T0 + timedelta(days=DAYS - 9, hours=12)

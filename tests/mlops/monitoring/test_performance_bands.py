@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from components.drift_monitor.drift_monitor import dataset_drifted, estimate_performance
-from components.drift_monitor.performance_bands import (
+from mlops.model.reference_profile import calibration, numeric_profile
+from mlops.monitoring.judge import dataset_drifted, estimate_performance
+from mlops.monitoring.performance_bands import (
     Band,
     estimated_bands,
     hanley_mcneil_se,
@@ -15,8 +16,7 @@ from components.drift_monitor.performance_bands import (
     realised_bands,
     reference_bands,
 )
-from components.drift_monitor.request_window import Calibrator, ScoreSummary
-from mlops.model.reference_profile import calibration, numeric_profile
+from mlops.monitoring.request_window import Calibrator, ScoreSummary
 
 BINORMAL_SHIFT = 1.2
 """Positives' score logits sit this far above the negatives': a population AUC of about 0.80."""
@@ -166,8 +166,8 @@ def test_the_champions_band_matches_the_spread_of_test_sets() -> None:
 
 
 def test_a_profile_written_before_the_isotonic_map_still_reads_as_a_histogram_map() -> None:
-    from components.drift_monitor.performance_bands import calibration_counts
     from mlops.model.reference_profile import Calibration
+    from mlops.monitoring.performance_bands import calibration_counts
 
     scores, labels = population(3000, seed=12)
     old = calibration(scores, labels).model_dump()

@@ -10,7 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from components.drift_monitor.request_window import (
+from mlops.model.reference_profile import Calibration, CategoricalProfile, NumericProfile, ReferenceProfile
+from mlops.monitoring.request_window import (
     SCORE_BINS,
     Calibrator,
     CategoricalCounts,
@@ -22,7 +23,6 @@ from components.drift_monitor.request_window import (
     empty_summary,
     score_bin,
 )
-from mlops.model.reference_profile import Calibration, CategoricalProfile, NumericProfile, ReferenceProfile
 
 START, END = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)
 

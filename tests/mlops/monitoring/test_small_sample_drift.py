@@ -24,19 +24,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from components.drift_monitor import stats
-from components.drift_monitor.config import DriftSettings
-from components.drift_monitor.drift_monitor import DriftResult, categorical_drift, judge, numeric_drift
-from components.drift_monitor.drift_report import write_html
 from components.drift_monitor.monitor import metrics_of
-from components.drift_monitor.request_window import (
-    Calibrator,
-    CategoricalCounts,
-    NumericCounts,
-    WindowError,
-    add_table,
-    empty_summary,
-)
 from mlops.data.dataset import DatasetSchema
 from mlops.data.features import FeatureSpec
 from mlops.model.reference_profile import (
@@ -44,6 +32,18 @@ from mlops.model.reference_profile import (
     build_profile,
     categorical_profile,
     numeric_profile,
+)
+from mlops.monitoring import stats
+from mlops.monitoring.drift_report import write_html
+from mlops.monitoring.drift_settings import DriftSettings
+from mlops.monitoring.judge import DriftResult, categorical_drift, judge, numeric_drift
+from mlops.monitoring.request_window import (
+    Calibrator,
+    CategoricalCounts,
+    NumericCounts,
+    WindowError,
+    add_table,
+    empty_summary,
 )
 from training.config import TrainConfig
 from training.data import split_frame

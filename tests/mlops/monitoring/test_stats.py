@@ -8,10 +8,10 @@ import pyarrow as pa
 import pytest
 from scipy import stats as scipy_stats
 
-from components.drift_monitor import stats
-from components.drift_monitor.drift_monitor import estimate_performance
-from components.drift_monitor.request_window import CategoricalCounts, NumericCounts, ScoreSummary
 from mlops.model.reference_profile import categorical_profile, numeric_profile
+from mlops.monitoring import stats
+from mlops.monitoring.judge import estimate_performance
+from mlops.monitoring.request_window import CategoricalCounts, NumericCounts, ScoreSummary
 
 
 def counts_of(profile, values: np.ndarray) -> NumericCounts:  # type: ignore[no-untyped-def]

@@ -17,9 +17,9 @@ import pytest
 from scipy import stats as scipy_stats
 from scipy.spatial import distance
 
-from components.drift_monitor import stats
-from components.drift_monitor.request_window import NumericCounts
 from mlops.model.reference_profile import numeric_profile
+from mlops.monitoring import stats
+from mlops.monitoring.request_window import NumericCounts
 
 
 def _expanded(counts: list[int]) -> np.ndarray:
