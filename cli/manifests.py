@@ -31,7 +31,7 @@ KUBERNETES_SCHEMA_VERSION = "1.25"
 """Oldest schema set ``kubernetes-validate`` ships; every kind used is also served by v1.20."""
 
 
-class ManifestError(ValueError):
+class OverlayRenderError(ValueError):
     """An overlay cannot be rendered, or a rendered object does not fit its schema."""
 
 
@@ -53,10 +53,10 @@ def overlays(root: Path = MANIFESTS_DIR) -> list[str]:
 
 
 def kubectl() -> str:
-    """Path of ``kubectl``, or a :class:`ManifestError` saying how to get it."""
+    """Path of ``kubectl``, or a :class:`OverlayRenderError` saying how to get it."""
     path = shutil.which("kubectl")
     if path is None:
-        raise ManifestError(
+        raise OverlayRenderError(
             "rendering the manifests needs kubectl (it embeds kustomize) and none is on PATH; install kubectl "
             "1.27 or newer (https://kubernetes.io/docs/tasks/tools/) or run `kustomize build infra/k8s/overlays/<name>`"
         )
@@ -68,12 +68,12 @@ def render(overlay: str, root: Path = MANIFESTS_DIR) -> str:
     known = overlays(root)
     directory = root / "crds" if overlay == "crds" else root / "overlays" / overlay
     if overlay != "crds" and overlay not in known:
-        raise ManifestError(f"overlay {overlay!r} does not exist; choose one of {', '.join(known)}")
+        raise OverlayRenderError(f"overlay {overlay!r} does not exist; choose one of {', '.join(known)}")
     done = subprocess.run(
         [kubectl(), "kustomize", str(directory)], capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        raise ManifestError(f"kubectl kustomize {directory} failed: {done.stderr.strip()}")
+        raise OverlayRenderError(f"kubectl kustomize {directory} failed: {done.stderr.strip()}")
     return done.stdout
 
 

@@ -32,7 +32,7 @@ class CheckResult(BaseModel):
         return f"{self.expectation} on {target}" + (f" ({args})" if args else "") + f": {self.observed_text}"
 
 
-class ValidationResult(BaseModel):
+class DataValidationResult(BaseModel):
     """Everything a report needs: which suite, which data, and each check's outcome in suite order."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -63,7 +63,7 @@ class ValidationResult(BaseModel):
 class ValidationFailed(Exception):
     """The data broke the suite; the one-line message names every failed check, column and observation."""
 
-    def __init__(self, result: ValidationResult) -> None:
+    def __init__(self, result: DataValidationResult) -> None:
         self.result = result
         failed = result.failed
         suite = f"suite {result.suite_name} {result.suite_version}" if result.suite_name else "no suite"

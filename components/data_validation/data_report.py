@@ -1,4 +1,4 @@
-"""Render a :class:`ValidationResult` as a self-contained HTML page and as JSON.
+"""Render a :class:`DataValidationResult` as a self-contained HTML page and as JSON.
 
 The HTML is what an operator opens from the KFP UI or MLflow when a run stops at
 validation, so failures come first and every row shows the rule's arguments
@@ -13,7 +13,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from components.data_validation.check_results import CheckResult, ValidationResult
+    from components.data_validation.check_results import CheckResult, DataValidationResult
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
@@ -56,7 +56,7 @@ def _table(numbered: list[tuple[int, CheckResult]]) -> str:
     return f"<table>\n{header}\n{_rows(numbered)}\n</table>"
 
 
-def render_html(result: ValidationResult) -> str:
+def render_html(result: DataValidationResult) -> str:
     failed = result.failed
     numbered = list(enumerate(result.checks, 1))
     verdict = "PASSED" if result.success else "FAILED"
@@ -101,7 +101,7 @@ def render_html(result: ValidationResult) -> str:
 """
 
 
-def render_json(result: ValidationResult) -> str:
+def render_json(result: DataValidationResult) -> str:
     """The full result plus ``success`` and counts; strict JSON (no NaN) so any parser accepts it."""
     document = {
         "success": result.success,

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.data_validation.check_results import CheckResult, ValidationFailed, ValidationResult
+from components.data_validation.check_results import CheckResult, DataValidationResult, ValidationFailed
 from components.data_validation.data_report import render_html, render_json
 from components.data_validation.gx_run import run_suite
 from components.data_validation.numeric_cells import BadCells, coerce_numeric
@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SUITE_PATH",
     "CheckResult",
+    "DataValidationResult",
     "Suite",
     "SuiteError",
     "ValidationFailed",
-    "ValidationResult",
     "load_suite",
     "run_validation",
     "validate",
@@ -105,7 +105,7 @@ def _with_bad_cells(check: CheckResult, bad: dict[str, BadCells]) -> CheckResult
 
 def validate(
     frame: pd.DataFrame, schema: DatasetSchema, suite: Suite, source: str = "dataset", digest: str = ""
-) -> ValidationResult:
+) -> DataValidationResult:
     """Run the schema check and the suite; never raises for bad data, only reports it.
 
     The suite checks the prepared table (what training reads), so a generated suite's label
@@ -117,7 +117,7 @@ def validate(
 
 def validate_and_prepare(
     frame: pd.DataFrame, schema: DatasetSchema, suite: Suite, source: str = "dataset", digest: str = ""
-) -> tuple[ValidationResult, pd.DataFrame]:
+) -> tuple[DataValidationResult, pd.DataFrame]:
     """:func:`validate`, and the prepared table it checked."""
     started = time.perf_counter()
     scoped = scope_suite(suite, schema, [str(c) for c in frame.columns])
@@ -128,7 +128,7 @@ def validate_and_prepare(
     marked, bad = coerce_numeric(read, text_as_missing_columns(scoped.suite, schema))
     schema_check, table = _schema_check(marked, schema, source, bad)
     checks = [schema_check, *(_with_bad_cells(c, bad) for c in run_suite(table, scoped.suite))]
-    result = ValidationResult(
+    result = DataValidationResult(
         suite_name=suite.name,
         suite_version=suite.version,
         source=source,
@@ -142,15 +142,15 @@ def validate_and_prepare(
     return result, table
 
 
-def write_reports(result: ValidationResult, html_path: Path, json_path: Path) -> None:
+def write_reports(result: DataValidationResult, html_path: Path, json_path: Path) -> None:
     for path, text in ((html_path, render_html(result)), (json_path, render_json(result))):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
 
 
-def _setup_failure(stage: str, exc: Exception, source: str, suite: Suite | None) -> ValidationResult:
+def _setup_failure(stage: str, exc: Exception, source: str, suite: Suite | None) -> DataValidationResult:
     """A result for data or a suite that could not even be loaded, so the reports still explain why."""
-    return ValidationResult(
+    return DataValidationResult(
         suite_name=suite.name if suite else "",
         suite_version=suite.version if suite else "",
         source=source,
@@ -170,7 +170,7 @@ def _setup_failure(stage: str, exc: Exception, source: str, suite: Suite | None)
     )
 
 
-def _log_reports(result: ValidationResult, html_path: Path, json_path: Path) -> None:
+def _log_reports(result: DataValidationResult, html_path: Path, json_path: Path) -> None:
     """Log the written reports, with summary metrics, to the active MLflow run."""
     import mlflow
 
@@ -223,7 +223,7 @@ def run_validation(
     suite: Suite | None = None
     digest = ""
     table: pd.DataFrame | None = None
-    result: ValidationResult | None = None
+    result: DataValidationResult | None = None
     failure: Exception | None = None
     try:
         suite = load_suite(suite_path or DEFAULT_SUITE_PATH)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from components.model_validation.scoring import Scorer
+    from components.model_validation.scoring import ModelUnderCheck
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class BehaviouralResult:
         )
 
 
-def _require_feature(scorer: Scorer, test: InvarianceTest | DirectionalTest, numeric: bool) -> None:
+def _require_feature(scorer: ModelUnderCheck, test: InvarianceTest | DirectionalTest, numeric: bool) -> None:
     if test.feature not in scorer.features:
         raise ValueError(
             f"behavioural test {test.name!r}: the model has no feature {test.feature!r}; "
@@ -87,13 +87,15 @@ def _present_rows(frame: pd.DataFrame, test: InvarianceTest | DirectionalTest) -
     return present
 
 
-def _changes(scorer: Scorer, before: pd.DataFrame, after: pd.DataFrame) -> np.ndarray:
+def _changes(scorer: ModelUnderCheck, before: pd.DataFrame, after: pd.DataFrame) -> np.ndarray:
     import numpy as np
 
     return np.asarray(scorer.predict(after), np.float64) - np.asarray(scorer.predict(before), np.float64)
 
 
-def run_invariance(scorer: Scorer, frame: pd.DataFrame, test: InvarianceTest, seed: int) -> BehaviouralResult:
+def run_invariance(
+    scorer: ModelUnderCheck, frame: pd.DataFrame, test: InvarianceTest, seed: int
+) -> BehaviouralResult:
     import numpy as np
 
     _require_feature(scorer, test, numeric=test.perturbation == "shift")
@@ -124,7 +126,7 @@ def run_invariance(scorer: Scorer, frame: pd.DataFrame, test: InvarianceTest, se
     )
 
 
-def run_directional(scorer: Scorer, frame: pd.DataFrame, test: DirectionalTest) -> BehaviouralResult:
+def run_directional(scorer: ModelUnderCheck, frame: pd.DataFrame, test: DirectionalTest) -> BehaviouralResult:
     import numpy as np
 
     _require_feature(scorer, test, numeric=True)
@@ -156,7 +158,7 @@ def run_directional(scorer: Scorer, frame: pd.DataFrame, test: DirectionalTest) 
     return BehaviouralResult.measured(test, delta, pass_fraction, violations)
 
 
-def check_suite(scorer: Scorer, suite: BehaviouralSuite) -> None:
+def check_suite(scorer: ModelUnderCheck, suite: BehaviouralSuite) -> None:
     """Fail before any scoring when a test names a feature the model lacks or cannot perturb."""
     for inv in suite.invariance:
         _require_feature(scorer, inv, numeric=inv.perturbation == "shift")
@@ -165,7 +167,7 @@ def check_suite(scorer: Scorer, suite: BehaviouralSuite) -> None:
 
 
 def run_suite(
-    scorer: Scorer, frame: pd.DataFrame, suite: BehaviouralSuite, seed: int
+    scorer: ModelUnderCheck, frame: pd.DataFrame, suite: BehaviouralSuite, seed: int
 ) -> tuple[BehaviouralResult, ...]:
     check_suite(scorer, suite)
     invariance = [run_invariance(scorer, frame, t, seed + i) for i, t in enumerate(suite.invariance)]

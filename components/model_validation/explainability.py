@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from components.model_validation.scoring import Scorer
+    from components.model_validation.scoring import ModelUnderCheck
 
 METHOD = "permutation importance (mean |change in probability| when a feature is shuffled)"
 
@@ -101,7 +101,7 @@ def _auc_rows(y: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 
 def permutation_importance(
-    scorer: Scorer, x: np.ndarray, y: np.ndarray, repeats: int, rng: np.random.Generator
+    scorer: ModelUnderCheck, x: np.ndarray, y: np.ndarray, repeats: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per feature and repeat [n_features, repeats]: mean |Δp| and the AUC drop."""
     import numpy as np
@@ -121,7 +121,7 @@ def permutation_importance(
 
 
 def explain_rows(
-    scorer: Scorer, frame: pd.DataFrame, x: np.ndarray, rows: np.ndarray, references: np.ndarray
+    scorer: ModelUnderCheck, frame: pd.DataFrame, x: np.ndarray, rows: np.ndarray, references: np.ndarray
 ) -> tuple[ExampleExplanation, ...]:
     """Attributions for ``rows`` (positions in ``x``) against the reference rows ``references``.
 
@@ -159,7 +159,7 @@ def _stability(a: np.ndarray, b: np.ndarray, top_k: int, rows_per_half: int) -> 
 
 
 def explain(
-    scorer: Scorer, frame: pd.DataFrame, label: str, policy: ExplainabilityPolicy, seed: int
+    scorer: ModelUnderCheck, frame: pd.DataFrame, label: str, policy: ExplainabilityPolicy, seed: int
 ) -> ExplainabilityResult:
     """Rank the model's features on ``frame``, explain a few rows, and check the ranking is stable."""
     import numpy as np

@@ -21,7 +21,7 @@ from mlops.gates import FAIL, PASS, status_word
 
 if TYPE_CHECKING:
     from components.model_validation.config import ValidationConfig
-    from components.model_validation.gate_result import ValidationResult
+    from components.model_validation.gate_result import ModelValidationResult
 
 MAX_EXAMPLE_CHARTS = 5
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
@@ -43,7 +43,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def to_json(result: ValidationResult, model_name: str, version: str) -> dict[str, Any]:
+def to_json(result: ModelValidationResult, model_name: str, version: str) -> dict[str, Any]:
     body = {name: asdict(decision) for name, decision in result.decisions.items()}
     return _clean(
         {
@@ -136,7 +136,7 @@ def _undecided(rates: tuple[str, ...]) -> str:
     return escape(", ".join(names[r] for r in rates)) + ": not decided on"
 
 
-def _fairness_html(result: ValidationResult) -> str:
+def _fairness_html(result: ModelValidationResult) -> str:
     parts = ["<h2>Fairness</h2>"]
     policy = result.config.fairness
     parts.append(
@@ -219,7 +219,7 @@ def _fairness_html(result: ValidationResult) -> str:
     return "\n".join(parts)
 
 
-def _explainability_html(result: ValidationResult) -> str:
+def _explainability_html(result: ModelValidationResult) -> str:
     explained = result.explainability
     stability = explained.stability
     threshold = result.config.explainability.min_rank_agreement
@@ -278,7 +278,7 @@ def _explainability_html(result: ValidationResult) -> str:
     return "\n".join(parts)
 
 
-def _behavioural_html(result: ValidationResult) -> str:
+def _behavioural_html(result: ModelValidationResult) -> str:
     rows = [
         [
             b.name,
@@ -307,7 +307,7 @@ def _behavioural_html(result: ValidationResult) -> str:
     )
 
 
-def _undecided_html(result: ValidationResult) -> str:
+def _undecided_html(result: ModelValidationResult) -> str:
     """Every check these rows could not decide, and what the policy made of them."""
     undecided = result.decision.undecided
     if not undecided:
@@ -318,7 +318,7 @@ def _undecided_html(result: ValidationResult) -> str:
     return f"<h2>Not conclusive</h2><p>{len(undecided)} check(s) not decided ({policy}).</p><ul>{items}</ul>"
 
 
-def _scores_html(result: ValidationResult) -> str:
+def _scores_html(result: ModelValidationResult) -> str:
     if result.scores is None:
         return ""
     ece = result.scores.expected_calibration_error
@@ -328,7 +328,7 @@ def _scores_html(result: ValidationResult) -> str:
     )
 
 
-def render_html(result: ValidationResult, model_name: str, version: str) -> str:
+def render_html(result: ModelValidationResult, model_name: str, version: str) -> str:
     decision = result.decision
     violations = _table(
         ["check", "subject", "metric", "value", "threshold", "detail"],
@@ -357,7 +357,7 @@ def render_html(result: ValidationResult, model_name: str, version: str) -> str:
 
 
 def write_reports(
-    result: ValidationResult, model_name: str, version: str, html_path: Path, json_path: Path
+    result: ModelValidationResult, model_name: str, version: str, html_path: Path, json_path: Path
 ) -> None:
     for path in (html_path, json_path):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ CHECKS = ("fairness", "behavioural", "explainability")
 
 
 @dataclass(frozen=True)
-class ValidationResult:
+class ModelValidationResult:
     label: str
     protected_attributes: tuple[str, ...]
     n_rows: int

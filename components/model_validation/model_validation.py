@@ -17,7 +17,7 @@ from components.model_validation.checks import Violation, slug
 from components.model_validation.config import ValidationConfig
 from components.model_validation.explainability import ExplainabilityResult, explain
 from components.model_validation.fairness import AttributeFairness, check_columns, evaluate_fairness
-from components.model_validation.gate_result import CHECKS, GATE, ValidationResult
+from components.model_validation.gate_result import CHECKS, GATE, ModelValidationResult
 from components.model_validation.score_summary import summarise_scores
 from mlops.gates import FAIL, NOT_CONCLUSIVE, PASS, PROMOTE, REJECT, Decision
 from mlops.vocabulary import MODEL_VERSION_TAG, TAG_PREFIX, gate_tag
@@ -25,7 +25,7 @@ from mlops.vocabulary import MODEL_VERSION_TAG, TAG_PREFIX, gate_tag
 if TYPE_CHECKING:
     import pandas as pd
 
-    from components.model_validation.scoring import Scorer
+    from components.model_validation.scoring import ModelUnderCheck
     from mlops.data.dataset import DatasetSchema
     from mlops.tracking.store import TrackingStore
 
@@ -176,14 +176,14 @@ def _check_label(frame: pd.DataFrame, label: str) -> None:
 
 
 def validate(
-    scorer: Scorer,
+    scorer: ModelUnderCheck,
     frame: pd.DataFrame,
     label: str,
     protected_attributes: Sequence[str],
     config: ValidationConfig,
     favourable_class: Literal["positive", "negative"] = "negative",
     protected_bins: Mapping[str, Sequence[float]] | None = None,
-) -> ValidationResult:
+) -> ModelValidationResult:
     """Run every check on ``frame`` (the held-out test split, protected attributes included).
 
     ``favourable_class`` is the dataset schema's; ``config.fairness.favourable_outcome`` may override it.
@@ -206,7 +206,7 @@ def validate(
     )
     explained = explain(scorer, sample, label, config.explainability, config.seed)
     behaviour = run_suite(scorer, sample, config.behavioural, config.seed)
-    return ValidationResult(
+    return ModelValidationResult(
         label=label,
         protected_attributes=tuple(protected_attributes),
         n_rows=len(frame),
@@ -227,7 +227,7 @@ def validate(
 
 
 def record(
-    result: ValidationResult,
+    result: ModelValidationResult,
     model_name: str,
     version: str,
     store: TrackingStore,
@@ -292,7 +292,7 @@ def run(
     store: TrackingStore,
     html_path: Path,
     json_path: Path,
-) -> ValidationResult:
+) -> ModelValidationResult:
     """Everything the KFP task does: load, validate, write both reports, record on MLflow and the version."""
     from components.model_validation.gate_report import write_reports
     from components.model_validation.scoring import load_scorer

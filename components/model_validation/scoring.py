@@ -22,7 +22,7 @@ BATCH_ROWS = 8192
 
 
 @dataclass(frozen=True)
-class Scorer:
+class ModelUnderCheck:
     """A model as the checks see it."""
 
     spec: FeatureSpec
@@ -59,20 +59,20 @@ def _torch_predict(model_dir: Path) -> tuple[FeatureSpec, Callable[[np.ndarray],
     return model.spec, predict
 
 
-def load_scorer(path: Path) -> Scorer:
+def load_scorer(path: Path) -> ModelUnderCheck:
     """Open a torch model directory (``save_model``), a directory holding ``model.onnx``, or an ``.onnx`` file."""
     from training.model import MODEL_FILE
 
     path = Path(path)
     if path.is_dir() and (path / MODEL_FILE).is_file():
         spec, predict = _torch_predict(path)
-        return Scorer(spec, predict)
+        return ModelUnderCheck(spec, predict)
     onnx_path = path / "model.onnx" if path.is_dir() else path
     if onnx_path.suffix == ".onnx" and onnx_path.is_file():
         from mlops.model.onnx_model import OnnxScorer
 
         onnx_scorer = OnnxScorer.load(onnx_path)
-        return Scorer(onnx_scorer.spec, onnx_scorer.predict_encoded)
+        return ModelUnderCheck(onnx_scorer.spec, onnx_scorer.predict_encoded)
     found = sorted(p.name for p in path.iterdir()) if path.is_dir() else "not a directory"
     raise FileNotFoundError(
         f"{path} is not a model: expected a directory with {MODEL_FILE} (training.model.save_model) or "

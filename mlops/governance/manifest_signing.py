@@ -35,7 +35,7 @@ CONTROL_FILES = (MANIFEST_FILE, SIGNATURE_FILE, PUBLIC_KEY_FILE)
 """Files the manifest does not list (it cannot list itself or its signature)."""
 
 
-class ManifestError(ValueError):
+class ChecksumManifestError(ValueError):
     """A folder cannot be signed (no files, unreadable key); the message names the fix."""
 
 
@@ -74,7 +74,9 @@ def parse_manifest(text: str) -> dict[str, str]:
     for number, line in enumerate(text.splitlines(), start=1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64 or not name:
-            raise ManifestError(f"{MANIFEST_FILE} line {number} is not '<sha256>  <path>': {line[:80]!r}")
+            raise ChecksumManifestError(
+                f"{MANIFEST_FILE} line {number} is not '<sha256>  <path>': {line[:80]!r}"
+            )
         files[name.removeprefix("*")] = digest
     return files
 
@@ -89,12 +91,12 @@ def sign_folder(folder: Path, private_key: Path) -> SignedManifest:
 
     names = _listed(folder)
     if not names:
-        raise ManifestError(f"{folder} holds no files to sign")
+        raise ChecksumManifestError(f"{folder} holds no files to sign")
     files = {name: sha256_of(folder / name) for name in names}
     text = manifest_text(files).encode()
     key = load_pem_private_key(Path(private_key).read_bytes(), password=None)
     if not isinstance(key, ec.EllipticCurvePrivateKey):
-        raise ManifestError(
+        raise ChecksumManifestError(
             f"{private_key} is not an EC (P-256) private key; make one with `mlops keys init`"
         )
     (folder / MANIFEST_FILE).write_bytes(text)
@@ -176,7 +178,7 @@ def verify_folder(folder: Path, trust: TrustedKey) -> FolderCheck:
         )
     try:
         files = parse_manifest(text.decode())
-    except (ManifestError, UnicodeDecodeError) as exc:
+    except (ChecksumManifestError, UnicodeDecodeError) as exc:
         return FolderCheck([*problems, str(exc)], signer, shipped, trusted)
     problems += changed_files(folder, files)
     extra = sorted(set(_listed(folder)) - set(files))

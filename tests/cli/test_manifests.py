@@ -103,14 +103,16 @@ def test_a_kind_without_schema_says_where_its_crd_goes() -> None:
 
 def test_unknown_overlay_names_the_choices() -> None:
     with pytest.raises(
-        manifests.ManifestError, match=r"overlay 'staging' does not exist; choose one of dev, prod"
+        manifests.OverlayRenderError, match=r"overlay 'staging' does not exist; choose one of dev, prod"
     ):
         manifests.render("staging")
 
 
 def test_without_kubectl_rendering_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "")
-    with pytest.raises(manifests.ManifestError, match="needs kubectl .* none is on PATH; install kubectl"):
+    with pytest.raises(
+        manifests.OverlayRenderError, match="needs kubectl .* none is on PATH; install kubectl"
+    ):
         manifests.render("dev")
 
 

@@ -11,7 +11,7 @@ from components.model_validation.config import ValidationConfig
 from components.model_validation.explainability import ExplainabilityResult, Stability
 from components.model_validation.fairness import evaluate_fairness
 from components.model_validation.gate_report import to_json
-from components.model_validation.gate_result import ValidationResult
+from components.model_validation.gate_result import ModelValidationResult
 from components.model_validation.model_validation import decide
 from components.model_validation.score_summary import summarise_scores
 from mlops.data.card_fields import CardFields
@@ -36,7 +36,7 @@ def _report() -> dict[str, object]:
     config = ValidationConfig.model_validate({"fairness": {"max_demographic_parity_difference": RELAXED}})
     fairness = evaluate_fairness(frame, scores, "y", ["race"], config.fairness, "positive")
     explained = ExplainabilityResult("method", 40, (), (), Stability(0.9, 0.8, 3, 0.6, 20), ())
-    result = ValidationResult(
+    result = ModelValidationResult(
         "y",
         ("race",),
         len(frame),

@@ -207,9 +207,9 @@ def test_the_report_and_the_server_attribute_the_same_rows_alike(
     store: DemoStore, model: LoadedModel
 ) -> None:
     from components.model_validation.explainability import explain_rows
-    from components.model_validation.scoring import Scorer
+    from components.model_validation.scoring import ModelUnderCheck
 
-    scorer = Scorer(model.spec, OnnxScorer.load(store.onnx_a / "model.onnx").predict_encoded)
+    scorer = ModelUnderCheck(model.spec, OnnxScorer.load(store.onnx_a / "model.onnx").predict_encoded)
     frame = store.holdout.iloc[:40]
     x = model.spec.encode(frame)
     references = np.arange(20, 40)

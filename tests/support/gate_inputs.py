@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from components.model_validation.scoring import Scorer
+from components.model_validation.scoring import ModelUnderCheck
 from mlops.data.features import FeatureSpec
 
 POSITIVE_SCORE = 0.75
@@ -34,9 +34,11 @@ def numeric_spec(*numeric: str, categorical: dict[str, tuple[str, ...]] | None =
     )
 
 
-def stub_scorer(spec: FeatureSpec, probability: Callable[[np.ndarray], np.ndarray]) -> Scorer:
-    """A :class:`Scorer` whose probability is ``probability(encoded matrix)``, computed in float64."""
-    return Scorer(spec, lambda x: np.asarray(probability(np.asarray(x, dtype=np.float64)), dtype=np.float64))
+def stub_scorer(spec: FeatureSpec, probability: Callable[[np.ndarray], np.ndarray]) -> ModelUnderCheck:
+    """A :class:`ModelUnderCheck` whose probability is ``probability(encoded matrix)``, computed in float64."""
+    return ModelUnderCheck(
+        spec, lambda x: np.asarray(probability(np.asarray(x, dtype=np.float64)), dtype=np.float64)
+    )
 
 
 def confusion_group(tp: int, fn: int, fp: int, tn: int) -> tuple[list[int], list[float]]:

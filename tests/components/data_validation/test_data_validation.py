@@ -17,10 +17,10 @@ import pytest
 
 from components.data_validation.data_validation import (
     DEFAULT_SUITE_PATH,
+    DataValidationResult,
     Suite,
     SuiteError,
     ValidationFailed,
-    ValidationResult,
     load_suite,
     run_validation,
     validate,
@@ -74,7 +74,7 @@ def _parse_html(path: Path) -> tuple[str, _Tags]:
     return text, parser
 
 
-def _failed(result: ValidationResult, expectation: str, column: str | None) -> str:
+def _failed(result: DataValidationResult, expectation: str, column: str | None) -> str:
     matches = [c for c in result.failed if c.expectation == expectation and c.column == column]
     assert matches, f"{expectation} on {column} did not fail; failed: {[c.describe() for c in result.failed]}"
     return matches[0].observed_text

@@ -10,7 +10,7 @@ from sklearn.metrics import roc_auc_score
 
 from components.model_validation.config import ExplainabilityPolicy
 from components.model_validation.explainability import ExplainabilityResult, _auc_rows, explain
-from components.model_validation.scoring import Scorer, load_scorer
+from components.model_validation.scoring import ModelUnderCheck, load_scorer
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.support.model_factory import fit_model
 
@@ -97,7 +97,7 @@ def test_unstable_or_undefined_rankings_are_violations(trained: tuple[Path, pd.D
     )
 
     # A model that ignores its inputs has no ranking at all: that must not pass as "stable".
-    constant = Scorer(scorer.spec, lambda x: np.full(len(x), 0.3, dtype=np.float32))
+    constant = ModelUnderCheck(scorer.spec, lambda x: np.full(len(x), 0.3, dtype=np.float32))
     flat = explain(constant, test, "default", ExplainabilityPolicy(n_examples=1), seed=0)
     assert np.isnan(flat.stability.spearman)
     assert "ranking undefined" in flat.violations[0].detail

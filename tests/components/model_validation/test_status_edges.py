@@ -13,7 +13,7 @@ from components.model_validation.config import FairnessPolicy, ValidationConfig
 from components.model_validation.explainability import ExplainabilityResult, Stability
 from components.model_validation.fairness import AttributeFairness, evaluate_fairness
 from components.model_validation.gate_report import render_html, to_json
-from components.model_validation.gate_result import GATE, ValidationResult
+from components.model_validation.gate_result import GATE, ModelValidationResult
 from components.model_validation.intervals import gap_interval, rate_interval
 from components.model_validation.model_validation import decide
 from components.model_validation.score_summary import summarise_scores
@@ -240,9 +240,9 @@ def test_an_unknown_policy_is_refused() -> None:
 # --- the report shows the third state, never a green pass ---
 
 
-def _result(attribute: AttributeFairness, policy: str = "estimate_within_limit") -> ValidationResult:
+def _result(attribute: AttributeFairness, policy: str = "estimate_within_limit") -> ModelValidationResult:
     config = ValidationConfig(pass_not_conclusive=policy)  # type: ignore[arg-type]
-    return ValidationResult(
+    return ModelValidationResult(
         label="y",
         protected_attributes=(attribute.attribute,),
         n_rows=64,
@@ -270,7 +270,7 @@ def test_the_report_marks_an_undecided_disparity_not_conclusive_and_lists_it() -
 
 def test_the_report_json_lists_every_limit_with_its_default_and_source() -> None:
     config = ValidationConfig.model_validate({"fairness": {"max_demographic_parity_difference": 0.25}})
-    result = ValidationResult(
+    result = ModelValidationResult(
         "y", (), 10, config, (), _explained(), (), decisions=decide([], _explained(), [])
     )
     limits = {limit["address"]: limit for limit in to_json(result, "m", "1")["limits"]}
