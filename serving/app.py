@@ -8,7 +8,7 @@ and Triton clients work unchanged.
 
 The pieces: :mod:`serving.dataplane` (the protocol-neutral answers both transports give),
 :mod:`serving.handlers` (REST's face: one method per route), :mod:`serving.routes` (the path
-table), :mod:`serving.grpc_service` (gRPC's face, started by the lifecycle with
+table), :mod:`serving.fast_path` (the inference routes answered in front of Starlette), :mod:`serving.grpc_service` (gRPC's face, started by the lifecycle with
 ``--grpc-port``), :mod:`serving.routing.model_router` (the
 :class:`~serving.routing.model_router.ModelRouter` choosing which model answers),
 :mod:`serving.backend` (a model's holder and batcher) and :mod:`serving.lifecycle` (what
@@ -27,6 +27,7 @@ from serving.backend import ModelBackend
 from serving.config import ServerConfig
 from serving.dataplane import DataPlane
 from serving.explanations import Explainer
+from serving.fast_path import ScoringPath, ServingApp
 from serving.handlers import Handlers
 from serving.http import BearerAuth, admin_guard
 from serving.lifecycle import ServerLifecycle
@@ -56,7 +57,7 @@ def create_app(
     plane = create_plane(config, model, load, make_router)
     handlers = Handlers(plane, config.max_payload_bytes)
     lifecycle = ServerLifecycle(config, plane, resolve, load)
-    app = Starlette(
+    app = ServingApp(
         routes=route_table(handlers) + _admin(config, plane),
         lifespan=lifecycle.lifespan,
         exception_handlers={404: handlers.no_route, 405: handlers.no_route},
@@ -64,6 +65,8 @@ def create_app(
     app.state.plane = plane
     if config.auth_token:
         app.add_middleware(BearerAuth, token=config.auth_token, on_reject=plane.failed)
+    # The inference routes are answered in front of Starlette's stack, with the same checks and answers.
+    app.scoring = ScoringPath(handlers, config.auth_token)
     return app
 
 

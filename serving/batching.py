@@ -6,12 +6,19 @@ for more, stacks the matrices, runs the model once and slices the result back to
 the callers in order. The model is read once per batch from the
 :class:`~serving.reload.ModelHolder`, so a hot reload never splits a batch across
 versions, and every caller learns which version scored its rows.
+
+A request that is alone skips the queue: when its transport says no other request is in
+progress (:data:`IN_FLIGHT`, a count the transports keep) and nothing is queued, :meth:`Batcher.submit`
+runs the model inline, on the event loop, as the worker would have run that lone item, without the
+hand-off (a future, a wake-up, two task switches). As soon as requests overlap they queue and batch
+as before; a caller that does not set :data:`IN_FLIGHT` (a test, an internal caller) always queues.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +37,20 @@ if TYPE_CHECKING:
 
 # VersionGone, raised through submit(), is one of serving.errors' refusals; importable here too.
 __all__ = ["Batcher", "VersionGone"]
+
+
+class InFlight:
+    """How many requests a server's transports have in progress (read, not yet answered), together."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+IN_FLIGHT: contextvars.ContextVar[InFlight | None] = contextvars.ContextVar("serving_in_flight", default=None)
+"""Set by a transport for the request it is serving: the server's in-flight count, which lets
+:meth:`Batcher.submit` score a request that is alone without queueing it."""
 
 
 @dataclass
@@ -61,6 +82,8 @@ class Batcher:
         self._wakeup = asyncio.Event()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="ort") if in_thread else None
         self._loop = BackgroundLoop("batcher", self._run)
+        # Inline scoring would bypass the queue delay's wait and the worker thread: only without either.
+        self._inline = max_queue_delay_s <= 0 and not in_thread
 
     def start(self) -> None:
         self._loop.start()
@@ -77,11 +100,24 @@ class Batcher:
         """Probabilities for ``x`` and the model that computed them; ``version`` pins a model version."""
         if not self._loop.running:
             raise RuntimeError("batcher is not running; call start() inside the event loop first")
+        if self._inline and not self._queue:
+            load = IN_FLIGHT.get()
+            if load is not None and load.count <= 1:
+                return self._alone(x, version)
         future: asyncio.Future[tuple[np.ndarray, LoadedModel]] = asyncio.get_running_loop().create_future()
         self._queue.append(_Item(x, version, future))
         self._queued_rows += len(x)
         self._wakeup.set()
         return await future
+
+    def _alone(self, x: np.ndarray, version: str | None) -> tuple[np.ndarray, LoadedModel]:
+        """Score a request that has nothing to share a batch with, as the worker scores a lone item."""
+        model = self.holder.current
+        if version is not None and version != model.version:
+            raise VersionGone(f"version {version} was replaced by {model.version} while queued")
+        y = model.predict(x)
+        self.on_batch(model, len(x))
+        return y, model
 
     def _take(self) -> list[_Item]:
         items = [self._queue.popleft()]

@@ -39,6 +39,7 @@ import numpy as np
 
 from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
 from mlops.vocabulary import package_version
+from serving.batching import InFlight
 from serving.columns import ColumnReader
 from serving.errors import InternalError, InvalidInput, ServingError, http_status
 from serving.explanations import REASONS_OUTPUT, Explainer
@@ -257,6 +258,8 @@ class DataPlane:
         """Set by the app's lifespan when request logging is on."""
         self.request_ids = RequestIds()
         """Where a request without an id gets one."""
+        self.in_flight = InFlight()
+        """Inference requests the transports have in progress: one alone skips the batcher's queue."""
         self._contracts: dict[str, ModelContract] = {}
         self._server = ServerMetadata(SERVER_NAME, package_version(), EXTENSIONS)
 

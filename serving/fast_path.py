@@ -1,0 +1,315 @@
+"""The scoring routes as raw ASGI, in front of the Starlette app: the same answers at a fraction of its cost.
+
+On single-row requests the framework's per-request machinery (its error middlewares, the router
+trying each route's regex, the ``Request`` and ``Response`` objects, the header mappings) cost
+about as much CPU as the scoring itself. :class:`ServingApp` is the Starlette app with one
+check in front: a ``POST`` whose path is one of the inference routes (V2 ``infer``, with or
+without a version, V1 ``:predict`` and ``:explain``) is answered here, directly on the ASGI
+messages; every other request goes to the Starlette app unchanged (health, metadata,
+``/metrics``, the rollout admin route, 404s and 405s).
+
+Nothing of the contract changes on this path: the bearer token is checked exactly as
+:class:`~serving.http.BearerAuth` checks it (the last ``Authorization`` header, counted
+``unauthorized``, ``WWW-Authenticate: Bearer``), the body is read with the same 413 limits and
+client-disconnect handling as :func:`~serving.http.read_body`, the request goes through the same
+:meth:`~serving.dataplane.DataPlane.infer` (metrics, request log, router) and the response
+carries the same status, body and headers, in the order Starlette's ``Response`` writes them.
+Errors are answered by the very functions the Starlette handlers use.
+
+The path also keeps the server's in-flight count (:class:`~serving.batching.InFlight`): a request
+that is alone is scored without the batcher's hand-off (:mod:`serving.batching`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import orjson
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect
+
+from mlops.model.onnx_model import OUTPUT_NAME
+from serving import protocol
+from serving.batching import IN_FLIGHT
+from serving.dataplane import InferRequest
+from serving.errors import PayloadTooLarge, ServingError, Unauthenticated
+from serving.handlers import REQUEST_ID_HEADER, V1, V2, header_value
+from serving.http import bearer_matches, error_response
+from serving.tensors import HEADER_LENGTH, split_binary
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+    from serving.dataplane import InferResponse
+    from serving.handlers import Handlers
+
+V2_PREFIX = "/v2/models/"
+V1_PREFIX = "/v1/models/"
+PREDICT, EXPLAIN = ":predict", ":explain"
+JSON_TYPE = (b"content-type", b"application/json")
+BINARY_TYPE = (b"content-type", b"application/octet-stream")
+_HEADER_LENGTH = HEADER_LENGTH.lower().encode()
+_REQUEST_ID = REQUEST_ID_HEADER.encode()
+
+
+def match(path: str) -> tuple[str, dict[str, str], bool] | None:
+    """The inference route ``path`` names, as Starlette's path table would match it: the protocol
+    (``v2``/``v1``), the path parameters and whether it is V1 ``:explain``; None for any other path.
+
+    A ``{name}`` or ``{version}`` is one or more characters without ``/``, as Starlette's default
+    convertor reads it.
+    """
+    if path.startswith(V2_PREFIX) and path.endswith("/infer"):
+        parts = path[len(V2_PREFIX) : -len("/infer")].split("/")
+        if len(parts) == 1 and parts[0]:
+            return V2, {"name": parts[0]}, False
+        if len(parts) == 3 and parts[0] and parts[1] == "versions" and parts[2]:
+            return V2, {"name": parts[0], "version": parts[2]}, False
+        return None
+    if path.startswith(V1_PREFIX):
+        rest = path[len(V1_PREFIX) :]
+        if "/" in rest:
+            return None
+        if rest.endswith(PREDICT) and len(rest) > len(PREDICT):
+            return V1, {"name": rest[: -len(PREDICT)]}, False
+        if rest.endswith(EXPLAIN) and len(rest) > len(EXPLAIN):
+            return V1, {"name": rest[: -len(EXPLAIN)]}, True
+    return None
+
+
+class FastTarget:
+    """What the router reads (:class:`~serving.routing.model_router.Target`): the path parameters, and the
+    headers, made into a mapping only when a router asks for them (a rollout split's request key)."""
+
+    __slots__ = ("_headers", "_raw", "path_params")
+
+    def __init__(self, path_params: dict[str, str], raw: list[tuple[bytes, bytes]]):
+        self.path_params = path_params
+        self._raw = raw
+        self._headers: Headers | None = None
+
+    @property
+    def headers(self) -> Headers:
+        if self._headers is None:
+            self._headers = Headers(raw=self._raw)
+        return self._headers
+
+
+class ScoringPath:
+    """Answers the inference routes on raw ASGI messages, over the same data plane and handlers."""
+
+    def __init__(self, handlers: Handlers, auth_token: str):
+        self.handlers = handlers
+        self.plane = handlers.plane
+        self.limit = handlers.max_payload_bytes
+        self.token = auth_token.encode()
+        self._versions: dict[str, bytes] = {}
+        self._prefixes: dict[tuple[str, str], bytes] = {}
+
+    async def __call__(
+        self, route: tuple[str, dict[str, str], bool], scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        received = time.perf_counter()
+        raw = scope["headers"]
+        supplied = b""
+        declared = header_length = request_id = None
+        for (
+            key,
+            value,
+        ) in raw:  # the first of each, as Headers.get reads it; the last Authorization, as dict() does
+            if key == b"authorization":
+                supplied = value
+            elif key == b"content-length":
+                if declared is None:
+                    declared = value
+            elif key == _HEADER_LENGTH:
+                if header_length is None:
+                    header_length = value
+            elif key == _REQUEST_ID and request_id is None:
+                request_id = value
+        if self.token and not bearer_matches(supplied, self.token):
+            what = "missing" if not supplied else "invalid"
+            error = Unauthenticated(f"{what} bearer token; send 'Authorization: Bearer <token>'")
+            self.plane.failed(error)
+            await error_response(error)(scope, receive, send)
+            return
+        load = self.plane.in_flight
+        load.count += 1
+        token = IN_FLIGHT.set(load)
+        try:
+            proto, params, explain = route
+            if proto == V2:
+                await self._v2(
+                    scope, receive, send, params, raw, declared, header_length, request_id, received
+                )
+            else:
+                await self._v1(scope, receive, send, params, raw, declared, request_id, received, explain)
+        finally:
+            load.count -= 1
+            IN_FLIGHT.reset(token)
+
+    async def _body(self, receive: Receive, declared: bytes | None) -> bytes:
+        """:func:`~serving.http.read_body` on the ASGI messages: 413 before or while reading an oversized body."""
+        limit = self.limit
+        if declared is not None:
+            text = declared.decode("latin-1")
+            if text.isascii() and text.isdigit() and int(text) > limit:
+                raise PayloadTooLarge(f"request body of {text} bytes exceeds the limit of {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            kind = message["type"]
+            if kind == "http.request":
+                chunk = message.get("body", b"")
+                if chunk:
+                    size += len(chunk)
+                    if declared is None and size > limit:
+                        raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+                    chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+            elif kind == "http.disconnect":
+                raise ClientDisconnect()
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _v2_json(self, answer: InferResponse) -> bytes:
+        """:func:`~serving.protocol.v2_response`'s JSON body, byte for byte, its fixed part encoded once per version."""
+        key = (answer.model_name, answer.model_version)
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            prefix = self._prefixes[key] = (
+                b'{"model_name":'
+                + orjson.dumps(answer.model_name)
+                + b',"model_version":'
+                + orjson.dumps(answer.model_version)
+                + b',"outputs":[{"name":'
+                + orjson.dumps(OUTPUT_NAME)
+                + b',"datatype":"FP32","shape":['
+            )
+        y = answer.probabilities
+        data = orjson.dumps(y, option=orjson.OPT_SERIALIZE_NUMPY)
+        end = b"}]}" if answer.id is None else b'}],"id":' + orjson.dumps(answer.id) + b"}"
+        return b"".join((prefix, str(len(y)).encode(), b'],"data":', data, end))
+
+    def _version(self, version: str) -> bytes:
+        encoded = self._versions.get(version)
+        if encoded is None:
+            encoded = self._versions[version] = version.encode("latin-1")
+        return encoded
+
+    async def _v2(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        params: dict[str, str],
+        raw: list[tuple[bytes, bytes]],
+        declared: bytes | None,
+        header_length: bytes | None,
+        request_id: bytes | None,
+        received: float,
+    ) -> None:
+        handlers = self.handlers
+        try:
+            body = await self._body(receive, declared)
+            header, binary = split_binary(
+                body, None if header_length is None else header_length.decode("latin-1")
+            )
+            payload = protocol.decode_json(header)
+            binary_output, outputs = protocol.requested_outputs(payload)
+            explain = protocol.explain_requested(payload)
+        except Exception as exc:  # ClientDisconnect included
+            await handlers._refused(exc, V2)(scope, receive, send)
+            return
+        client_id = protocol.request_id(payload)
+        log_id = (
+            str(client_id)
+            if client_id is not None
+            else (request_id.decode("latin-1") if request_id else None) or self.plane.request_ids.new()
+        )
+        inputs = protocol.V2Inputs(payload, binary)
+        try:
+            answer = await self.plane.infer(
+                InferRequest(
+                    FastTarget(params, raw), inputs, V2, outputs, client_id, log_id, received, explain
+                )
+            )
+        except ServingError as exc:
+            await handlers._error(exc)(scope, receive, send)
+            return
+        if binary_output or answer.reasons is not None:
+            content, json_length = protocol.v2_response(answer, binary_output)
+        else:
+            content, json_length = self._v2_json(answer), None
+        headers = [
+            (b"x-model-version", self._version(answer.model_version)),
+            (b"x-request-id", header_value(log_id).encode("latin-1")),
+        ]
+        if json_length is not None:
+            headers.append((_HEADER_LENGTH, str(json_length).encode()))
+        headers.append((b"content-length", str(len(content)).encode()))
+        headers.append(JSON_TYPE if json_length is None else BINARY_TYPE)
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+
+    async def _v1(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        params: dict[str, str],
+        raw: list[tuple[bytes, bytes]],
+        declared: bytes | None,
+        request_id: bytes | None,
+        received: float,
+        explain: bool,
+    ) -> None:
+        handlers = self.handlers
+        try:
+            payload = protocol.decode_json(await self._body(receive, declared))
+        except Exception as exc:  # ClientDisconnect included
+            await handlers._refused(exc, V1)(scope, receive, send)
+            return
+        log_id = (request_id.decode("latin-1") if request_id else None) or self.plane.request_ids.new()
+        inputs = protocol.V1Inputs(payload)
+        try:
+            answer = await self.plane.infer(
+                InferRequest(FastTarget(params, raw), inputs, V1, (), None, log_id, received, explain)
+            )
+        except ServingError as exc:
+            await handlers._error(exc)(scope, receive, send)
+            return
+        content = (
+            protocol.v1_explain_response(answer) if explain else protocol.v1_response(answer.probabilities)
+        )
+        headers = [
+            (b"x-model-version", self._version(answer.model_version)),
+            (b"x-request-id", header_value(log_id).encode("latin-1")),
+            (b"content-length", str(len(content)).encode()),
+            JSON_TYPE,
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+
+
+class ServingApp(Starlette):
+    """The Starlette app with :class:`ScoringPath` in front of it for the inference routes."""
+
+    scoring: ScoringPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scoring = self.scoring
+        if (
+            scoring is not None
+            and scope["type"] == "http"
+            and scope["method"] == "POST"
+            and not scope.get("root_path")
+        ):
+            route = match(scope["path"])
+            if route is not None:
+                await scoring(route, scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
