@@ -28,8 +28,9 @@ import numpy as np
 import orjson
 
 from mlops.model.onnx_model import OUTPUT_NAME
+from serving.batching import IN_FLIGHT
 from serving.columns import BYTES, Column, binary_column, column_rows, column_texts
-from serving.dataplane import INPUT_WHERE, InferRequest
+from serving.dataplane import INPUT_WHERE, InferRequest, InferResponse
 from serving.errors import (
     InvalidInput,
     ModelNotFound,
@@ -216,11 +217,10 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             outputs=[tensor(name=t.name, datatype=t.datatype, shape=t.shape) for t in meta.outputs],
         )
 
-    async def ModelInfer(
-        self, request: pb.ModelInferRequest, context: grpc.aio.ServicerContext
-    ) -> pb.ModelInferResponse:
-        received = time.perf_counter()
-        await self._authorize(context)
+    async def _infer(
+        self, request: pb.ModelInferRequest, context: grpc.aio.ServicerContext, received: float
+    ) -> InferResponse:
+        """Decode ``request`` and run it through the data plane; a refusal aborts the call."""
         target = GrpcTarget(request.model_name, request.model_version, context)
         outputs = [output.name for output in request.outputs]
         # The request log keeps the client's id (what mlops feedback joins labels by), else a new one.
@@ -234,9 +234,23 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             target, GrpcInputs(request), PROTOCOL, outputs, request.id, log_id, received, explain
         )
         try:
-            answer = await self.plane.infer(inferred)
+            return await self.plane.infer(inferred)
         except ServingError as exc:
             await abort(context, exc)
+
+    async def ModelInfer(
+        self, request: pb.ModelInferRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ModelInferResponse:
+        received = time.perf_counter()
+        await self._authorize(context)
+        load = self.plane.in_flight
+        load.count += 1
+        token = IN_FLIGHT.set(load)  # a call that is alone skips the batcher's queue, as on REST
+        try:
+            answer = await self._infer(request, context, received)
+        finally:
+            load.count -= 1
+            IN_FLIGHT.reset(token)
         y = answer.probabilities
         output = pb.ModelInferResponse.InferOutputTensor(name=OUTPUT_NAME, datatype="FP32", shape=[len(y)])
         response = pb.ModelInferResponse(
