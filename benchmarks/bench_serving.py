@@ -41,6 +41,7 @@ OURS = "ours (`mlops serve` defaults: batching, request log 100%)"
 OURS_NO_LOG = "ours, request log off"
 OURS_UNBATCHED = "ours, request log off, batching off"
 CEILING = "protocol ceiling (same stack, constant reply)"
+CEILING_RAW = "raw ceiling (JSON parsed, constant reply, no framework)"
 KSERVE = "kserve 0.21 ModelServer (ORT in predict, logging off)"
 MLFLOW = "mlflow models serve (default, 1 worker)"
 TARGET_VS_MLFLOW = 5.0
@@ -315,6 +316,17 @@ def main() -> int:
             v2_body,
             lambda body: expected,
         ),
+        *(
+            Target(
+                f"{CEILING_RAW} ({server})",
+                [python, "benchmarks/ceiling_server.py", "--port", "{port}", "--server", server],
+                "/v2/health/ready",
+                v2_path,
+                v2_body,
+                lambda body: expected,
+            )
+            for server in ("granian-raw", "granian-rsgi", "uvicorn-raw")
+        ),
     ]
     if args.kserve_python.is_file():
         command = [
@@ -401,6 +413,13 @@ def summarise(
                 f"| {label} {goal}vs {other.split(' (')[0]} @32 | {ours.rps:,.0f} vs {at32[other].rps:,.0f} req/s | "
                 f"{ratio:.2f}× | {met if target else '(reference)'} |"
             )
+        for other in (k for k in at32 if k.startswith(CEILING_RAW)):
+            if ours is not None:
+                ratio = ours.rps / at32[other].rps
+                lines.append(
+                    f"| {label} vs {other} @32 | {ours.rps:,.0f} vs {at32[other].rps:,.0f} req/s | "
+                    f"{ratio:.2f}× | (reference) |"
+                )
     for model, per_batch in int8.items():
         for batch, figures in per_batch.items():
             lines.append(

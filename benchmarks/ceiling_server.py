@@ -9,6 +9,11 @@ share of the transport's limit it reaches.
 ``--grpc-port`` adds the gRPC ceiling (``GRPCInferenceService.ModelInfer`` parsing and
 admitting the input, constant reply) in the same event loop. ``--server granian``
 serves the same ASGI app on granian (Rust HTTP, one worker) instead of uvicorn.
+
+The raw ceilings drop the framework too: ``--server uvicorn-raw`` / ``granian-raw`` serve a bare ASGI
+callable and ``granian-rsgi`` granian's own RSGI interface, each reading the body, parsing the V2 JSON
+(``orjson``) and answering a constant V2 response, with no routing, no validation and no model: what the
+HTTP stack alone allows, the limit of the server's raw scoring path (``serving/fast_path.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -117,11 +123,52 @@ def _grpc_lifespan(name: str, spec: FeatureSpec, port: int) -> Any:
     return lifespan
 
 
+_CONSTANT = (
+    b'{"model_name":"bench-model","model_version":"1","outputs":[{"name":"probability","datatype":"FP32",'
+    b'"shape":[1],"data":[0.5]}]}'
+)
+_ASGI_HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(_CONSTANT)).encode())]
+
+
+async def raw_asgi_app(scope: Any, receive: Any, send: Any) -> None:
+    """Bare ASGI: read the body, parse its JSON, answer a constant (200 to any path, for a ceiling only)."""
+    if scope["type"] != "http":  # lifespan: accept start and shutdown
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    if scope["method"] == "POST":
+        orjson.loads(b"".join(chunks))
+    await send({"type": "http.response.start", "status": 200, "headers": _ASGI_HEADERS})
+    await send({"type": "http.response.body", "body": _CONSTANT})
+
+
+class RsgiApp:
+    """granian's RSGI interface: the same work as :func:`raw_asgi_app` on granian's own protocol."""
+
+    async def __rsgi__(self, scope: Any, protocol: Any) -> None:
+        if scope.method == "POST":
+            orjson.loads(await protocol())
+        protocol.response_bytes(200, [("content-type", "application/json")], _CONSTANT)
+
+
 def granian_app() -> Starlette:
     """Factory for ``granian --factory benchmarks.ceiling_server:granian_app`` (spec from the environment)."""
     onnx = os.environ.get(ONNX_ENV, "")
     spec = OnnxScorer.load(Path(onnx)).spec if onnx else numeric_spec(20)
     return create_app("bench-model", spec)
+
+
+RSGI_APP = RsgiApp()
 
 
 def main() -> None:
@@ -131,9 +178,29 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=20, help="numeric features, without --onnx")
     parser.add_argument("--onnx", default="", help="validate inputs against this model's feature spec")
     parser.add_argument("--grpc-port", type=int, default=0, help="also serve the gRPC ceiling here")
-    parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn")
+    parser.add_argument(
+        "--server",
+        choices=["uvicorn", "granian", "uvicorn-raw", "granian-raw", "granian-rsgi"],
+        default="uvicorn",
+        help="the -raw and -rsgi servers parse the body and answer a constant: no routing, no validation",
+    )
     args = parser.parse_args()
     os.environ[GRPC_PORT_ENV] = str(args.grpc_port)
+    if args.server in ("granian-raw", "granian-rsgi"):
+        interface, target = (
+            ("asgi", "benchmarks.ceiling_server:raw_asgi_app")
+            if args.server == "granian-raw"
+            else ("rsgi", "benchmarks.ceiling_server:RSGI_APP")
+        )
+        command = [
+            str(Path(sys.executable).with_name("granian")), "--interface", interface, "--host", "127.0.0.1",
+            "--port", str(args.port), "--workers", "1", "--loop", "uvloop", "--no-access-log",
+            "--log-level", "warning", target,
+        ]  # fmt: skip
+        os.execv(command[0], command)
+    if args.server == "uvicorn-raw":
+        uvicorn.run(raw_asgi_app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+        return
     if args.server == "granian":
         os.environ[ONNX_ENV] = args.onnx
         command = [
