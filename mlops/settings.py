@@ -376,28 +376,3 @@ def _merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
         nested = isinstance(value, _Path) and isinstance(merged.get(key), dict)
         merged[key] = _merge(merged[key], value) if nested else value
     return merged
-
-
-def pipeline_type(setting: Setting) -> Any:
-    """The annotation KFP accepts for this setting (``int``, ``List[int]``, ``dict`` …)."""
-    annotation = setting.annotation
-    if annotation in (str, int, float, bool, dict):
-        return annotation
-    origin = get_origin(annotation)
-    args = get_args(annotation)
-    if origin is Literal:
-        kinds = {type(arg) for arg in args}
-        if len(kinds) == 1 and next(iter(kinds)) in (str, int, float, bool):
-            return next(iter(kinds))
-    if origin in (tuple, list) and args:
-        element = args[0]
-        if element in (str, int, float, bool):
-            return typing.List[element]  # type: ignore[valid-type]  # noqa: UP006 - KFP parses typing.List
-        if _is_model(element) or get_origin(element) is dict or element is dict:
-            return typing.List[dict]  # noqa: UP006
-    if origin is dict:
-        return dict
-    raise SettingsError(
-        f"setting {setting.address!r} has type {annotation!r}, which a pipeline parameter cannot carry; "
-        "use str, int, float, bool, a tuple of those, a tuple of models or a dict"
-    )

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from kfp import dsl
 from kfp.dsl.graph_component import GraphComponent
@@ -36,13 +37,41 @@ from mlops.settings import (
     from_addressed,
     from_section,
     iter_settings,
-    pipeline_type,
     section_of,
     section_values,
 )
 
 PER_RUN_TYPES = (str, int, float, bool)
 """Types a per-run setting may have: it is a plain parameter, and may drive a ``dsl.If`` or a pod resource."""
+
+
+def pipeline_type(setting: Setting) -> Any:
+    """The annotation KFP accepts for this setting (``int``, ``List[int]``, ``dict`` …)."""
+    annotation = setting.annotation
+    if annotation in (str, int, float, bool, dict):
+        return annotation
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Literal:
+        kinds = {type(arg) for arg in args}
+        if len(kinds) == 1 and next(iter(kinds)) in (str, int, float, bool):
+            return next(iter(kinds))
+    if origin in (tuple, list) and args:
+        element = args[0]
+        if element in (str, int, float, bool):
+            return typing.List[element]  # type: ignore[valid-type]  # noqa: UP006 - KFP parses typing.List
+        if (
+            (isinstance(element, type) and issubclass(element, BaseModel))
+            or get_origin(element) is dict
+            or element is dict
+        ):
+            return typing.List[dict]  # noqa: UP006
+    if origin is dict:
+        return dict
+    raise SettingsError(
+        f"setting {setting.address!r} has type {annotation!r}, which a pipeline parameter cannot carry; "
+        "use str, int, float, bool, a tuple of those, a tuple of models or a dict"
+    )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from mlops.settings import (
     from_section,
     from_values,
     iter_settings,
-    pipeline_type,
     section_values,
     settings_of,
 )
@@ -195,27 +194,6 @@ def test_a_section_declared_twice_is_refused_and_field_names_repeat_across_secti
 
     with pytest.raises(SettingsError, match=r"section 'outer' is declared by both Outer and Clash"):
         list(iter_settings(Outer, Clash))
-
-
-def test_pipeline_types_are_the_ones_kfp_accepts() -> None:
-    types = {s.address: str(pipeline_type(s)) for s in settings_of(Outer)}
-    assert types == {
-        "outer.epochs": "<class 'int'>",
-        "outer.name": "<class 'str'>",
-        "outer.mode": "<class 'str'>",
-        "outer.flag": "<class 'bool'>",
-        "outer.inner.widths": "typing.List[int]",  # KFP's signature parser needs typing.List
-        "outer.inner.rate": "<class 'float'>",
-        "outer.extra": "<class 'dict'>",
-        "outer.rate": "<class 'float'>",
-    }
-
-    class Odd(BaseModel):
-        section: ClassVar[str] = "odd"
-        when: complex = Field(default=1j, description="Not a KFP type.")
-
-    with pytest.raises(SettingsError, match=r"setting 'odd.when' has type <class 'complex'>"):
-        pipeline_type(settings_of(Odd)[0])
 
 
 def test_two_settings_with_one_form_name_are_refused() -> None:

@@ -5,22 +5,23 @@ reaches a task."""
 import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, ClassVar, get_args, get_origin
 
 import pytest
 import yaml
 from kfp import compiler, dsl
+from pydantic import BaseModel, ConfigDict, Field
 
 from mlops.settings import (
     SettingsError,
     addressed,
     from_addressed,
-    pipeline_type,
     section_of,
     section_values,
+    settings_of,
 )
 from pipelines.catalog import compiled_path, forms, pipelines
-from pipelines.signature import FormSetting, PipelineForm, settings_pipeline
+from pipelines.signature import FormSetting, PipelineForm, pipeline_type, settings_pipeline
 from training.config import TrainConfig
 
 FORMS = forms()
@@ -33,6 +34,59 @@ def _compiled(name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", sorted(pipelines()))
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: int = Field(default=1, description="A key.")
+
+
+class _Widths(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    widths: tuple[int, ...] = Field(default=(8, 4), description="Layer widths.")
+    rate: float = Field(default=0.1, description="A rate.")
+    rows: tuple[_Row, ...] = Field(default=(), description="Models in a list.")
+
+
+class _Kinds(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    section: ClassVar[str] = "kinds"
+
+    epochs: int = Field(default=3, description="Epochs.")
+    name: str = Field(default="x", description="A name.")
+    mode: typing.Literal["a", "b"] = Field(default="a", description="A mode.")
+    level: typing.Literal[1, 2] = Field(default=1, description="A numeric choice.")
+    flag: bool = Field(default=False, description="A flag.")
+    inner: _Widths = Field(default_factory=_Widths, description="Nested.")
+    extra: dict[str, int] = Field(default_factory=dict, description="A mapping.")
+
+
+def test_pipeline_types_are_the_ones_kfp_accepts() -> None:
+    types = {s.address: str(pipeline_type(s)) for s in settings_of(_Kinds)}
+    assert types == {
+        "kinds.epochs": "<class 'int'>",
+        "kinds.name": "<class 'str'>",
+        "kinds.mode": "<class 'str'>",
+        "kinds.level": "<class 'int'>",
+        "kinds.flag": "<class 'bool'>",
+        "kinds.inner.widths": "typing.List[int]",  # KFP's signature parser needs typing.List
+        "kinds.inner.rate": "<class 'float'>",
+        "kinds.inner.rows": "typing.List[dict]",
+        "kinds.extra": "<class 'dict'>",
+    }
+
+    class Odd(BaseModel):
+        section: ClassVar[str] = "odd"
+        when: complex = Field(default=1j, description="Not a KFP type.")
+        mixed: typing.Literal["a", 1] = Field(default="a", description="Two kinds of choice.")
+
+    odd = settings_of(Odd)
+    with pytest.raises(SettingsError, match=r"setting 'odd.when' has type <class 'complex'>"):
+        pipeline_type(odd[0])
+    with pytest.raises(SettingsError, match=r"setting 'odd.mixed' has type"):
+        pipeline_type(odd[1])
+
+
 def test_parameters_are_the_per_run_settings_and_one_dict_per_section(name: str) -> None:
     form = FORMS[name]
     parameters = _compiled(name)["root"]["inputDefinitions"]["parameters"]
