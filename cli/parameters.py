@@ -10,7 +10,6 @@ anything runs); ranges and cross-field rules are the configs' own validation
 
 from __future__ import annotations
 
-import difflib
 import json
 import types
 import typing
@@ -154,25 +153,11 @@ def coerce(setting: FormSetting, raw: str, flag: bool = False) -> Any:
         raise ParameterError(f"{given}: expected {expected} (e.g. {setting.address}={example})") from exc
 
 
-def _sections(form: PipelineForm) -> list[str]:
-    return list(dict.fromkeys(setting.section for setting in form.settings))
-
-
 def unknown_address(form: PipelineForm, address: str) -> ParameterError:
-    """The error for an address this pipeline lacks: the closest address, and the section's settings."""
-    addresses = [setting.address for setting in form.settings]
-    guesses: list[str] = []
-    # A pre-sections name: `tune_trials` is the form name of tune.trials, `epochs` a field of train.
-    guesses += [s.address for s in form.settings if address in (s.form_name, s.path[-1], "_".join(s.path))]
-    guesses += difflib.get_close_matches(address, addresses, n=1)
-    hint = f"did you mean {guesses[0]!r}? " if guesses else ""
-    section = address.split(".", 1)[0]
-    if section in _sections(form):
-        names = [s.address for s in form.settings if s.section == section]
-        known = f"{section}'s settings: {', '.join(names)}"
-    else:
-        known = f"settings are named section.field; {form.name}'s sections: {', '.join(_sections(form))}"
-    return ParameterError(f"unknown setting {address!r} of pipeline {form.name!r}; {hint}{known}")
+    """The error for an address this pipeline lacks (:func:`mlops.settings.unknown_address`)."""
+    from mlops import settings
+
+    return ParameterError(settings.unknown_address(form.settings, address, form.name))
 
 
 def find_setting(form: PipelineForm, address: str) -> FormSetting:

@@ -20,11 +20,12 @@ parsed as JSON before validation; a text field is never decoded.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
@@ -342,9 +343,7 @@ def from_addressed(
     updates: list[dict[str, Any]] = [_Path() for _ in bases]
     for address, value in values.items():
         if address not in by_address:
-            raise SettingsError(
-                _unknown_address(address, sorted({s.section for _, s in by_address.values()}))
-            )
+            raise SettingsError(unknown_address([s for _, s in by_address.values()], address))
         index, setting = by_address[address]
         target = updates[index]
         for part in setting.path[:-1]:
@@ -357,13 +356,27 @@ def from_addressed(
     return built
 
 
-def _unknown_address(address: str, sections: list[str]) -> str:
-    if "." not in address:
-        return (
-            f"{address!r} is not a setting address; settings are named section.field "
-            f"(sections: {', '.join(sections)})"
-        )
-    return f"no setting {address!r}; sections: {', '.join(sections)}"
+def unknown_address(known: Sequence[Setting], address: str, owner: str = "") -> str:
+    """The one message for an address no setting has: the closest address, then what is there.
+
+    ``known`` are the settings the address was looked up among, ``owner`` names their pipeline
+    (empty: none). A pre-sections name is pointed at its address (``tune_trials`` is the form name of
+    ``tune.trials``, ``epochs`` a field of ``train``) before the closest spelling; then the address's
+    section lists its settings, or, for an address outside every section, the sections are listed.
+    """
+    addresses = [setting.address for setting in known]
+    guesses = [s.address for s in known if address in (s.form_name, s.path[-1], "_".join(s.path))]
+    guesses += difflib.get_close_matches(address, addresses, n=1)
+    hint = f"did you mean {guesses[0]!r}? " if guesses else ""
+    sections = list(dict.fromkeys(setting.section for setting in known))
+    section = address.split(".", 1)[0]
+    if section in sections:
+        listed = f"{section}'s settings: {', '.join(s.address for s in known if s.section == section)}"
+    else:
+        whose = f"{owner}'s sections" if owner else "sections"
+        listed = f"settings are named section.field; {whose}: {', '.join(sections)}"
+    of = f" of pipeline {owner!r}" if owner else ""
+    return f"unknown setting {address!r}{of}; {hint}{listed}"
 
 
 class _Path(dict[str, Any]):

@@ -39,6 +39,7 @@ from mlops.settings import (
     iter_settings,
     section_of,
     section_values,
+    unknown_address,
 )
 
 PER_RUN_TYPES = (str, int, float, bool)
@@ -177,10 +178,7 @@ class PipelineForm:
 
     def setting(self, address: str) -> FormSetting:
         if address not in self._by_address:
-            raise SettingsError(
-                f"pipeline {self.name!r} has no setting {address!r}; its sections: "
-                f"{', '.join(dict.fromkeys(s.section for s in self.settings))}"
-            )
+            raise SettingsError(unknown_address(self.settings, address, self.name))
         return self._by_address[address]
 
     def _per_run_of(self, instance: BaseModel) -> list[str]:

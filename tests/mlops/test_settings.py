@@ -18,6 +18,7 @@ from mlops.settings import (
     iter_settings,
     section_values,
     settings_of,
+    unknown_address,
 )
 
 
@@ -175,14 +176,41 @@ def test_addressed_values_rebuild_several_configs_on_their_defaults() -> None:
 
 
 def test_an_unknown_address_names_the_sections() -> None:
-    with pytest.raises(SettingsError, match=r"no setting 'outer.epoch'; sections: other, outer"):
+    with pytest.raises(
+        SettingsError,
+        match=r"^unknown setting 'outer.epoch'; did you mean 'outer.epochs'\? outer's settings: outer.epochs, ",
+    ):
         from_addressed({"outer.epoch": 1}, [Outer, Other])
     with pytest.raises(
-        SettingsError, match=r"'epochs' is not a setting address; settings are named section.field"
+        SettingsError,
+        match=r"unknown setting 'nosuch.x'; settings are named section.field; sections: outer, other$",
+    ):
+        from_addressed({"nosuch.x": 1}, [Outer, Other])
+    with pytest.raises(
+        SettingsError,
+        match=r"unknown setting 'epochs'; did you mean 'outer.epochs'\? settings are named section.field",
     ):
         from_addressed({"epochs": 1}, [Outer, Other])
     with pytest.raises(SettingsError, match=r"outer.epochs: Input should be greater than or equal to 1"):
         from_addressed({"outer.epochs": 0}, [Outer])
+
+
+def test_one_unknown_address_message_points_at_the_address_then_lists_what_is_there() -> None:
+    known = settings_of(Outer) + settings_of(Other)
+    message = unknown_address(known, "outer.inner.rat", "training")
+    assert message == (
+        "unknown setting 'outer.inner.rat' of pipeline 'training'; did you mean 'outer.inner.rate'? "
+        "outer's settings: outer.epochs, outer.name, outer.mode, outer.flag, outer.inner.widths, "
+        "outer.inner.rate, outer.extra, outer.rate"
+    )
+    # Pre-sections names: a form name, a keyword (field path joined by _) and a bare field name.
+    assert "did you mean 'outer.inner.rate'?" in unknown_address(known, "outer_inner_rate")
+    assert "did you mean 'outer.inner.rate'?" in unknown_address(known, "inner_rate")
+    assert "did you mean 'outer.inner.widths'?" in unknown_address(known, "widths")
+    # Nothing close: no guess, and the sections in the order given.
+    assert unknown_address(known, "zzz") == (
+        "unknown setting 'zzz'; settings are named section.field; sections: outer, other"
+    )
 
 
 def test_a_section_declared_twice_is_refused_and_field_names_repeat_across_sections() -> None:

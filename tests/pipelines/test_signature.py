@@ -286,7 +286,10 @@ def test_a_section_given_whole_replaces_the_default_and_missing_keys_take_the_co
     assert train == TrainConfig(epochs=2)
     with pytest.raises(SettingsError, match=r"pipeline 'training' has no parameter\(s\) \['epochs'\]"):
         form.configs({"epochs": 2})
-    with pytest.raises(SettingsError, match=r"pipeline 'training' has no setting 'train.epoch'"):
+    with pytest.raises(
+        SettingsError,
+        match=r"unknown setting 'train.epoch' of pipeline 'training'; did you mean 'train.epochs'",
+    ):
         form.arguments({"train.epoch": 2})
 
 
