@@ -7,11 +7,16 @@ the callers in order. The model is read once per batch from the
 :class:`~serving.reload.ModelHolder`, so a hot reload never splits a batch across
 versions, and every caller learns which version scored its rows.
 
-A request that is alone skips the queue: when its transport says no other request is in
+A request that is alone skips the queue. Requests overlap or not: when the last
+:data:`LONE_STREAK` batches each held one request, and the transport says no other request is in
 progress (:data:`IN_FLIGHT`, a count the transports keep) and nothing is queued, :meth:`Batcher.submit`
 runs the model inline, on the event loop, as the worker would have run that lone item, without the
-hand-off (a future, a wake-up, two task switches). As soon as requests overlap they queue and batch
-as before; a caller that does not set :data:`IN_FLIGHT` (a test, an internal caller) always queues.
+hand-off (a future, a wake-up, two task switches). One inline-eligible request in :data:`PROBE_EVERY`
+still goes through the queue: if others join it there, requests overlap again and every request
+queues and batches as before until the batches are lone again. (The in-flight count alone cannot
+tell: a one-chunk request is parsed, scored and answered without yielding, so each one runs alone
+even with 32 clients waiting in the socket buffers.) A caller that does not set :data:`IN_FLIGHT` (a
+test, an internal caller) always queues.
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ IN_FLIGHT: contextvars.ContextVar[InFlight | None] = contextvars.ContextVar("ser
 :meth:`Batcher.submit` score a request that is alone without queueing it."""
 
 
+LONE_STREAK = 8
+"""Consecutive batches of one request after which a request alone is scored inline."""
+PROBE_EVERY = 32
+"""While requests are scored inline, one in this many goes through the queue to see whether others join it."""
+
+
 @dataclass
 class _Item:
     x: np.ndarray
@@ -84,6 +95,9 @@ class Batcher:
         self._loop = BackgroundLoop("batcher", self._run)
         # Inline scoring would bypass the queue delay's wait and the worker thread: only without either.
         self._inline = max_queue_delay_s <= 0 and not in_thread
+        self._lone = 0
+        """Consecutive batches that held one request."""
+        self._inlined = 0
 
     def start(self) -> None:
         self._loop.start()
@@ -100,10 +114,12 @@ class Batcher:
         """Probabilities for ``x`` and the model that computed them; ``version`` pins a model version."""
         if not self._loop.running:
             raise RuntimeError("batcher is not running; call start() inside the event loop first")
-        if self._inline and not self._queue:
+        if self._inline and not self._queue and self._lone >= LONE_STREAK:
             load = IN_FLIGHT.get()
             if load is not None and load.count <= 1:
-                return self._alone(x, version)
+                self._inlined += 1
+                if self._inlined % PROBE_EVERY:
+                    return self._alone(x, version)
         future: asyncio.Future[tuple[np.ndarray, LoadedModel]] = asyncio.get_running_loop().create_future()
         self._queue.append(_Item(x, version, future))
         self._queued_rows += len(x)
@@ -150,6 +166,7 @@ class Batcher:
             if self.max_queue_delay_s > 0:
                 await self._fill()
             items = self._take()
+            self._lone = self._lone + 1 if len(items) == 1 else 0
             model = self.holder.current
             live = []
             for item in items:

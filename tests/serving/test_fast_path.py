@@ -21,7 +21,7 @@ from starlette.routing import Match
 from starlette.testclient import TestClient
 
 from serving.app import create_app
-from serving.batching import IN_FLIGHT, Batcher, InFlight, VersionGone
+from serving.batching import IN_FLIGHT, LONE_STREAK, PROBE_EVERY, Batcher, InFlight, VersionGone
 from serving.config import ServerConfig
 from serving.fast_path import ServingApp, match
 from serving.handlers import Handlers
@@ -259,6 +259,16 @@ class CountingModel:
         return self.model.predict(x)
 
 
+def answered_at_once(coroutine: Any) -> Any:
+    """The coroutine's result if it finished without yielding to the loop, else None (then closed)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    return None
+
+
 def test_a_request_alone_is_scored_inline_and_overlapping_ones_are_batched(
     model: LoadedModel, store: DemoStore
 ) -> None:
@@ -273,26 +283,40 @@ def test_a_request_alone_is_scored_inline_and_overlapping_ones_are_batched(
         load = InFlight()
         token = IN_FLIGHT.set(load)
         try:
-            load.count = 1  # alone: answered without yielding to the loop, no queue
-            coroutine = batcher.submit(x[:1])
-            try:
-                coroutine.send(None)
-            except StopIteration as done:
-                y, used = done.value
-            else:
-                raise AssertionError("a request alone waited for the batch worker")
+            load.count = 1
+            # until LONE_STREAK lone batches, a request alone still goes through the queue
+            for _ in range(LONE_STREAK):
+                assert answered_at_once(batcher.submit(x[:1])) is None
+                await asyncio.sleep(0.01)
+            answer = answered_at_once(batcher.submit(x[:1]))
+            assert answer is not None, "a request alone after lone batches waited for the worker"
+            y, used = answer
             np.testing.assert_allclose(y, direct(store.onnx_a, x[:1]), rtol=1e-6)
-            assert used is counting and batches == [1]
+            assert used is counting and batches[-1] == 1
             with pytest.raises(VersionGone):
                 await batcher.submit(x[:1], version="999")
-            # several in flight: they queue and share one ONNX Runtime call
+            # one inline-eligible request in PROBE_EVERY goes through the queue
+            queued = 0
+            for _ in range(PROBE_EVERY):
+                queued += answered_at_once(batcher.submit(x[:1])) is None
+                await asyncio.sleep(0.01)  # the probe's lone batch is scored
+            assert queued == 1
+            await asyncio.sleep(0.01)
+            # another request in flight: it queues even after lone batches
+            load.count = 2
+            assert answered_at_once(batcher.submit(x[:1])) is None
+            await asyncio.sleep(0.01)
+            # overlapping requests queue and share one ONNX Runtime call, which ends the lone streak
             load.count = 3
             results = await asyncio.gather(*(batcher.submit(x[i : i + 1]) for i in range(3)))
             assert batches[-1] == 3 and counting.calls[-1] == 3
             for i, (y, _) in enumerate(results):
                 np.testing.assert_allclose(y, direct(store.onnx_a, x[i : i + 1]), rtol=1e-6)
+            load.count = 1
+            assert answered_at_once(batcher.submit(x[:1])) is None
         finally:
             IN_FLIGHT.reset(token)
+        await asyncio.sleep(0.01)
         # no transport count: the batcher queues as it always did
         results = await asyncio.gather(*(batcher.submit(x[i : i + 1]) for i in range(3)))
         assert batches[-1] == 3
