@@ -33,7 +33,6 @@ def _compiled(name: str) -> dict[str, Any]:
     return next(yaml.safe_load_all(compiled_path(name).read_text()))  # the spec; the platform spec follows
 
 
-@pytest.mark.parametrize("name", sorted(pipelines()))
 class _Row(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -87,6 +86,7 @@ def test_pipeline_types_are_the_ones_kfp_accepts() -> None:
         pipeline_type(odd[1])
 
 
+@pytest.mark.parametrize("name", sorted(pipelines()))
 def test_parameters_are_the_per_run_settings_and_one_dict_per_section(name: str) -> None:
     form = FORMS[name]
     parameters = _compiled(name)["root"]["inputDefinitions"]["parameters"]
