@@ -13,7 +13,7 @@ Timed, in a fresh child process each (so peak RSS is the check's own):
 Accuracy: our normalised Wasserstein per numeric feature vs scipy's on the raw 1M values, and
 our Jensen-Shannon vs Evidently's own function on the raw values.
 
-A month from daily summaries (issue 25, ``--month-rows``, 0 skips it): ``--month-days`` days of
+A month from daily summaries (``--month-rows``, 0 skips it): ``--month-days`` days of
 ``--month-rows`` rows in all (each day the same ``month-rows / month-days`` generated rows at
 drift 0.5, logged in files of 100k rows), checked over the whole month three ways, each in a
 fresh child: from the raw rows (``logs.summarise``); a first ``mlops monitor``-style check that

@@ -9,7 +9,7 @@ pulls in (none should: they belong inside the work). The baseline in the same ru
 bare interpreter start. Then the combine-gates task's whole body (record the verdict on a
 registered version in a SQLite MLflow store) is timed in parts: executor import, gate
 modules, ``import mlflow``, and the work (store open + run + tags); then the same body recording
-over REST to the store served by ``mlflow server`` (what a local run does since issue 25), which
+over REST to the store served by ``mlflow server`` (what a local run does), which
 never imports MLflow. Last, ``mlops run training`` on a small sample, with the store served and
 with it not (``MLOPS_SERVE_TRACKING=0``, the baseline, in the same run): each step's wall time as
 the run recorded it (process start included). Everything, with the command and the load average
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / ".out" / "task_startup.md"
 RECORDING_STEPS = ("metrics-gate", "combine-gates", "promote-to-champion")
-"""The training pipeline's steps whose own work is trivial (issue 25's target: <= 1 s each)."""
+"""The training pipeline's steps whose own work is trivial (the target: <= 1 s each)."""
 
 # component -> the modules its function body imports (components/<name>/component.py)
 TASK_IMPORTS = {

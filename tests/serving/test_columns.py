@@ -1,4 +1,4 @@
-"""Rows served as they are (issue 30): per-column V2 inputs and V1 rows straight from the data.
+"""Rows served as they are: per-column V2 inputs and V1 rows straight from the data.
 
 In process (Starlette's test client over the real app, lifespan included) on the demo
 model trained on the credit-default-like sample (14 numeric and 6 string categorical

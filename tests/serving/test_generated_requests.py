@@ -1,4 +1,4 @@
-"""Generated requests at every door of a real server (issue 27): never a 5xx, never a 200 with a wrong answer.
+"""Generated requests at every door of a real server: never a 5xx, never a 200 with a wrong answer.
 
 One ``mlops serve`` subprocess (REST and gRPC) serves the demo model for the whole module.
 Each door has a generator that builds requests from the model's own contract — numbers

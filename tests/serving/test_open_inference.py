@@ -151,7 +151,7 @@ def column_inputs(module: Any, frame: pd.DataFrame, binary: bool = True) -> list
 def test_a_data_row_sent_per_column_scores_like_the_packed_form(
     transport: str, http: Any, grpc: Any, store: DemoStore
 ) -> None:
-    """Issue 30: rows of the credit sample, string categoricals and label and protected column included."""
+    """Rows of the credit sample, string categoricals and label and protected column included."""
     from mlops.data.sample_data import SAMPLE_SCHEMA
 
     frame = store.holdout.dropna(subset=list(SAMPLE_SCHEMA.categorical_features)).iloc[:16]

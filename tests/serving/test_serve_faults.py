@@ -1,4 +1,4 @@
-"""`mlops serve` stopped under load (issue 27): SIGTERM loses nothing, SIGKILL loses at most one flush interval.
+"""`mlops serve` stopped under load: SIGTERM loses nothing, SIGKILL loses at most one flush interval.
 
 A real server subprocess logs every request (sample rate 1) under the client's
 ``x-request-id``; eight client threads keep it busy with one-row V2 requests (keep-alive

@@ -68,7 +68,7 @@ def test_split_binary_and_from_binary_check_sizes() -> None:
     ("datatype", "surplus"), [("FP32", 4), ("FP32", 1), ("FP64", 8), ("FP64", 3)], ids=str
 )
 def test_surplus_bytes_after_a_binary_tensor_are_a_400_naming_the_sizes(datatype: str, surplus: int) -> None:
-    """Issue 27's planted fault: bytes beyond [rows, width] reached numpy's reshape and answered 500."""
+    """A planted fault: bytes beyond [rows, width] reached numpy's reshape and answered 500."""
     values = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=f"<f{8 if datatype == 'FP64' else 4}")
     raw = values.tobytes()
     assert np.array_equal(from_binary(raw, datatype, 2, 3, "input 'features'"), values)  # exact size: read

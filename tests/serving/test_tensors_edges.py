@@ -1,4 +1,4 @@
-"""serving.tensors at its edges (issue 27, mutation testing): the code range, several categoricals, the
+"""serving.tensors at its edges (mutation testing): the code range, several categoricals, the
 mask batch scoring reports, named-row encoding against training's FeatureSpec.encode, and the
 binary extension's size parameters."""
 

@@ -1,4 +1,4 @@
-"""Retraining on a performance drop (issue 28's "Done when") and the window checks issue 27 found unpinned.
+"""Retraining on a performance drop and the window checks, pinned at their edges.
 
 One registered champion; each day of the request log (written by the server's own writer)
 holds one kind of traffic:
@@ -153,7 +153,7 @@ def test_a_normal_window_triggers_nothing_and_its_estimate_band_meets_the_champi
 def test_ten_of_twenty_features_drifted_is_dataset_drift(
     model: Monitored, drifting: int, expected: bool
 ) -> None:
-    """Issue 27: the share rule at its tie. Thresholds force exactly ``drifting`` features over theirs."""
+    """The share rule at its tie. Thresholds force exactly ``drifting`` features over theirs."""
     names = [f.name for f in check(model, 0).features]
     thresholds = {name: (1e-12 if i < drifting else 1e6) for i, name in enumerate(names)}
     result = check(
@@ -166,7 +166,7 @@ def test_ten_of_twenty_features_drifted_is_dataset_drift(
 
 @pytest.mark.parametrize(("min_rows", "accepted"), [(ROWS - 1, True), (ROWS, True), (ROWS + 1, False)])
 def test_a_window_below_min_rows_is_refused(model: Monitored, min_rows: int, accepted: bool) -> None:
-    """Issue 27: the window holds exactly ROWS rows; min_rows at, just under and just over it."""
+    """The window holds exactly ROWS rows; min_rows at, just under and just over it."""
     settings = window(0, min_rows=min_rows)
     if accepted:
         assert check_window(settings, DriftSettings(), model.store, model.log_root).result.rows == ROWS
@@ -186,7 +186,7 @@ def test_a_window_below_min_rows_is_refused(model: Monitored, min_rows: int, acc
 def test_a_wrongly_typed_log_column_is_refused_naming_it(
     model: Monitored, tmp_path: Path, column: str, value: object, wanted: str
 ) -> None:
-    """Issue 27: a request log whose column has another type is refused with the column, its type and the fix."""
+    """A request log whose column has another type is refused with the column, its type and the fix."""
     day = 10 + ["income", "prediction", "region"].index(column)
     frame = traffic(200, seed=60)
     frame["prediction"], frame["model_version"] = 0.3, model.version

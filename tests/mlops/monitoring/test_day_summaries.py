@@ -1,4 +1,4 @@
-"""Daily summaries that merge (issue 25): a window from stored days equals the window from its raw rows.
+"""Daily summaries that merge: a window from stored days equals the window from its raw rows.
 
 The request log is written by the server's own writer (six days of traffic, one of them
 drifted, two with feedback labels); the window starts and ends inside a day, so a check has a

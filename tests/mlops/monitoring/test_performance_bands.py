@@ -37,7 +37,7 @@ def summary_of(scores: np.ndarray, calibrate: Calibrator) -> ScoreSummary:
 
 
 def test_tied_scores_count_half_as_sklearn_does() -> None:
-    """Issue 27: scores rounded to 0.1 are mostly ties; counting them as wins gave 0.87 instead of 0.72."""
+    """Scores rounded to 0.1 are mostly ties; counting them as wins gave 0.87 instead of 0.72."""
     rng = np.random.default_rng(5)
     scores = np.round(rng.beta(2, 4, 20_000), 1)
     probability = np.clip(scores * 0.8 + 0.05, 0, 1)  # the calibrated probability of each tied score
@@ -171,7 +171,7 @@ def test_a_profile_written_before_the_isotonic_map_still_reads_as_a_histogram_ma
 
     scores, labels = population(3000, seed=12)
     old = calibration(scores, labels).model_dump()
-    del old["method"], old["counts"]  # the fields a profile before issue 28's fix did not have
+    del old["method"], old["counts"]  # the fields an older profile does not have
     read = Calibration.model_validate(old)
     assert read.method == "histogram" and read.counts is None
     counts = calibration_counts(read, numeric_profile("prediction", scores))

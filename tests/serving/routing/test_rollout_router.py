@@ -141,7 +141,7 @@ def test_a_challenger_reading_requests_differently_is_refused(store: DemoStore) 
 
 
 def test_the_admin_route_opens_to_its_own_token_only(store: DemoStore) -> None:
-    """Least privilege (issue 27): a client allowed to score cannot move traffic, and the admin token scores nothing."""
+    """Least privilege: a client allowed to score cannot move traffic, and the admin token scores nothing."""
     inference, admin = {"Authorization": "Bearer score-me"}, {"Authorization": "Bearer move-traffic"}
     plan = {"challenger": "2", "percent": 10}
     app = app_for(store, token="score-me", admin_token="move-traffic")

@@ -1,4 +1,4 @@
-"""The rollout router's decisions, pinned at their edges without HTTP or ONNX (issue 27, mutation testing).
+"""The rollout router's decisions, pinned at their edges without HTTP or ONNX (mutation testing).
 
 Models are :class:`~serving.runtime.LoadedModel` objects whose session is a stand-in returning
 scores chosen by the test, behind real :class:`~serving.backend.ModelBackend` objects and a real
