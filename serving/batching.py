@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import contextvars
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -51,6 +51,17 @@ class InFlight:
 
     def __init__(self) -> None:
         self.count = 0
+
+    @contextlib.contextmanager
+    def request(self) -> Iterator[None]:
+        """One request in progress: counted, and this count visible to :meth:`Batcher.submit` in its context."""
+        self.count += 1
+        token = IN_FLIGHT.set(self)
+        try:
+            yield
+        finally:
+            self.count -= 1
+            IN_FLIGHT.reset(token)
 
 
 IN_FLIGHT: contextvars.ContextVar[InFlight | None] = contextvars.ContextVar("serving_in_flight", default=None)

@@ -32,7 +32,6 @@ from starlette.requests import ClientDisconnect
 
 from mlops.model.onnx_model import OUTPUT_NAME
 from serving import protocol
-from serving.batching import IN_FLIGHT
 from serving.dataplane import InferRequest
 from serving.errors import PayloadTooLarge, ServingError, Unauthenticated
 from serving.handlers import REQUEST_ID_HEADER, V1, V2, header_value
@@ -135,10 +134,7 @@ class ScoringPath:
             self.plane.failed(error)
             await error_response(error)(scope, receive, send)
             return
-        load = self.plane.in_flight
-        load.count += 1
-        token = IN_FLIGHT.set(load)
-        try:
+        with self.plane.in_flight.request():
             proto, params, explain = route
             if proto == V2:
                 await self._v2(
@@ -146,9 +142,6 @@ class ScoringPath:
                 )
             else:
                 await self._v1(scope, receive, send, params, raw, declared, request_id, received, explain)
-        finally:
-            load.count -= 1
-            IN_FLIGHT.reset(token)
 
     async def _body(self, receive: Receive, declared: bytes | None) -> bytes:
         """:func:`~serving.http.read_body` on the ASGI messages: 413 before or while reading an oversized body."""

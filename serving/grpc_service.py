@@ -28,7 +28,6 @@ import numpy as np
 import orjson
 
 from mlops.model.onnx_model import OUTPUT_NAME
-from serving.batching import IN_FLIGHT
 from serving.columns import BYTES, Column, binary_column, column_rows, column_texts
 from serving.dataplane import INPUT_WHERE, InferRequest, InferResponse
 from serving.errors import (
@@ -243,14 +242,8 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
     ) -> pb.ModelInferResponse:
         received = time.perf_counter()
         await self._authorize(context)
-        load = self.plane.in_flight
-        load.count += 1
-        token = IN_FLIGHT.set(load)  # a call that is alone skips the batcher's queue, as on REST
-        try:
+        with self.plane.in_flight.request():  # a call that is alone skips the batcher's queue, as on REST
             answer = await self._infer(request, context, received)
-        finally:
-            load.count -= 1
-            IN_FLIGHT.reset(token)
         y = answer.probabilities
         output = pb.ModelInferResponse.InferOutputTensor(name=OUTPUT_NAME, datatype="FP32", shape=[len(y)])
         response = pb.ModelInferResponse(
