@@ -75,6 +75,13 @@ PROBE_EVERY = 32
 """While requests are scored inline, one in this many goes through the queue to see whether others join it."""
 
 
+def _gone(version: str | None, model: LoadedModel) -> VersionGone | None:
+    """The error for a request pinned to a version the holder no longer serves; None when it may be scored."""
+    if version is not None and version != model.version:
+        return VersionGone(f"version {version} was replaced by {model.version} while queued")
+    return None
+
+
 @dataclass
 class _Item:
     x: np.ndarray
@@ -140,8 +147,9 @@ class Batcher:
     def _alone(self, x: np.ndarray, version: str | None) -> tuple[np.ndarray, LoadedModel]:
         """Score a request that has nothing to share a batch with, as the worker scores a lone item."""
         model = self.holder.current
-        if version is not None and version != model.version:
-            raise VersionGone(f"version {version} was replaced by {model.version} while queued")
+        gone = _gone(version, model)
+        if gone is not None:
+            raise gone
         y = model.predict(x)
         self.on_batch(model, len(x))
         return y, model
@@ -181,15 +189,11 @@ class Batcher:
             model = self.holder.current
             live = []
             for item in items:
-                if item.version is not None and item.version != model.version:
-                    if not item.future.done():
-                        item.future.set_exception(
-                            VersionGone(
-                                f"version {item.version} was replaced by {model.version} while queued"
-                            )
-                        )
-                else:
+                gone = _gone(item.version, model)
+                if gone is None:
                     live.append(item)
+                elif not item.future.done():
+                    item.future.set_exception(gone)
             if not live:
                 continue
             try:
