@@ -160,3 +160,20 @@ def test_a_second_module_of_one_name_is_a_clash(tmp_path: Path) -> None:
         "report.py": ["components/a/report.py", "components/b/report.py"],
         "submit.py": ["cli/commands/submit.py", "cli/kfp_client/submit.py"],
     }
+
+
+def test_the_image_installs_the_dependencies_pyproject_declares() -> None:
+    """The image's dependency layer reads requirements.txt, so a dependency added to pyproject.toml alone would
+    never reach the pods."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "write_requirements", ROOT / "infra/docker/write_requirements.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    written = (ROOT / "infra/docker/requirements.txt").read_text(encoding="utf-8")
+    assert written == module.requirements_text(), (
+        "run `python infra/docker/write_requirements.py` and commit the file"
+    )

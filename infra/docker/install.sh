@@ -26,8 +26,7 @@ dependencies() {
   esac
   "${pip[@]}" -c "$B/constraints.txt" "setuptools>=68" wheel  # the project's build backend; wheel also builds sdists such as kfp-server-api
   "${pip[@]}" "${torch_index[@]}" "torch==$TORCH_VERSION"
-  # The project's dependencies (read from pyproject.toml) at the tested versions.
-  "$VENV/bin/python" -c "import tomllib; print('\n'.join(tomllib.load(open('$B/pyproject.toml', 'rb'))['project']['dependencies']))" >"$B/requirements.txt"
+  # The project's dependencies (pyproject.toml's, written to requirements.txt) at the tested versions.
   "${pip[@]}" -c "$B/constraints.txt" -r "$B/requirements.txt"
   if [ "${TORCH_VARIANT:-cpu}" = cpu ]; then
     # A CPU source: an index given by the builder, or a torch wheel of this release in the find-links folder

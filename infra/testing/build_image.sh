@@ -3,16 +3,17 @@
 # FROM the debootstrap base of build_node_images.sh, torch's CPU wheel, the tested dependencies.
 # Writes an OCI archive containerd imports (start_node.sh IMAGES=...) and prints, on its last line,
 #   <archive path> <image name>
-# Cached by the hash of what the image is made of (Dockerfile, install.sh, constraints.txt, pyproject.toml,
-# README.md, the package sources): an unchanged tree prints the cached archive at once. buildah keeps its
-# layers in $CACHE/storage, so a change to the code alone re-runs only the `install.sh project` step.
+# Cached by the hash of what the image is made of (Dockerfile, install.sh, constraints.txt, requirements.txt,
+# pyproject.toml, README.md, the package sources): an unchanged tree prints the cached archive at once. buildah
+# keeps its layers in $CACHE/storage, so a change to the code or to pyproject.toml's tool settings re-runs only
+# the `install.sh project` step (the dependency step sees requirements.txt, not pyproject.toml).
 # Needs install_node.sh. STORAGE_DRIVER=vfs where overlayfs is not available. About 4 min cold (pip from PyPI), under 1 min when only code changed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${CACHE:-${HOME}/.cache/mlops-platform-image}
 NODE_IMAGES=$(bash "$ROOT/infra/testing/build_node_images.sh" | tail -n 1)
 cd "$ROOT"
-KEY=$({ cat "$NODE_IMAGES/key"; sha256sum infra/docker/Dockerfile infra/docker/install.sh infra/docker/constraints.txt pyproject.toml README.md;
+KEY=$({ cat "$NODE_IMAGES/key"; sha256sum infra/docker/Dockerfile infra/docker/install.sh infra/docker/constraints.txt infra/docker/requirements.txt pyproject.toml README.md;
         find mlops components pipelines training serving delivery cli -type f \( -name '*.py' -o -name '*.json' -o -name '*.yaml' -o -name '*.md' \) \
           -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-12)
 IMAGE=localhost/mlops:$KEY
