@@ -49,9 +49,49 @@ until ctr --address "$S" version >/dev/null 2>&1; do
   kill -0 "$(cat "$N/containerd.pid")" 2>/dev/null || { echo "containerd died; last lines of $N/containerd.log:" >&2; tail -n 10 "$N/containerd.log" >&2; exit 1; }
   sleep 0.2
 done
+# The names an OCI archive holds (index.json's ref names), read from the tar's headers without reading its layers.
+archive_names() {
+  python3 - "$1" <<'PY'
+import json, sys, tarfile
+with tarfile.open(sys.argv[1]) as tar:
+    for member in tar:
+        if member.name in ("index.json", "./index.json"):
+            for m in json.load(tar.extractfile(member)).get("manifests", []):
+                print(m.get("annotations", {}).get("org.opencontainers.image.ref.name", ""))
+            break
+PY
+}
+# Once unpacked, an image's layer blobs are a second copy of it (GBs for the platform image) that running pods
+# never read: the snapshots are what containers start from. They are deleted, as containerd 1.7's
+# `--discard-unpacked-layers` does; the manifest and config stay, so the image is still listed and resolvable.
+discard_layer_blobs() {
+  local manifest
+  for manifest in $(ctr --address "$S" -n k8s.io images ls | awk -v n="$1" '$1 == n {print $3}'); do
+    ctr --address "$S" -n k8s.io content get "$manifest" | python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+for m in doc.get("manifests", []):  # an index: its manifests are followed by the caller
+    print("manifest", m["digest"])
+for layer in doc.get("layers", []):
+    print("layer", layer["digest"])' | while read -r kind digest; do
+      if [ "$kind" = layer ]; then ctr --address "$S" -n k8s.io content rm "$digest" >/dev/null 2>&1 || true
+      else ctr --address "$S" -n k8s.io content get "$digest" | python3 -c '
+import json, sys
+for layer in json.load(sys.stdin).get("layers", []): print(layer["digest"])' \
+        | xargs -r -n 1 ctr --address "$S" -n k8s.io content rm >/dev/null 2>&1 || true
+      fi
+    done
+  done
+}
 imported=()
 for i in $IMAGES; do
-  while read -r name; do imported+=("$name"); done < <(ctr --address "$S" -n k8s.io images import "$i" | sed -n 's/^unpacking \([^ ]*\) .*/\1/p')
+  names=$(archive_names "$i"); present=$(ctr --address "$S" -n k8s.io images ls -q)
+  missing=0; for name in $names; do grep -qxF "$name" <<<"$present" || missing=1; done
+  if [ -n "$names" ] && [ "$missing" = 0 ]; then  # imported by an earlier start: its snapshots are there
+    for name in $names; do imported+=("$name"); done; continue
+  fi
+  names=$(ctr --address "$S" -n k8s.io images import "$i" | sed -n 's/^unpacking \([^ ]*\) .*/\1/p')
+  for name in $names; do imported+=("$name"); discard_layer_blobs "$name"; done
 done
 # Earlier builds of the same images: removed (containerd's GC then drops their layers).
 [ ${#imported[@]} -gt 0 ] || { echo "ctr import named no image in $IMAGES" >&2; exit 1; }
