@@ -14,6 +14,7 @@ import base64
 import io
 import math
 from collections.abc import Mapping, Sequence
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def png(figure: Figure, alt: str = "chart") -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'  # alt names a user's column
 
 
 def decided(group: Mapping[str, Any], rate: str) -> bool:

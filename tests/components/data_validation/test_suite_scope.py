@@ -82,7 +82,7 @@ def test_a_column_the_schema_does_not_know_is_named_not_dropped_silently(
     assert note.startswith("column(s) ['region'] are in the data but not in the schema file: dropped")
     assert "or in ignored_columns" in note
     html, document = render_html(result), json.loads(render_json(result))
-    assert "<h2>Notes</h2>" in html and "column(s) [&#x27;region&#x27;] are in the data" in html
+    assert "<h2>Notes</h2>" in html and "column(s) [&#39;region&#39;] are in the data" in html
     assert document["notes"] == [note] and document["success"] is True
     assert "<h2>Notes</h2>" not in render_html(validate(frame, found.schema.dataset_schema, found.suite))
 

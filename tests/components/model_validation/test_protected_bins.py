@@ -176,7 +176,7 @@ def test_the_gate_and_its_report_show_bins_small_groups_and_intervals_holding_th
 
     page = render_html(result, "m", "1")
     assert (
-        "Groups: grouped by the schema file&#x27;s protected_bins [&#x27;25&#x27;, &#x27;40&#x27;, &#x27;80&#x27;]"
+        "Groups: grouped by the schema file&#39;s protected_bins [&#39;25&#39;, &#39;40&#39;, &#39;80&#39;]"
         in page
     )
     assert "&gt;= 80" in page and "too small for selection/favourable rate, TPR" in page
