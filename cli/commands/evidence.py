@@ -90,12 +90,11 @@ def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.governance.audit import read_events, record, verify
     from mlops.governance.card_files import write_card
     from mlops.governance.evidence_pack import EVIDENCE_EXPORTED, EvidenceError, build_pack, segment
-    from mlops.governance.manifest_signing import sha256_of
     from mlops.governance.provenance import history_lines, lineage_lines
     from mlops.governance.signing import SigningSettings, workspace_defaults
     from mlops.tracking.context import resolve_tracking
     from mlops.tracking.model_facts import collect, download_signature, resolve_alias
-    from mlops.vocabulary import DATASET_DIGEST_TAG
+    from mlops.vocabulary import DATASET_DIGEST_TAG, file_sha256
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     fields, source = card_fields(args.schema)
@@ -141,7 +140,7 @@ def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
             {
                 "alias": alias,
                 "archive": str(out.resolve()),
-                "archive_sha256": sha256_of(out),
+                "archive_sha256": file_sha256(out),
                 "manifest_sha256": signed.manifest_sha256,
                 "signing_key_id": signed.key_id,
                 "audit_segment": [chain[0].seq, chain[-1].seq],
