@@ -83,7 +83,7 @@ class _Delegated(Generic[_Half, _P, _R]):
     def __get__(self, store: object | None, owner: type) -> Callable[..., _R]:
         if store is None:
             return self.method
-        return getattr(getattr(store, self.half), self.method.__name__)  # type: ignore[no-any-return]
+        return getattr(getattr(store, self.half), self.method.__name__)
 
 
 def _of_runs(method: Callable[Concatenate[RunTracker, _P], _R]) -> _Delegated[RunTracker, _P, _R]:
