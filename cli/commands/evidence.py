@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.commands.evidence_trust import add_trust_options, key_lines, trust_given, trusted_key
+from cli.commands.options import add_registry_option
 from mlops.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -45,9 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="verify an exported pack offline instead (against a trusted key)",
     )
     add_trust_options(parser, "pack")
-    parser.add_argument(
-        "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
-    )
+    add_registry_option(parser)
     parser.set_defaults(handler=evidence_command)
 
 
