@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.bench_serving import OUT, free_port, serve_command, started, train_and_export
+from benchmarks.bench_serving import OUT, free_port, quiet_serve_command, started, train_and_export
 
 MODEL = "bench-explain"
 
@@ -121,18 +121,15 @@ def over_http(workspace_root: Path, rows: list[int], repeats: int, references: i
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 
     port = free_port()
-    command = [
-        *serve_command(workspace_root, MODEL),
-        "--port",
-        str(port),
-        "--no-request-log",
-        "--reload-interval-s",
-        "0",
+    command = quiet_serve_command(
+        workspace_root,
+        MODEL,
+        port,
         "--explain-max-rows",
         str(max(rows)),
         "--explain-reference-rows",
         str(references),
-    ]
+    )
     url = f"http://127.0.0.1:{port}"
     frame = generate(SampleDataConfig(rows=max(rows), seed=7))[list(SAMPLE_SCHEMA.features)]
     out = []

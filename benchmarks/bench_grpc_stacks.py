@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks.bench_protocols import CONCURRENCY, grpc_request, json_body
-from benchmarks.bench_serving import OUT, free_port, started, tree_cpu_seconds
+from benchmarks.bench_protocols import CONCURRENCY, grpc_request
+from benchmarks.bench_serving import OUT, free_port, started, tree_cpu_seconds, v2_json_body
 from benchmarks.grpc_load import METHOD, run_grpc_load
 from benchmarks.serving_load import LoadResult, run_load
 
@@ -172,7 +172,7 @@ def measure(stack: str, duration: float) -> Row:
         server = grpc_started(stack, port)
     with server as process:
         if stack == "rest":
-            body, url = json_body(x), f"http://127.0.0.1:{port}/v2/models/bench-model/infer"
+            body, url = v2_json_body(x), f"http://127.0.0.1:{port}/v2/models/bench-model/infer"
 
             def go(seconds: float) -> LoadResult:
                 return run_load(url, body, CONCURRENCY, seconds)

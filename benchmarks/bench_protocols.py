@@ -37,6 +37,7 @@ from benchmarks.bench_serving import (
     started,
     train_and_export,
     tree_cpu_seconds,
+    v2_json_body,
 )
 from benchmarks.grpc_load import run_grpc_load
 from benchmarks.serving_load import LoadResult, run_load, wrk_available
@@ -58,11 +59,6 @@ class Point:
     rows: int
     load: LoadResult
     server_cpu_us: float
-
-
-def json_body(x: np.ndarray) -> bytes:
-    tensor = {"name": "features", "shape": list(x.shape), "datatype": "FP32", "data": x.ravel().tolist()}
-    return json.dumps({"inputs": [tensor]}).encode()
 
 
 def binary_body(x: np.ndarray) -> tuple[bytes, dict[str, str]]:
@@ -108,7 +104,7 @@ def answer(transport: str, url: str, grpc_target: str, x: np.ndarray) -> np.ndar
         response = httpx.post(url, json={"inputs": x.tolist()}, timeout=10)
         response.raise_for_status()
         return np.ravel(response.json()["predictions"]["probability"]).astype(np.float32)
-    response = httpx.post(url, content=json_body(x), timeout=10)
+    response = httpx.post(url, content=v2_json_body(x), timeout=10)
     response.raise_for_status()
     return np.asarray(response.json()["outputs"][0]["data"], dtype=np.float32)
 
@@ -121,7 +117,7 @@ def load(transport: str, url: str, grpc_target: str, x: np.ndarray, duration: fl
         return run_load(url, body, CONCURRENCY, duration, headers)
     if transport == "mlflow-json":
         return run_load(url, json.dumps({"inputs": x.tolist()}).encode(), CONCURRENCY, duration)
-    return run_load(url, json_body(x), CONCURRENCY, duration)
+    return run_load(url, v2_json_body(x), CONCURRENCY, duration)
 
 
 def measure_server(

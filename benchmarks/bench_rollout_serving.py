@@ -30,10 +30,11 @@ from benchmarks.bench_serving import (
     OUT,
     REPO,
     free_port,
-    serve_command,
+    quiet_serve_command,
     started,
     train_and_export,
     tree_cpu_seconds,
+    v2_json_body,
 )
 from benchmarks.serving_load import run_load, wrk_available
 
@@ -85,24 +86,11 @@ def main() -> int:
 
     scorer = OnnxScorer.load(OUT / "rollout-champion" / "model.onnx")
     x = scorer.spec.encode(generate(SampleDataConfig(rows=1, seed=5, missing_rate=0.0)))
-    body = json.dumps(
-        {
-            "inputs": [
-                {"name": "features", "shape": list(x.shape), "datatype": "FP32", "data": x.ravel().tolist()}
-            ]
-        }
-    ).encode()
+    body = v2_json_body(x)
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    command = [
-        *serve_command(workspace_root, MODEL),
-        "--port",
-        str(port),
-        "--no-request-log",
-        "--reload-interval-s",
-        "0",
-    ]
+    command = quiet_serve_command(workspace_root, MODEL, port)
     samples: dict[str, list[tuple[float, float, float]]] = {mode: [] for mode in MODES}
     with started("rollout-server", command, f"{base}/v2/health/ready") as server:
         url = f"{base}/v2/models/{MODEL}/infer"

@@ -62,6 +62,12 @@ class Target:
     env: dict[str, str] | None = None
 
 
+def v2_json_body(x: np.ndarray) -> bytes:
+    """A V2 (Open Inference Protocol) JSON request of the rows ``x``, as one FP32 ``features`` tensor."""
+    tensor = {"name": "features", "shape": list(x.shape), "datatype": "FP32", "data": x.ravel().tolist()}
+    return json.dumps({"inputs": [tensor]}).encode()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -228,6 +234,20 @@ def serve_command(workspace_root: Path, model: str) -> list[str]:
         str(workspace_root),
         "--model-name",
         model,
+    ]
+
+
+def quiet_serve_command(workspace_root: Path, model: str, port: int, *flags: str) -> list[str]:
+    """:func:`serve_command` on ``port`` with no request log and no registry polling (a benchmark's server
+    scores the one version it started with), then ``flags``."""
+    return [
+        *serve_command(workspace_root, model),
+        "--port",
+        str(port),
+        "--no-request-log",
+        "--reload-interval-s",
+        "0",
+        *flags,
     ]
 
 

@@ -62,6 +62,7 @@ from benchmarks.bench_serving import (
     started,
     train_and_export,
     tree_cpu_seconds,
+    v2_json_body,
 )
 from benchmarks.grpc_load import run_grpc_load
 from benchmarks.serving_load import LoadResult, run_load, wrk_available
@@ -117,11 +118,6 @@ class Point:
 
 
 # --- requests and answers per transport ----------------------------------------------------------------
-
-
-def v2_json_body(x: np.ndarray) -> bytes:
-    tensor = {"name": "features", "shape": list(x.shape), "datatype": "FP32", "data": x.ravel().tolist()}
-    return json.dumps({"inputs": [tensor]}).encode()
 
 
 def v2_binary_body(x: np.ndarray, request_parameters: bool) -> tuple[bytes, dict[str, str]]:

@@ -41,7 +41,7 @@ from serving.tensors import HEADER_LENGTH, split_binary
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
-    from serving.dataplane import InferResponse
+    from serving.dataplane import DataPlane, InferResponse
     from serving.handlers import Handlers
 
 V2_PREFIX = "/v2/models/"
@@ -96,6 +96,30 @@ class FastTarget:
         return self._headers
 
 
+class _Head:
+    """What :meth:`ScoringPath.__call__` read before the body, handed to the protocol's handler as one."""
+
+    __slots__ = ("declared", "header_length", "received", "request_id", "target")
+
+    def __init__(
+        self,
+        target: FastTarget,
+        declared: bytes | None,
+        header_length: bytes | None,
+        request_id: bytes | None,
+        received: float,
+    ):
+        self.target = target
+        self.declared = declared
+        self.header_length = header_length
+        self.request_id = request_id
+        self.received = received
+
+    def log_id(self, plane: DataPlane) -> str:
+        """The request's ``X-Request-ID`` header, else a new id."""
+        return (self.request_id.decode("latin-1") if self.request_id else None) or plane.request_ids.new()
+
+
 class ScoringPath:
     """Answers the inference routes on raw ASGI messages, over the same data plane and handlers."""
 
@@ -136,12 +160,11 @@ class ScoringPath:
             return
         with self.plane.in_flight.request():
             proto, params, explain = route
+            head = _Head(FastTarget(params, raw), declared, header_length, request_id, received)
             if proto == V2:
-                await self._v2(
-                    scope, receive, send, params, raw, declared, header_length, request_id, received
-                )
+                await self._v2(scope, receive, send, head)
             else:
-                await self._v1(scope, receive, send, params, raw, declared, request_id, received, explain)
+                await self._v1(scope, receive, send, head, explain)
 
     async def _body(self, receive: Receive, declared: bytes | None) -> bytes:
         """:func:`~serving.http.read_body` on the ASGI messages: 413 before or while reading an oversized body."""
@@ -193,96 +216,78 @@ class ScoringPath:
             encoded = self._versions[version] = version.encode("latin-1")
         return encoded
 
-    async def _v2(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        params: dict[str, str],
-        raw: list[tuple[bytes, bytes]],
-        declared: bytes | None,
-        header_length: bytes | None,
-        request_id: bytes | None,
-        received: float,
-    ) -> None:
-        handlers = self.handlers
+    async def _v2(self, scope: Scope, receive: Receive, send: Send, head: _Head) -> None:
         try:
-            body = await self._body(receive, declared)
-            header, binary = split_binary(
-                body, None if header_length is None else header_length.decode("latin-1")
-            )
+            body = await self._body(receive, head.declared)
+            length = head.header_length
+            header, binary = split_binary(body, None if length is None else length.decode("latin-1"))
             payload = protocol.decode_json(header)
             binary_output, outputs = protocol.requested_outputs(payload)
             explain = protocol.explain_requested(payload)
         except Exception as exc:  # ClientDisconnect included
-            await handlers._refused(exc, V2)(scope, receive, send)
+            await self.handlers._refused(exc, V2)(scope, receive, send)
             return
         client_id = protocol.request_id(payload)
-        log_id = (
-            str(client_id)
-            if client_id is not None
-            else (request_id.decode("latin-1") if request_id else None) or self.plane.request_ids.new()
-        )
+        log_id = str(client_id) if client_id is not None else head.log_id(self.plane)
         inputs = protocol.V2Inputs(payload, binary)
-        try:
-            answer = await self.plane.infer(
-                InferRequest(
-                    FastTarget(params, raw), inputs, V2, outputs, client_id, log_id, received, explain
-                )
-            )
-        except ServingError as exc:
-            await handlers._error(exc)(scope, receive, send)
+        request = InferRequest(head.target, inputs, V2, outputs, client_id, log_id, head.received, explain)
+        answer = await self._infer(scope, receive, send, request)
+        if answer is None:
             return
         if binary_output or answer.reasons is not None:
             content, json_length = protocol.v2_response(answer, binary_output)
         else:
             content, json_length = self._v2_json(answer), None
-        headers = [
-            (b"x-model-version", self._version(answer.model_version)),
-            (b"x-request-id", header_value(log_id).encode("latin-1")),
-        ]
-        if json_length is not None:
-            headers.append((_HEADER_LENGTH, str(json_length).encode()))
-        headers.append((b"content-length", str(len(content)).encode()))
-        headers.append(JSON_TYPE if json_length is None else BINARY_TYPE)
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
+        if json_length is None:
+            await self._respond(send, answer, log_id, content, JSON_TYPE)
+        else:
+            length_header = (_HEADER_LENGTH, str(json_length).encode())
+            await self._respond(send, answer, log_id, content, BINARY_TYPE, length_header)
 
-    async def _v1(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        params: dict[str, str],
-        raw: list[tuple[bytes, bytes]],
-        declared: bytes | None,
-        request_id: bytes | None,
-        received: float,
-        explain: bool,
-    ) -> None:
-        handlers = self.handlers
+    async def _v1(self, scope: Scope, receive: Receive, send: Send, head: _Head, explain: bool) -> None:
         try:
-            payload = protocol.decode_json(await self._body(receive, declared))
+            payload = protocol.decode_json(await self._body(receive, head.declared))
         except Exception as exc:  # ClientDisconnect included
-            await handlers._refused(exc, V1)(scope, receive, send)
+            await self.handlers._refused(exc, V1)(scope, receive, send)
             return
-        log_id = (request_id.decode("latin-1") if request_id else None) or self.plane.request_ids.new()
+        log_id = head.log_id(self.plane)
         inputs = protocol.V1Inputs(payload)
-        try:
-            answer = await self.plane.infer(
-                InferRequest(FastTarget(params, raw), inputs, V1, (), None, log_id, received, explain)
-            )
-        except ServingError as exc:
-            await handlers._error(exc)(scope, receive, send)
+        request = InferRequest(head.target, inputs, V1, (), None, log_id, head.received, explain)
+        answer = await self._infer(scope, receive, send, request)
+        if answer is None:
             return
         content = (
             protocol.v1_explain_response(answer) if explain else protocol.v1_response(answer.probabilities)
         )
+        await self._respond(send, answer, log_id, content, JSON_TYPE)
+
+    async def _infer(
+        self, scope: Scope, receive: Receive, send: Send, request: InferRequest
+    ) -> InferResponse | None:
+        """The data plane's answer; None when it refused, with the error response already sent."""
+        try:
+            return await self.plane.infer(request)
+        except ServingError as exc:
+            await self.handlers._error(exc)(scope, receive, send)
+            return None
+
+    async def _respond(
+        self,
+        send: Send,
+        answer: InferResponse,
+        log_id: str,
+        content: bytes,
+        content_type: tuple[bytes, bytes],
+        *extra: tuple[bytes, bytes],
+    ) -> None:
+        """A 200 with ``content``: the headers in the order Starlette's ``Response`` writes them (``extra``
+        after the request id)."""
         headers = [
             (b"x-model-version", self._version(answer.model_version)),
             (b"x-request-id", header_value(log_id).encode("latin-1")),
+            *extra,
             (b"content-length", str(len(content)).encode()),
-            JSON_TYPE,
+            content_type,
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": content})

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import grpc
@@ -313,6 +314,16 @@ class _ThreadContext:
         raise AssertionError("unreachable: context.abort raises")
 
 
+def _on_the_loop(name: str) -> Callable[[ThreadedServicer, Any, grpc.ServicerContext], Any]:
+    """The thread-pool servicer's RPC ``name``: the async servicer's method of that name, run on the loop."""
+
+    def call(self: ThreadedServicer, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._run(getattr(self.inner, name), request, context)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 class ThreadedServicer(pb_grpc.GRPCInferenceServiceServicer):
     """The :class:`InferenceServicer` behind the thread-pool ``grpc.server``: each call runs the async
     method on the server's event loop (where the batcher and metrics live) and waits for it."""
@@ -324,23 +335,12 @@ class ThreadedServicer(pb_grpc.GRPCInferenceServiceServicer):
     def _run(self, method: Any, request: Any, context: grpc.ServicerContext) -> Any:
         return asyncio.run_coroutine_threadsafe(method(request, _ThreadContext(context)), self.loop).result()
 
-    def ServerLive(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._run(self.inner.ServerLive, request, context)
-
-    def ServerReady(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._run(self.inner.ServerReady, request, context)
-
-    def ModelReady(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._run(self.inner.ModelReady, request, context)
-
-    def ServerMetadata(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._run(self.inner.ServerMetadata, request, context)
-
-    def ModelMetadata(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._run(self.inner.ModelMetadata, request, context)
-
-    def ModelInfer(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._run(self.inner.ModelInfer, request, context)
+    ServerLive = _on_the_loop("ServerLive")
+    ServerReady = _on_the_loop("ServerReady")
+    ModelReady = _on_the_loop("ModelReady")
+    ServerMetadata = _on_the_loop("ServerMetadata")
+    ModelMetadata = _on_the_loop("ModelMetadata")
+    ModelInfer = _on_the_loop("ModelInfer")
 
 
 class ThreadedServer:

@@ -22,14 +22,17 @@ class MemoryCgroup:
     directory: Path
     version: int
 
-    def oom_kills(self) -> int | None:
-        """How many processes the OOM killer has ended in this cgroup (None: unreadable)."""
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
+    def _read(self, v2_file: str, v1_file: str) -> str | None:
+        """The text of the cgroup's file of that version (None: unreadable)."""
         try:
-            lines = (self.directory / name).read_text().splitlines()
+            return (self.directory / (v2_file if self.version == 2 else v1_file)).read_text()
         except OSError:
             return None
-        for line in lines:
+
+    def oom_kills(self) -> int | None:
+        """How many processes the OOM killer has ended in this cgroup (None: unreadable)."""
+        text = self._read("memory.events", "memory.oom_control")
+        for line in (text or "").splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill" and value.strip().isdigit():
                 return int(value)
@@ -37,11 +40,7 @@ class MemoryCgroup:
 
     def limit_bytes(self) -> int | None:
         """The cgroup's memory limit (None: unlimited or unreadable)."""
-        name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
-        try:
-            text = (self.directory / name).read_text().strip()
-        except OSError:
-            return None
+        text = (self._read("memory.max", "memory.limit_in_bytes") or "").strip()
         if not text.isdigit() or int(text) >= 1 << 62:  # "max" (v2) or the v1 page-rounded maximum
             return None
         return int(text)

@@ -15,6 +15,7 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
+from cli.commands.options import add_registry_option
 from mlops.workspace import Workspace
 
 
@@ -49,9 +50,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="folder of trusted approvers' public keys <identity>.pub (default $MLOPS_APPROVERS, else "
         "<workspace>/approvers)",
     )
-    parser.add_argument(
-        "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
-    )
+    add_registry_option(parser)
 
 
 def parse_reference(text: str) -> tuple[str, str]:

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from cli.commands.evidence_trust import add_trust_options, key_lines, trust_given, trusted_key
+from cli.commands.options import add_registry_option
 from mlops.workspace import Workspace
 
 CARDS_DIR = "cards"
@@ -44,9 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default="",
         help="the data's schema file, whose card: block holds intended use, users, limitations",
     )
-    parser.add_argument(
-        "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
-    )
+    add_registry_option(parser)
     parser.add_argument(
         "--verify",
         type=Path,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli.commands.evidence_trust import add_trust_options, key_lines, trust_given, trusted_key
+from cli.commands.options import add_registry_option
 from mlops.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -45,9 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="verify an exported pack offline instead (against a trusted key)",
     )
     add_trust_options(parser, "pack")
-    parser.add_argument(
-        "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
-    )
+    add_registry_option(parser)
     parser.set_defaults(handler=evidence_command)
 
 
@@ -90,12 +89,11 @@ def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.governance.audit import read_events, record, verify
     from mlops.governance.card_files import write_card
     from mlops.governance.evidence_pack import EVIDENCE_EXPORTED, EvidenceError, build_pack, segment
-    from mlops.governance.manifest_signing import sha256_of
     from mlops.governance.provenance import history_lines, lineage_lines
     from mlops.governance.signing import SigningSettings, workspace_defaults
     from mlops.tracking.context import resolve_tracking
     from mlops.tracking.model_facts import collect, download_signature, resolve_alias
-    from mlops.vocabulary import DATASET_DIGEST_TAG
+    from mlops.vocabulary import DATASET_DIGEST_TAG, file_sha256
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     fields, source = card_fields(args.schema)
@@ -141,7 +139,7 @@ def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
             {
                 "alias": alias,
                 "archive": str(out.resolve()),
-                "archive_sha256": sha256_of(out),
+                "archive_sha256": file_sha256(out),
                 "manifest_sha256": signed.manifest_sha256,
                 "signing_key_id": signed.key_id,
                 "audit_segment": [chain[0].seq, chain[-1].seq],

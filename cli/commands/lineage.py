@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from cli.commands.options import add_registry_option
 from mlops.workspace import Workspace
 
 
@@ -25,9 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="<model-name>@<alias>, e.g. credit-default@champion; '@ALIAS' or nothing: the workspace's model "
         "(when it holds one) at that alias (default champion)",
     )
-    lineage.add_argument(
-        "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
-    )
+    add_registry_option(lineage)
     lineage.set_defaults(handler=lineage_command)
     history = subparsers.add_parser("history", help="which version held each alias, when, and why it moved")
     history.add_argument(

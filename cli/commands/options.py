@@ -74,6 +74,13 @@ def add_set_option(parser: argparse.ArgumentParser, help_text: str) -> None:
     )
 
 
+def add_registry_option(parser: argparse.ArgumentParser) -> None:
+    """``--tracking-uri``: the registry a command reads a model's versions from (``args.tracking_uri``)."""
+    parser.add_argument(
+        "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
+    )
+
+
 def flag_values(args: argparse.Namespace, form: PipelineForm) -> dict[str, Any]:
     """The settings given as flags, by address, typed from the pipeline's form."""
     values = {}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 
 from mlops.workspace import Workspace
 
@@ -29,6 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def ui_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.tracking.context import redact_uri, resolve_tracking
+    from mlops.tracking.served import mlflow_server_command
 
     tracking = resolve_tracking(workspace, tracking_uri=args.tracking_uri)
     if not tracking.workspace_store:
@@ -42,22 +42,13 @@ def ui_command(args: argparse.Namespace, workspace: Workspace) -> int:
             f"run `mlflow ui --backend-store-uri {redact_uri(tracking.tracking_uri)}` instead"
         )
     workspace.create()
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--backend-store-uri",
+    command = mlflow_server_command(
         workspace.tracking_uri,
+        args.host,
+        args.port,
         "--default-artifact-root",
         workspace.artifact_root,
-        "--host",
-        args.host,
-        "--port",
-        str(args.port),
-        "--workers",
-        "1",
-    ]
+    )
     # One worker and no job runner: ~0.6 GB instead of ~3.6 GB on a laptop.
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     print(f"MLflow UI for {workspace.root} at http://{args.host}:{args.port} (Ctrl-C to stop)")

@@ -87,16 +87,17 @@ def _pair_level(k: int, alpha: float) -> float:
     return alpha / (k * (k - 1) / 2)
 
 
-def _pairs(
-    successes: np.ndarray, trials: np.ndarray, alpha: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rates and Wilson bounds of every group, and the off-diagonal mask of the ordered pairs."""
+def _pairs(successes: np.ndarray, trials: np.ndarray, confidence: float) -> tuple[np.ndarray, ...]:
+    """Every ordered pair (i, j) of groups, broadcast over the last two axes: the rates ``pi``, ``pj``, their
+    Wilson bounds ``li``, ``lj``, ``ui``, ``uj`` (all pairs covered at once with ``confidence``), and the mask
+    of the pairs with ``i != j``."""
     import numpy as np
 
     k = np.shape(trials)[-1]
     p = np.asarray(successes, dtype=np.float64) / np.asarray(trials, dtype=np.float64)
-    low, high = wilson(successes, trials, _z(_pair_level(k, alpha)))
-    return p, low, high, ~np.eye(k, dtype=bool)
+    low, high = wilson(successes, trials, _z(_pair_level(k, 1.0 - confidence)))
+    i, j = (..., slice(None), None), (..., None, slice(None))
+    return p[i], p[j], low[i], low[j], high[i], high[j], ~np.eye(k, dtype=bool)
 
 
 def gap_interval(
@@ -105,9 +106,7 @@ def gap_interval(
     """Interval of ``max - min`` of the groups' rates (k ≥ 2 groups, every trial count > 0)."""
     import numpy as np
 
-    p, low, high, off = _pairs(successes, trials, 1.0 - confidence)
-    pi, pj = p[..., :, None], p[..., None, :]
-    li, lj, ui, uj = low[..., :, None], low[..., None, :], high[..., :, None], high[..., None, :]
+    pi, pj, li, lj, ui, uj, off = _pairs(successes, trials, confidence)
     difference = pi - pj  # ordered pair (i, j): rate i minus rate j
     lower = difference - np.sqrt((pi - li) ** 2 + (uj - pj) ** 2)
     upper = difference + np.sqrt((ui - pi) ** 2 + (pj - lj) ** 2)
@@ -122,9 +121,7 @@ def ratio_interval(
     """Interval of ``min / max`` of the groups' rates (1 where every rate is 0), within [0, 1]."""
     import numpy as np
 
-    p, low, high, off = _pairs(successes, trials, 1.0 - confidence)
-    pi, pj = p[..., :, None], p[..., None, :]
-    li, lj, ui, uj = low[..., :, None], low[..., None, :], high[..., :, None], high[..., None, :]
+    pi, pj, li, lj, ui, uj, off = _pairs(successes, trials, confidence)
 
     def lower_end(r: np.ndarray) -> np.ndarray:  # the MOVER lower bound of p_i - r p_j; falls with r
         return pi - r * pj - np.sqrt((pi - li) ** 2 + (r * (uj - pj)) ** 2)

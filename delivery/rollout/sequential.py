@@ -119,6 +119,10 @@ class PairedQuality:
     def mean_difference(self) -> float:
         return self.difference / self.pairs if self.pairs else float("nan")
 
+    def evidence(self) -> str:
+        """What a verdict's reason says of the figure: its mean paired difference and how many pairs."""
+        return f"mean difference {self.mean_difference:+.4f} over {self.pairs} pairs"
+
 
 @dataclass
 class AucUnits:
@@ -196,9 +200,9 @@ class CanaryQuality:
             if paired.pairs >= self.min_units and paired.harm.rejected(level):
                 return QualityVerdict(
                     "rollback",
-                    f"challenger worse on {name}: mean difference {paired.mean_difference:+.4f} over "
-                    f"{paired.pairs} pairs, evidence {math.exp(paired.harm.log_wealth):.0f} >= {1 / level:.0f} "
-                    f"(always-valid test, false-rollback bound {level:g})",
+                    f"challenger worse on {name}: {paired.evidence()}, evidence "
+                    f"{math.exp(paired.harm.log_wealth):.0f} >= {1 / level:.0f} (always-valid test, "
+                    f"false-rollback bound {level:g})",
                     figures,
                 )
         deciding = self.realised if self.realised.pairs else self.estimated
@@ -206,9 +210,8 @@ class CanaryQuality:
         if deciding.pairs >= self.min_units and deciding.non_inferior.rejected(level):
             return QualityVerdict(
                 "promote",
-                f"challenger not worse on {name} by {deciding.margin:g} or more: mean difference "
-                f"{deciding.mean_difference:+.4f} over {deciding.pairs} pairs (always-valid test, "
-                f"false-promotion bound {level:g})",
+                f"challenger not worse on {name} by {deciding.margin:g} or more: {deciding.evidence()} "
+                f"(always-valid test, false-promotion bound {level:g})",
                 figures,
             )
         return QualityVerdict(

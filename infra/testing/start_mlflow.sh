@@ -19,12 +19,6 @@ MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false setsid "$MLFLOW" server \
   --backend-store-uri "$BACKEND_URI" --artifacts-destination "$ARTIFACTS_DESTINATION" \
   --host "$BIND" --port "$MLFLOW_PORT" --workers 1 >"$D/mlflow.log" 2>&1 &
 echo $! >"$D/mlflow.pid"
-deadline=$((SECONDS + 90))
-until curl -sf -o /dev/null "http://127.0.0.1:$MLFLOW_PORT/health"; do
-  if ! kill -0 "$(cat "$D/mlflow.pid")" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-    echo "mlflow server did not become ready; last log lines ($D/mlflow.log):" >&2
-    tail -n 15 "$D/mlflow.log" >&2; exit 1
-  fi
-  sleep 0.3
-done
+. "$(dirname "$0")/background.sh"
+wait_ready "mlflow server" "$D/mlflow.pid" "$D/mlflow.log" "http://127.0.0.1:$MLFLOW_PORT/health" 90 0.3
 echo "http://127.0.0.1:$MLFLOW_PORT"

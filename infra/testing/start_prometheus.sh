@@ -24,12 +24,6 @@ YAML
 setsid prometheus --config.file="$D/prometheus.yml" --storage.tsdb.path="$D/data" \
   --web.listen-address="127.0.0.1:$PROM_PORT" --log.level=warn >"$D/prometheus.log" 2>&1 &
 echo $! >"$D/prometheus.pid"
-deadline=$((SECONDS + 60))
-until curl -sf -o /dev/null "http://127.0.0.1:$PROM_PORT/-/ready"; do
-  if ! kill -0 "$(cat "$D/prometheus.pid")" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-    echo "prometheus did not become ready; last log lines ($D/prometheus.log):" >&2
-    tail -n 15 "$D/prometheus.log" >&2; exit 1
-  fi
-  sleep 0.2
-done
+. "$(dirname "$0")/background.sh"
+wait_ready "prometheus" "$D/prometheus.pid" "$D/prometheus.log" "http://127.0.0.1:$PROM_PORT/-/ready" 60 0.2
 echo "http://127.0.0.1:$PROM_PORT"

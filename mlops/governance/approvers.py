@@ -56,10 +56,7 @@ class Approvers:
     @classmethod
     def load(cls, folder: Path, source: str) -> Approvers:
         """Every ``<identity>.pub`` in ``folder``; a file that is no P-256 public key is refused, naming it."""
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.hazmat.primitives.serialization import load_pem_public_key
-
-        from mlops.governance.signing import key_id
+        from mlops.governance.signing import NotAPublicKey, public_key_id
 
         folder = Path(folder).expanduser()
         if not folder.is_dir():
@@ -76,14 +73,9 @@ class Approvers:
                     "(letters, digits, _ . @ -)"
                 )
             try:
-                key = load_pem_public_key(path.read_bytes())
-            except ValueError as exc:
-                raise ApprovalError(
-                    f"{path} is not a PEM public key ({exc}); give the approver's .pub"
-                ) from exc
-            if not isinstance(key, ec.EllipticCurvePublicKey):
-                raise ApprovalError(f"{path} is not an EC (P-256) public key; give the approver's .pub")
-            approver = Approver(identity, key_id(path), path)
+                approver = Approver(identity, public_key_id(path), path)
+            except NotAPublicKey as exc:
+                raise ApprovalError(f"{path} {exc}; give the approver's .pub") from exc
             if approver.key_id in found:
                 raise ApprovalError(
                     f"{path} and {found[approver.key_id].public_key} hold the same key: one key names one person"

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mlops.vocabulary import file_sha256
+
 if TYPE_CHECKING:
     from mlops.governance.trusted_key import TrustedKey
 
@@ -46,14 +48,6 @@ class SignedManifest:
     files: dict[str, str]
     """Relative path -> SHA-256 of every signed file."""
     key_id: str
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _listed(folder: Path) -> list[str]:
@@ -92,7 +86,7 @@ def sign_folder(folder: Path, private_key: Path) -> SignedManifest:
     names = _listed(folder)
     if not names:
         raise ChecksumManifestError(f"{folder} holds no files to sign")
-    files = {name: sha256_of(folder / name) for name in names}
+    files = {name: file_sha256(folder / name) for name in names}
     text = manifest_text(files).encode()
     key = load_pem_private_key(Path(private_key).read_bytes(), password=None)
     if not isinstance(key, ec.EllipticCurvePrivateKey):
@@ -208,9 +202,9 @@ def changed_files(folder: Path, files: dict[str, str]) -> list[str]:
         path = Path(folder) / name
         if not path.is_file():
             problems.append(f"{name} is missing (deleted after signing)")
-        elif sha256_of(path) != digest:
+        elif file_sha256(path) != digest:
             problems.append(
-                f"{name} was edited after signing: sha256 {sha256_of(path)[:12]} != signed {digest[:12]}"
+                f"{name} was edited after signing: sha256 {file_sha256(path)[:12]} != signed {digest[:12]}"
             )
     return problems
 
@@ -248,7 +242,7 @@ def signed_outputs(events: Iterable[object]) -> SignedOutputs:
         who = f"record {getattr(event, 'seq', '?')} ({getattr(event, 'action', '')} {getattr(event, 'subject', '')})"
         problems += [f"{who}: {problem}" for problem in changed_files(Path(folder), files)]
         manifest = Path(folder) / MANIFEST_FILE
-        if manifest.is_file() and sha256_of(manifest) != details.get("manifest_sha256"):
+        if manifest.is_file() and file_sha256(manifest) != details.get("manifest_sha256"):
             problems.append(
                 f"{who}: {MANIFEST_FILE} in {folder} is not the manifest that was signed and recorded"
             )

@@ -12,19 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlops import vocabulary
 from mlops.governance.audit import AuditEvent
-from mlops.vocabulary import (
-    DATASET_DIGEST_TAG,
-    DATASET_URI_TAG,
-    DECISION_TAG,
-    DIGEST_TAG,
-    REASON_TAG,
-    SIGNATURE_URI_TAG,
-    SIGNING_KEY_ID_TAG,
-    TAG_PREFIX,
-)
 
-GATE_PREFIX = f"{TAG_PREFIX}gate."
+GATE_PREFIX = f"{vocabulary.TAG_PREFIX}gate."
 
 
 @dataclass(frozen=True)
@@ -117,7 +108,7 @@ def lineage_lines(
     subject = f"{model_name}/{version}"
     mine = [e for e in events if e.subject == subject]
     registered = next((e for e in mine if e.action == "model.registered"), None)
-    digest = tags.get(DATASET_DIGEST_TAG, "")
+    digest = tags.get(vocabulary.DATASET_DIGEST_TAG, "")
     validated = [
         e
         for e in events
@@ -125,16 +116,16 @@ def lineage_lines(
     ]
     lines = [
         f"{model_name}@{alias} = version {version}",
-        f"  model sha256       {tags.get(DIGEST_TAG, '(none)')}",
-        f"  signed             key {tags.get(SIGNING_KEY_ID_TAG, '(unsigned)')} "
-        f"bundle {tags.get(SIGNATURE_URI_TAG, '(none)')}",
+        f"  model sha256       {tags.get(vocabulary.DIGEST_TAG, '(none)')}",
+        f"  signed             key {tags.get(vocabulary.SIGNING_KEY_ID_TAG, '(unsigned)')} "
+        f"bundle {tags.get(vocabulary.SIGNATURE_URI_TAG, '(none)')}",
         f"  dataset digest     {digest or '(none)'}"
-        + (f" ({tags[DATASET_URI_TAG]})" if DATASET_URI_TAG in tags else ""),
-        f"  expectation suite  version {tags.get(f'{TAG_PREFIX}suite_version', '(none)')}",
-        f"  code commit        {tags.get(f'{TAG_PREFIX}git_commit') or '(not from a git checkout)'}",
-        f"  pipeline run       {tags.get(f'{TAG_PREFIX}kfp_run_id', '(none)')}",
-        f"  training run       {tags.get(f'{TAG_PREFIX}train_run_id', '(none)')} (MLflow)",
-        f"  package version    {tags.get(f'{TAG_PREFIX}package_version', '(none)')}",
+        + (f" ({tags[vocabulary.DATASET_URI_TAG]})" if vocabulary.DATASET_URI_TAG in tags else ""),
+        f"  expectation suite  version {tags.get(f'{vocabulary.TAG_PREFIX}suite_version', '(none)')}",
+        f"  code commit        {tags.get(f'{vocabulary.TAG_PREFIX}git_commit') or '(not from a git checkout)'}",
+        f"  pipeline run       {tags.get(f'{vocabulary.TAG_PREFIX}kfp_run_id', '(none)')}",
+        f"  training run       {tags.get(f'{vocabulary.TAG_PREFIX}train_run_id', '(none)')} (MLflow)",
+        f"  package version    {tags.get(f'{vocabulary.TAG_PREFIX}package_version', '(none)')}",
     ]
     if registered is not None:
         lines.append(
@@ -157,8 +148,10 @@ def lineage_lines(
             f"    {_gate_name(k):<18} {v:<8} {tags.get(k[: -len('decision')] + 'reason', '')}"
             for k, v in _gates(tags)
         ]
-        if DECISION_TAG in tags:
-            lines.append(f"    {'overall':<18} {tags[DECISION_TAG]:<8} {tags.get(REASON_TAG, '')}")
+        if vocabulary.DECISION_TAG in tags:
+            lines.append(
+                f"    {'overall':<18} {tags[vocabulary.DECISION_TAG]:<8} {tags.get(vocabulary.REASON_TAG, '')}"
+            )
     moves = [e for e in mine if e.action == "alias.moved"]
     if moves:
         lines.append("  alias moves")

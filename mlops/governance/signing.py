@@ -144,6 +144,29 @@ def key_id(public_key: Path) -> str:
     return hashlib.sha256(der).hexdigest()[:16]
 
 
+class NotAPublicKey(ValueError):
+    """A file that is no P-256 public key; the message says what it is not, for the caller's sentence."""
+
+    def __init__(self, message: str, *, unreadable: bool):
+        super().__init__(message)
+        self.unreadable = unreadable
+        """Not PEM public key text at all (a private key given by mistake, say), rather than another curve."""
+
+
+def public_key_id(public_key: Path) -> str:
+    """:func:`key_id` of a file that must be a P-256 public key in PEM; :class:`NotAPublicKey` otherwise."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    try:
+        key = load_pem_public_key(public_key.read_bytes())
+    except ValueError as exc:
+        raise NotAPublicKey(f"is not a PEM public key ({exc})", unreadable=True) from exc
+    if not isinstance(key, ec.EllipticCurvePublicKey):
+        raise NotAPublicKey("is not an EC (P-256) public key", unreadable=False)
+    return key_id(public_key)
+
+
 def public_key_of(private_key: Path) -> bytes:
     from cryptography.hazmat.primitives import serialization
 

@@ -50,10 +50,7 @@ class TrustedKey:
     @classmethod
     def from_file(cls, path: Path, source: str) -> TrustedKey:
         """The public key in ``path``; ``source`` says who named it (an option, a variable, the workspace)."""
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.hazmat.primitives.serialization import load_pem_public_key
-
-        from mlops.governance.signing import key_id
+        from mlops.governance.signing import NotAPublicKey, public_key_id
 
         path = Path(path).expanduser()
         if not path.is_file():
@@ -61,17 +58,11 @@ class TrustedKey:
                 f"{source}: {path} does not exist; give the platform's public key file (signing.pub)"
             )
         try:
-            key = load_pem_public_key(path.read_bytes())
-        except ValueError as exc:
-            raise TrustError(
-                f"{source}: {path} is not a PEM public key ({exc}); give the platform's signing.pub, "
-                "not its private key"
-            ) from exc
-        if not isinstance(key, ec.EllipticCurvePublicKey):
-            raise TrustError(
-                f"{source}: {path} is not an EC (P-256) public key; give the platform's signing.pub"
-            )
-        return cls(source=f"{source} {path}", public_key=path, key_id=key_id(path))
+            found = public_key_id(path)
+        except NotAPublicKey as exc:
+            also = ", not its private key" if exc.unreadable else ""
+            raise TrustError(f"{source}: {path} {exc}; give the platform's signing.pub{also}") from exc
+        return cls(source=f"{source} {path}", public_key=path, key_id=found)
 
     @classmethod
     def pinned_id(cls, value: str) -> TrustedKey:

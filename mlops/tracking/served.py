@@ -176,6 +176,26 @@ def wait_until_answering(
         time.sleep(HEALTH_POLL_S)
 
 
+def mlflow_server_command(backend_store_uri: str, host: str, port: int, *options: str) -> list[str]:
+    """``mlflow server`` on ``backend_store_uri`` at ``host:port`` with one worker (``mlops ui`` and a local
+    run's served store both start it so), then ``options``."""
+    return [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        backend_store_uri,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        *options,
+    ]
+
+
 @contextmanager
 def serve_store(
     tracking_uri: str,
@@ -197,25 +217,16 @@ def serve_store(
     port = _free_port()
     prefix = f"/mlops-{secrets.token_hex(8)}"
     url = f"http://127.0.0.1:{port}{prefix}"
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--backend-store-uri",
+    command = mlflow_server_command(
         tracking_uri,
+        "127.0.0.1",
+        port,
         "--registry-store-uri",
         tracking_uri,
         "--no-serve-artifacts",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
         "--static-prefix",
         prefix,
-    ]
+    )
     if artifact_root:
         command += ["--default-artifact-root", artifact_root]
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,6 @@ from mlops.governance.manifest_signing import (
     SIGNATURE_FILE,
     SignedOutputs,
     parse_manifest,
-    sha256_of,
     sign_folder,
     signed_outputs,
     signed_outputs_problems,
@@ -22,6 +21,7 @@ from mlops.governance.manifest_signing import (
 )
 from mlops.governance.signing import generate_key_pair, key_id
 from mlops.governance.trusted_key import TrustedKey
+from mlops.vocabulary import file_sha256
 
 OPENSSL = shutil.which("openssl")
 
@@ -51,10 +51,10 @@ def test_signed_folder_verifies_with_openssl_alone(folder: Path, keys: tuple[Pat
     assert checked.problems == []
     assert checked.signer == checked.shipped == checked.trusted == key_id(public) == signed.key_id
     assert signed.files == {
-        "model_card.json": sha256_of(folder / "model_card.json"),
-        "sub/report.html": sha256_of(folder / "sub" / "report.html"),
+        "model_card.json": file_sha256(folder / "model_card.json"),
+        "sub/report.html": file_sha256(folder / "sub" / "report.html"),
     }
-    assert signed.manifest_sha256 == sha256_of(folder / MANIFEST_FILE)
+    assert signed.manifest_sha256 == file_sha256(folder / MANIFEST_FILE)
     assert parse_manifest((folder / MANIFEST_FILE).read_text()) == signed.files
     assert OPENSSL, "openssl is needed to check offline verification: apt-get install -y openssl"
     checked = subprocess.run(
@@ -82,7 +82,7 @@ def test_an_edited_manifest_fails_its_signature_even_with_matching_sums(
     (folder / "model_card.json").write_text('{"schema_version": "9"}\n')
     text = (folder / MANIFEST_FILE).read_text().splitlines()
     text = [
-        f"{sha256_of(folder / 'model_card.json')}  model_card.json"
+        f"{file_sha256(folder / 'model_card.json')}  model_card.json"
         if line.endswith("model_card.json")
         else line
         for line in text
