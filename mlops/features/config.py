@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -13,6 +14,9 @@ FEAST_PIN = "0.67.0"
 """The one Feast version the seam speaks to (its CLI flags, feature-server body, repo layout); also pinned in
 infra/testing/install_feast.sh, which builds the venv named after it."""
 
+HOME_ENV = "MLOPS_FEAST_HOME"
+"""Where the install script builds, and the platform looks for, the Feast venvs."""
+
 INSTALL_SCRIPT = Path(__file__).resolve().parents[2] / "infra" / "testing" / "install_feast.sh"
 """The script that builds the Feast venv (idempotent, cached per machine)."""
 
@@ -23,8 +27,8 @@ class FeastSettings(BaseModel):
     model_config = SETTINGS_CONFIG
     section: ClassVar[str] = "features"
 
-    home: Path = Field(default=Path("~/.cache/mlops-feast"))
-    """Directory holding the Feast venvs, one per pinned version (venv-<pin>); the install script's MLOPS_FEAST_HOME."""
+    home: Path = Field(default_factory=lambda: Path(os.environ.get(HOME_ENV, "~/.cache/mlops-feast")))
+    """Directory holding the Feast venvs, one per pinned version (venv-<pin>); default $MLOPS_FEAST_HOME, which the install script reads too, else ~/.cache/mlops-feast."""
     command_timeout_s: float = Field(default=600.0, gt=0)
     """Longest a Feast command (apply, materialize, the historical join) may run before it is stopped and reported."""
     server_start_timeout_s: float = Field(default=180.0, gt=0)

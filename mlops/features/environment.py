@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlops.features.config import FEAST_PIN, INSTALL_SCRIPT, FeastSettings
+from mlops.features.config import FEAST_PIN, HOME_ENV, INSTALL_SCRIPT, FeastSettings
 
 SETUP_HINT = (
     f"create it with `mlops features setup` (runs {INSTALL_SCRIPT.relative_to(INSTALL_SCRIPT.parents[2])})"
@@ -95,7 +95,7 @@ def find(settings: FeastSettings) -> FeastEnvironment:
 
 def install(settings: FeastSettings) -> FeastEnvironment:
     """Builds the Feast venv with the install script (a no-op when it is already complete)."""
-    env = {**os.environ, "MLOPS_FEAST_HOME": str(settings.home.expanduser())}
+    env = {**os.environ, HOME_ENV: str(settings.home.expanduser())}
     done = subprocess.run(["bash", str(INSTALL_SCRIPT)], env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise FeastError(

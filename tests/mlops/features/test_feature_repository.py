@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from mlops.features.environment import FeastError, last_error_line
 from mlops.features.repository import init_repository, parse_ttl, safe_name
 
 
-def table(**extra: list[object]) -> pd.DataFrame:
+def table(**extra: Sequence[object]) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "customer_id": ["7590-VHVEG", "5575-GNVDE"],

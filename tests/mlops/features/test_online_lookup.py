@@ -68,14 +68,17 @@ def test_a_value_older_than_the_ttl_is_refused_when_the_client_is_given_it(
     served: tuple[FeatureRepo, OnlineClient],
 ) -> None:
     """Feast's server answers STALE_ONLY's 20-day-old value as PRESENT whatever the view's 7-day TTL; the
-    client applies the TTL it is given."""
+    client applies the age limit it is given (15 days here: EARLY's newest value is 10 days old)."""
     repo, client = served
     assert client.lookup(repo.service, "customerID", [STALE_ONLY])[0]["tenure"] == 4
+    limit = timedelta(days=15)
     with pytest.raises(
         MissingEntityError, match=rf"customerID='{STALE_ONLY}'.*older than their feature view's TTL"
     ):
-        client.lookup(repo.service, "customerID", [EARLY, STALE_ONLY], max_age=TTL)
-    assert client.lookup(repo.service, "customerID", [EARLY], max_age=TTL)[0]["tenure"] == 12
+        client.lookup(repo.service, "customerID", [EARLY, STALE_ONLY], max_age=limit)
+    assert client.lookup(repo.service, "customerID", [EARLY], max_age=limit)[0]["tenure"] == 12
+    with pytest.raises(MissingEntityError, match=rf"customerID='{EARLY}'"):
+        client.lookup(repo.service, "customerID", [EARLY], max_age=TTL)
 
 
 def test_a_server_that_cannot_start_says_why(feast_environment: FeastEnvironment, tmp_path: Path) -> None:
