@@ -11,8 +11,8 @@ import hashlib
 import json
 import sys
 
-ROW = "__mlops_row"
-"""Column added to the entity table to put the joined rows back in the caller's order (Feast reorders)."""
+TIME = "event_timestamp"
+"""The entity table's time column as the platform passes it (Feast's name for it)."""
 
 
 def describe(store, service):  # noqa: ANN001, ANN201 - Feast's types exist only in its venv
@@ -44,16 +44,25 @@ def historical(request):  # noqa: ANN001, ANN201
             "a new or renamed one needs `mlops features apply` first"
         ) from None
     entities = pd.read_parquet(request["entities"])
-    entities[ROW] = range(len(entities))
-    joined = store.get_historical_features(entity_df=entities, features=service).to_df()
-    # The file offline store drops an entity row that finds no value within the TTL instead of keeping it
-    # with nulls; joining the features back onto the entity table keeps every row, in its order.
+    description = describe(store, service)
+    keys = sorted({key for view in description["feature_views"].values() for key in view["join_keys"]})
+    absent = [key for key in keys if key not in entities.columns]
+    if absent:
+        raise LookupError(
+            f"the entity table has no column {absent[0]!r}, a join key of feature service {service.name!r}"
+        )
+    # Feast joins each distinct (keys, time) once: the file offline store collapses repeated entity rows and
+    # drops a row that finds no value within the TTL. Joining its answer back onto the entity table keeps every
+    # row, in its order, with null features where none joined.
+    on = [*keys, TIME]
+    entities[TIME] = pd.to_datetime(entities[TIME], utc=True).astype("datetime64[ns, UTC]")
+    joined = store.get_historical_features(entity_df=entities[on].drop_duplicates(), features=service).to_df()
+    joined[TIME] = pd.to_datetime(joined[TIME], utc=True).astype("datetime64[ns, UTC]")
     features = [column for column in joined.columns if column not in entities.columns]
-    joined = entities.merge(joined[[ROW, *features]], on=ROW, how="left", validate="one_to_one")
-    joined = joined.sort_values(ROW).drop(columns=[ROW]).reset_index(drop=True)
+    joined = entities.merge(joined[[*on, *features]], on=on, how="left", validate="many_to_one")
     joined.to_parquet(request["out"], index=False)
     with open(request["description"], "w") as handle:
-        json.dump(describe(store, service), handle)
+        json.dump(description, handle)
 
 
 def main():  # noqa: ANN201

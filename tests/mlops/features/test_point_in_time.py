@@ -66,6 +66,7 @@ def test_a_value_dated_after_the_label_is_not_joined(
             (EARLY, BASE + timedelta(days=5), 1),
             (LATE, BASE + timedelta(days=11), 0),
             (EARLY, BASE + timedelta(days=11), 0),
+            (EARLY, BASE + timedelta(days=5), 0),  # the same entity and time again (two labels): both joined
         ],
     )
     built = build_training_set(
@@ -77,10 +78,10 @@ def test_a_value_dated_after_the_label_is_not_joined(
         out=tmp_path / "train.parquet",
     )
     frame = pd.read_parquet(tmp_path / "train.parquet")
-    assert list(frame["customerID"]) == [EARLY, LATE, EARLY]  # the entity table's order is kept
-    assert list(frame["tenure"]) == [2, 13, 12]
-    assert list(frame["TotalCharges"]) == [100.0, 1000.0, 999.0]
-    assert list(frame["Churn"]) == [1, 0, 0]
+    assert list(frame["customerID"]) == [EARLY, LATE, EARLY, EARLY]  # the entity table's order is kept
+    assert list(frame["tenure"]) == [2, 13, 12, 2]
+    assert list(frame["TotalCharges"]) == [100.0, 1000.0, 999.0, 100.0]
+    assert list(frame["Churn"]) == [1, 0, 0, 0]
     record = json.loads(built.record_path.read_text())
     assert record["feature_service"] == repo.service
     view = record["feature_views"][repo.view]
