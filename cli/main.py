@@ -15,6 +15,7 @@ from cli.commands import cluster as cluster_cmd
 from cli.commands import compile as compile_cmd
 from cli.commands import data as data_cmd
 from cli.commands import evidence as evidence_cmd
+from cli.commands import features as features_cmd
 from cli.commands import feedback as feedback_cmd
 from cli.commands import forget as forget_cmd
 from cli.commands import image as image_cmd
@@ -44,6 +45,7 @@ COMMANDS = (
     upload_cmd,
     submit_cmd,
     data_cmd,
+    features_cmd,
     runs_cmd,
     audit_cmd,
     keys_cmd,

@@ -1,0 +1,176 @@
+"""``mlops features``: a Feast feature repository in the workspace, and training sets built from it.
+
+Feast runs in its own venv (``mlops features setup``); everything here goes through ``mlops.features``,
+which runs Feast's CLI and its Python API in that venv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mlops.workspace import Workspace
+
+REPO_DIR = "features"
+"""The feature repository's folder in the workspace (``--repo`` for another)."""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "features",
+        help="a Feast feature store: init/apply/materialize a feature repository, build point-in-time training sets",
+        description="Feast as the feature store (its own venv; `mlops features setup` builds it once per machine).",
+    )
+    commands = parser.add_subparsers(dest="features_command", required=True)
+    setup = commands.add_parser("setup", help="build Feast's own venv (idempotent, cached per machine)")
+    setup.set_defaults(handler=setup_command)
+
+    init = commands.add_parser(
+        "init",
+        help="write a feature repository from a table (entity, FileSource, FeatureView, FeatureService)",
+        description="Copy a CSV/Parquet table into a Feast feature repository (local provider: file offline store, "
+        "SQLite online store) with one feature view of its columns. Then: mlops features apply",
+    )
+    init.add_argument(
+        "--data", required=True, help="the feature table: CSV or Parquet, a local path or s3:// URI"
+    )
+    init.add_argument("--entity", required=True, help="the entity id column, e.g. customer_id")
+    init.add_argument("--timestamp", default="event_timestamp", help="the column of each row's event time")
+    init.add_argument("--ttl", default="30d", help="how long a value stays valid: 30d, 12h, 90m, 0 = forever")
+    init.add_argument(
+        "--exclude", default="", help="columns to leave out of the feature view, comma-separated"
+    )
+    init.add_argument("--project", default="mlops", help="the Feast project name (an identifier)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing feature repository")
+    _repo_option(init)
+    init.set_defaults(handler=init_command)
+
+    apply = commands.add_parser("apply", help="`feast apply`: register the repository's definitions")
+    _repo_option(apply)
+    apply.set_defaults(handler=apply_command)
+
+    materialize = commands.add_parser(
+        "materialize", help="load offline values into the online store (`feast materialize-incremental`)"
+    )
+    materialize.add_argument("--end", default=None, help="up to this time (ISO; default now; naive is UTC)")
+    materialize.add_argument(
+        "--start",
+        default=None,
+        help="from this time (`feast materialize START END`); default: where the last run ended",
+    )
+    _repo_option(materialize)
+    materialize.set_defaults(handler=materialize_command)
+
+    training = commands.add_parser(
+        "training-set",
+        help="entity table (ids, times, labels) -> point-in-time join with a feature service -> Parquet",
+        description="Join each entity row with the latest feature values dated at or before its time (within the "
+        "views' TTL); writes OUT and OUT's .features.json lineage record.",
+    )
+    training.add_argument("--service", required=True, help="the feature service to join")
+    training.add_argument(
+        "--entities", required=True, help="entity table: CSV or Parquet (ids, timestamps, labels)"
+    )
+    training.add_argument("--out", required=True, type=Path, help="the training set to write (.parquet)")
+    training.add_argument("--timestamp", default="event_timestamp", help="the entity table's time column")
+    training.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="keep rows with no feature values within the TTL (null features, counted in the record) instead of refusing",
+    )
+    _repo_option(training)
+    training.set_defaults(handler=training_set_command)
+
+
+def _repo_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repo", type=Path, default=None, help=f"the feature repository (default <workspace>/{REPO_DIR})"
+    )
+
+
+def _repo(args: argparse.Namespace, workspace: Workspace) -> Path:
+    return Path(args.repo).expanduser().resolve() if args.repo else workspace.root / REPO_DIR
+
+
+def setup_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.features import environment
+    from mlops.features.config import FeastSettings
+
+    started = time.monotonic()
+    env = environment.install(FeastSettings())
+    print(f"Feast environment: {env.venv} ({time.monotonic() - started:.1f} s)")
+    return 0
+
+
+def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.data.dataset import load_table
+    from mlops.features.repository import init_repository, parse_ttl
+
+    table, _ = load_table(args.data)
+    repo = init_repository(
+        table,
+        table_name=Path(args.data).name,
+        out=_repo(args, workspace),
+        entity=args.entity,
+        timestamp=args.timestamp,
+        ttl=parse_ttl(args.ttl),
+        project=args.project,
+        exclude=tuple(name.strip() for name in args.exclude.split(",") if name.strip()),
+        force=args.force,
+    )
+    print(f"wrote feature repository {repo.path}")
+    print(
+        f"  entity {repo.entity!r}, feature view {repo.view!r} ({len(repo.features)} features, ttl {repo.ttl})"
+    )
+    print(f"  feature service {repo.service!r}")
+    print("next: mlops features apply && mlops features materialize")
+    return 0
+
+
+def apply_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.features import environment, feast_cli
+    from mlops.features.config import FeastSettings
+
+    settings = FeastSettings()
+    print(feast_cli.apply(environment.find(settings), _repo(args, workspace), settings).rstrip())
+    return 0
+
+
+def materialize_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.features import environment, feast_cli
+    from mlops.features.config import FeastSettings
+
+    settings = FeastSettings()
+    end = feast_cli.parse_time(args.end, "--end") if args.end else None
+    start = feast_cli.parse_time(args.start, "--start") if args.start else None
+    env = environment.find(settings)
+    print(feast_cli.materialize(env, _repo(args, workspace), settings, end=end, start=start).rstrip())
+    return 0
+
+
+def training_set_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.features import environment
+    from mlops.features.config import FeastSettings
+    from mlops.features.training_set import build_training_set
+
+    settings = FeastSettings()
+    built = build_training_set(
+        environment.find(settings),
+        _repo(args, workspace),
+        settings,
+        service=args.service,
+        entities_uri=args.entities,
+        out=args.out,
+        timestamp=args.timestamp,
+        allow_missing=args.allow_missing,
+    )
+    views = ", ".join(built.record["feature_views"])
+    print(f"wrote {built.out} ({len(built.frame)} rows; feature views {views}) and {built.record_path}")
+    if built.record["rows_without_features"]:
+        print(
+            f"  {built.record['rows_without_features']} row(s) without feature values kept with nulls (--allow-missing)"
+        )
+    return 0
