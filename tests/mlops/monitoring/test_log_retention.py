@@ -20,8 +20,9 @@ import pytest
 from components.drift_monitor.monitor import check_window
 from mlops.governance import audit
 from mlops.monitoring.day_summaries import SUMMARIES_DIR, summary_uri
+from mlops.monitoring.drift_result import DriftResult
 from mlops.monitoring.drift_settings import DriftSettings, WindowSettings
-from mlops.monitoring.judge import DriftResult, judge
+from mlops.monitoring.judge import judge
 from mlops.monitoring.log_retention import (
     RETENTION_ACTION,
     apply_retention,
