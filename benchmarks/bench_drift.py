@@ -67,7 +67,8 @@ def setup(directory: Path, rows: int) -> dict[str, Any]:
     from mlops.data.features import FeatureSpec
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from mlops.model.reference_profile import build_profile
-    from serving.request_log import Block, RequestLogger
+    from serving.request_log import RequestLogger
+    from serving.request_log_blocks import Block
 
     reference = generate(SampleDataConfig(rows=20_000, seed=1))
     spec = FeatureSpec.fit(reference, SAMPLE_SCHEMA)
@@ -118,7 +119,8 @@ def check_ours(directory: str) -> dict[str, Any]:
 def setup_month(directory: Path, rows: int, days: int) -> None:
     from mlops.data.features import FeatureSpec
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-    from serving.request_log import Block, RequestLogger
+    from serving.request_log import RequestLogger
+    from serving.request_log_blocks import Block
 
     reference = generate(SampleDataConfig(rows=20_000, seed=1))
     spec = FeatureSpec.fit(reference, SAMPLE_SCHEMA)

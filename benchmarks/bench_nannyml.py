@@ -100,8 +100,8 @@ def model_and_reference(reference_rows: int) -> tuple[Any, Any, Any, np.ndarray,
 
 
 def ours(profile: Any, scores: np.ndarray, samples: int) -> tuple[dict[str, Any], float]:
-    from mlops.monitoring.judge import estimate_performance
     from mlops.monitoring.performance_bands import estimated_bands
+    from mlops.monitoring.performance_estimate import estimate_performance
     from mlops.monitoring.request_window import Calibrator, ScoreSummary
 
     started = time.perf_counter()

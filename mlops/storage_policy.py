@@ -2,7 +2,7 @@
 
 One typed settings object, read from the environment at each write (a pod gets it from
 its spec, a shell from its profile), so the policy cannot be forgotten by a caller: the
-storage layer applies it in :func:`mlops.storage._put`. Each field's environment variable
+storage layer applies it in :func:`mlops.storage.governed_put.put`. Each field's environment variable
 is ``MLOPS_`` + the field name in capitals (``s3_sse`` ↔ ``MLOPS_S3_SSE``).
 """
 

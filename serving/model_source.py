@@ -191,7 +191,7 @@ class ModelRegistry:
                 f"{_first_line(exc.message)}"
             ) from exc
         except Exception as exc:  # boto3/botocore, requests, OSError: whatever the artifact store raised
-            from mlops.storage import describe_error
+            from mlops.storage.s3 import describe_error
 
             raise RegistryError(
                 f"cannot download {self.model_name} version {version}: {describe_error(exc, 'download', location)}"

@@ -46,7 +46,7 @@ def record_limits(
 ) -> tuple[list[dict[str, Any]], int]:
     """One ``gate.limits`` audit record on ``model_name/version``; returns the overrides and its sequence number."""
     from mlops.governance.audit import record
-    from mlops.governance.model_card import LIMITS_ACTION
+    from mlops.governance.gate_history import LIMITS_ACTION
 
     limits = limits_in_force(pipeline, settings)
     subject = f"{model_name}/{version}"

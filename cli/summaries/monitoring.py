@@ -15,7 +15,7 @@ TRIGGER_TASK = "trigger-retraining"
 
 def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: LocalRun) -> None:
     """The check's decision, scores and reports (``settings``: the run's settings by address)."""
-    from mlops.monitoring.judge import prediction_text  # numpy: only when a summary prints
+    from mlops.monitoring.drift_reasons import prediction_text  # numpy: only when a summary prints
 
     run_dir = result.run_dir
     report = run_dir / CHECK_TASK / "report_json" if run_dir else None

@@ -205,8 +205,8 @@ def request_log_table(
     request_id: str,
     explained: bool = False,
 ) -> pa.Table:
-    """The rows as :class:`serving.request_log.RequestLogger` logs a request of them (its ``to_table``'s
-    columns, types and values), built without a Python object per row: categoricals, the version and the
+    """The rows as :class:`serving.request_log.RequestLogger` logs a request of them
+    (:func:`serving.request_log_table.to_table`'s columns, types and values), built without a Python object per row: categoricals, the version and the
     request id stay dictionary arrays, which :func:`parquet_bytes` with ``store_schema=False`` stores as
     the plain strings the server's files hold (a test reads both back and compares)."""
     import time
@@ -214,7 +214,7 @@ def request_log_table(
     import numpy as np
     import pyarrow as pa
 
-    from serving.request_log import RESERVED
+    from serving.request_log_table import RESERVED
 
     clash = [name for name in spec.names if name in RESERVED]
     if clash:

@@ -16,15 +16,12 @@ from typing import TYPE_CHECKING
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from mlops.model.reference_profile import ReferenceProfile
 from mlops.monitoring.day_summaries import sample_stored_days, summarise_window
-from mlops.monitoring.judge import (
-    DriftResult,
-    judge,
-    prediction_text,
-    reference_name,
-    window_bounds,
-)
+from mlops.monitoring.drift_reasons import prediction_text, reference_name
+from mlops.monitoring.drift_result import DriftResult
+from mlops.monitoring.judge import judge
 from mlops.monitoring.request_window import Calibrator, WindowError, empty_summary
 from mlops.monitoring.sample import Reservoir
+from mlops.monitoring.window_span import window_bounds
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, VALIDATION_REPORT_FILE, VALIDATION_RUN_TAG
 

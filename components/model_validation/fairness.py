@@ -10,34 +10,43 @@ yet hiding the group would hide exactly the people a fairness check exists for. 
 group cannot define (AUC with one class, TPR without positives) are reported as undefined
 rather than as 0. Numeric attributes are binned (:mod:`components.model_validation.group_bins`);
 the disparities' intervals are score intervals (:mod:`components.model_validation.intervals`).
+The per-group counts and which groups are decided on are :mod:`components.model_validation.group_counts`;
+the notes' and reasons' sentences :mod:`components.model_validation.fairness_notes`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from components.model_validation.checks import Violation, limit_status
 from components.model_validation.config import FairnessPolicy
-from components.model_validation.group_bins import MISSING_GROUP, Grouping, group_rows
-from components.model_validation.intervals import gap_interval, odds_interval, rate_interval, ratio_interval
+from components.model_validation.fairness_notes import (
+    group_notes,
+    not_conclusive_note,
+    rate_spread,
+    undecided_note,
+)
+from components.model_validation.group_bins import Grouping, group_rows
+from components.model_validation.group_counts import (
+    NAN,
+    count_groups,
+    decidable_groups,
+    gap,
+    group_intervals,
+    metric_functions,
+    rates_of,
+)
+from components.model_validation.intervals import gap_interval, odds_interval, ratio_interval
 from mlops.gates import FAIL, NOT_CONCLUSIVE, PASS
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["MISSING_GROUP", "AttributeFairness", "GroupMetrics", "evaluate_fairness", "protected_groups"]
-
-NAN = float("nan")
-RATE_NAMES = {
-    "selection_rate": "selection and favourable rates",
-    "true_positive_rate": "TPR",
-    "false_positive_rate": "FPR",
-}
-"""The rates a group is decided on, each by its own denominator, as the notes name them."""
+__all__ = ["AttributeFairness", "GroupMetrics", "evaluate_fairness", "protected_groups"]
 
 
 @dataclass(frozen=True)
@@ -105,153 +114,6 @@ class AttributeFairness:
         return PASS
 
 
-@dataclass(frozen=True)
-class _Counts:
-    """Per-group counts in display order: the numerators and denominators of every rate."""
-
-    rows: np.ndarray
-    positives: np.ndarray
-    negatives: np.ndarray
-    selected: np.ndarray
-    favoured: np.ndarray
-    true_positives: np.ndarray
-    false_positives: np.ndarray
-
-    def rate(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(successes, trials) of a rate, per group."""
-        return {
-            "selection_rate": (self.selected, self.rows),
-            "favourable_rate": (self.favoured, self.rows),
-            "true_positive_rate": (self.true_positives, self.positives),
-            "false_positive_rate": (self.false_positives, self.negatives),
-        }[name]
-
-
-def _metrics(threshold: float, favourable: int) -> dict[str, Callable[[np.ndarray, np.ndarray], float]]:
-    """MetricFrame metrics over (labels, scores); each returns NaN when its denominator is empty."""
-    import numpy as np
-    from sklearn.metrics import roc_auc_score
-
-    def rate(mask: np.ndarray, predicted: np.ndarray) -> float:
-        return float(predicted[mask].mean()) if mask.any() else NAN
-
-    def auc(y: np.ndarray, s: np.ndarray) -> float:
-        return float(roc_auc_score(y, s)) if 0 < y.sum() < len(y) else NAN
-
-    return {
-        "size": lambda y, s: float(len(y)),
-        "positives": lambda y, s: float(np.sum(y == 1)),
-        "base_rate": lambda y, s: float(np.mean(y)) if len(y) else NAN,
-        "selection_rate": lambda y, s: rate(np.ones(len(y), bool), s >= threshold),
-        "favourable_rate": lambda y, s: rate(np.ones(len(y), bool), (s >= threshold) == bool(favourable)),
-        "true_positive_rate": lambda y, s: rate(y == 1, s >= threshold),
-        "false_positive_rate": lambda y, s: rate(y == 0, s >= threshold),
-        "precision": lambda y, s: rate(s >= threshold, y == 1),
-        "auc": auc,
-    }
-
-
-def _group_notes(row: pd.Series) -> tuple[str, ...]:
-    notes = []
-    if math.isnan(row["auc"]):
-        notes.append("AUC undefined: the group has only one label class")
-    if math.isnan(row["true_positive_rate"]):
-        notes.append("TPR undefined: no positive labels")
-    if math.isnan(row["false_positive_rate"]):
-        notes.append("FPR undefined: no negative labels")
-    if math.isnan(row["precision"]):
-        notes.append("precision undefined: no predicted positives")
-    return tuple(notes)
-
-
-def _counts(
-    y: np.ndarray, predicted: np.ndarray, groups: np.ndarray, order: Sequence[str], favourable: int
-) -> _Counts:
-    import numpy as np
-
-    index = {g: k for k, g in enumerate(order)}
-    member = np.array([index[g] for g in groups], dtype=np.int64)
-    k = len(order)
-
-    def count(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(member[mask], minlength=k).astype(np.int64)
-
-    positive = y == 1
-    return _Counts(
-        rows=count(np.ones(len(y), bool)),
-        positives=count(positive),
-        negatives=count(~positive),
-        selected=count(predicted),
-        favoured=count(predicted == bool(favourable)),
-        true_positives=count(predicted & positive),
-        false_positives=count(predicted & ~positive),
-    )
-
-
-def _spread(rates: Mapping[str, float], metric: str) -> str:
-    """``<metric> <highest group> <rate> vs <lowest group> <rate>`` over the groups decided on."""
-    values = {g: v for g, v in rates.items() if not math.isnan(v)}
-    if not values:
-        return ""
-    top = max(values, key=lambda g: values[g])  # first of equals, in display order
-    bottom = min(values, key=lambda g: values[g])
-    return f"{metric.replace('_', ' ')} {top} {values[top]:.4f} vs {bottom} {values[bottom]:.4f}"
-
-
-_MINIMUM = {
-    "selection_rate": ("rows", "min_group_size"),
-    "true_positive_rate": ("positives", "min_group_positives"),
-    "false_positive_rate": ("negatives", "min_group_negatives"),
-}
-"""Each rate's denominator and the setting that sets its minimum."""
-
-
-def _undecided_note(group: str, shortfalls: Mapping[str, tuple[int, int]]) -> str:
-    """``group 'x' has 5 positives < min_group_positives 30: its TPR is not decided on (reported only)``."""
-    have = ", ".join(
-        f"{count} {_MINIMUM[rate][0]} < {_MINIMUM[rate][1]} {minimum}"
-        for rate, (count, minimum) in shortfalls.items()
-    )
-    rates = " and ".join(RATE_NAMES[rate] for rate in shortfalls)
-    verb = "are" if len(shortfalls) > 1 or "selection_rate" in shortfalls else "is"
-    return f"group {group!r} has {have}: its {rates} {verb} not decided on (reported only)"
-
-
-def _group_intervals(counts: _Counts, k: int, confidence: float) -> dict[str, tuple[float, float]]:
-    """Each rate's own score interval for group ``k`` (the rate charts draw them); none for an empty denominator."""
-    found = {}
-    for rate in ("selection_rate", "favourable_rate", "true_positive_rate", "false_positive_rate"):
-        successes, trials = counts.rate(rate)
-        if trials[k] > 0:
-            found[rate] = rate_interval(int(successes[k]), int(trials[k]), confidence)
-    return found
-
-
-def _decidable(counts: _Counts, policy: FairnessPolicy) -> dict[str, np.ndarray]:
-    """Per rate, which groups have enough of the rate's denominator."""
-    return {
-        "selection_rate": counts.rows >= policy.min_group_size,
-        "true_positive_rate": counts.positives >= policy.min_group_positives,
-        "false_positive_rate": counts.negatives >= policy.min_group_negatives,
-    }
-
-
-def _gap(counts: _Counts, rate: str, mask: np.ndarray) -> float:
-    """``max - min`` of a rate over the masked groups; NaN with fewer than two."""
-    import numpy as np
-
-    if mask.sum() < 2:
-        return NAN
-    successes, trials = counts.rate(rate)
-    values = successes[mask] / trials[mask]
-    return float(np.max(values) - np.min(values))
-
-
-def _rates(counts: _Counts, rate: str, mask: np.ndarray, order: Sequence[str]) -> dict[str, float]:
-    successes, trials = counts.rate(rate)
-    return {g: float(successes[k] / trials[k]) for k, g in enumerate(order) if mask[k]}
-
-
 def _check_attribute(
     attribute: str,
     y: np.ndarray,
@@ -265,14 +127,14 @@ def _check_attribute(
 
     groups, order = grouping.labels, grouping.order
     by_group = MetricFrame(
-        metrics=_metrics(policy.decision_threshold, favourable),
+        metrics=metric_functions(policy.decision_threshold, favourable),
         y_true=y,
         y_pred=scores,
         sensitive_features={attribute: groups},
     ).by_group.reindex(list(order))
     predicted = scores >= policy.decision_threshold
-    counts = _counts(y, predicted, groups, order, favourable)
-    decidable = _decidable(counts, policy)
+    counts = count_groups(y, predicted, groups, order, favourable)
+    decidable = decidable_groups(counts, policy)
     denominators = {
         "selection_rate": (counts.rows, policy.min_group_size),
         "true_positive_rate": (counts.positives, policy.min_group_positives),
@@ -285,7 +147,7 @@ def _check_attribute(
         undecided = tuple(rate for rate, mask in decidable.items() if not mask[k])
         if undecided:
             have = {r: (int(denominators[r][0][k]), denominators[r][1]) for r in undecided}
-            notes.append(_undecided_note(str(group), have))
+            notes.append(undecided_note(str(group), have))
         rows.append(
             GroupMetrics(
                 group=str(group),
@@ -300,9 +162,9 @@ def _check_attribute(
                 precision=float(row["precision"]),
                 auc=float(row["auc"]),
                 too_small=not bool(decidable["selection_rate"][k]),
-                notes=_group_notes(row),
+                notes=group_notes(row),
                 undecided=undecided,
-                intervals=_group_intervals(counts, k, policy.confidence),
+                intervals=group_intervals(counts, k, policy.confidence),
             )
         )
     decided = {
@@ -318,7 +180,7 @@ def _check_attribute(
         )
         dpd = dpr = NAN
     else:
-        dpd = _gap(counts, "selection_rate", parity)
+        dpd = gap(counts, "selection_rate", parity)
         favoured, rows_in = counts.favoured[parity], counts.rows[parity]
         top = float(np.max(favoured / rows_in))
         if top == 0:
@@ -333,8 +195,8 @@ def _check_attribute(
         low, high = ratio_interval(favoured, rows_in, policy.confidence)
         intervals["demographic_parity_ratio"] = (float(low), float(high))
 
-    tpr_gap = _gap(counts, "true_positive_rate", decidable["true_positive_rate"])
-    fpr_gap = _gap(counts, "false_positive_rate", decidable["false_positive_rate"])
+    tpr_gap = gap(counts, "true_positive_rate", decidable["true_positive_rate"])
+    fpr_gap = gap(counts, "false_positive_rate", decidable["false_positive_rate"])
     eod = max((g for g in (tpr_gap, fpr_gap) if not math.isnan(g)), default=NAN)
     if math.isnan(eod):
         notes.append(
@@ -373,13 +235,13 @@ def _check_attribute(
         if status == PASS:
             continue
         if status == NOT_CONCLUSIVE:
-            message = _not_conclusive(attribute, metric, value, interval, limit, bound, policy)
+            message = not_conclusive_note(attribute, metric, value, interval, limit, bound, policy)
             not_decided.append(message)
             if math.isnan(value) or (value > limit if bound == "max" else value < limit):
                 outside.append(message)
             continue
         mask = parity if driver in ("selection_rate", "favourable_rate") else decidable[driver]
-        detail = _spread(_rates(counts, driver, mask, order), driver)
+        detail = rate_spread(rates_of(counts, driver, mask, order), driver)
         start, end = intervals[metric]
         span = f"{policy.confidence:.0%} interval {start:.4f}..{end:.4f}"
         violations.append(Violation("fairness", attribute, metric, value, limit, bound, f"{detail}; {span}"))
@@ -398,30 +260,6 @@ def _check_attribute(
         statuses,
         tuple(not_decided),
         tuple(outside),
-    )
-
-
-def _not_conclusive(
-    attribute: str,
-    metric: str,
-    value: float,
-    interval: tuple[float, float] | None,
-    limit: float,
-    bound: Literal["max", "min"],
-    policy: FairnessPolicy,
-) -> str:
-    """Why a disparity is not conclusive, with its figures and what would decide it."""
-    if math.isnan(value):
-        return (
-            f"{attribute} {metric} not measured: fewer than two groups large enough to compare "
-            "(min_group_size, min_group_positives, min_group_negatives); test on more rows to decide"
-        )
-    start, end = interval if interval is not None else (NAN, NAN)
-    side = "beyond" if (value > limit if bound == "max" else value < limit) else "within"
-    return (
-        f"{attribute} {metric} {value:.4f} is {side} the {bound} {limit:.4f}, but its {policy.confidence:.0%} "
-        f"interval {start:.4f}..{end:.4f} reaches across it: not conclusive on these rows; test on more rows "
-        "to decide"
     )
 
 

@@ -369,10 +369,11 @@ class _S3Trail:
 
     def protection(self) -> str:
         from mlops import storage
+        from mlops.storage import s3
 
         location = storage.parse(self.root, need_key=False)
         try:
-            config = storage.s3_client().get_object_lock_configuration(Bucket=location.bucket)
+            config = s3.s3_client().get_object_lock_configuration(Bucket=location.bucket)
         except Exception as exc:  # ObjectLockConfigurationNotFoundError on a bucket created without it
             return f"no S3 Object Lock on bucket {location.bucket!r} ({type(exc).__name__}); records can be deleted"
         rule = config.get("ObjectLockConfiguration", {}).get("Rule", {}).get("DefaultRetention", {})

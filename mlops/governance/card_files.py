@@ -9,14 +9,8 @@ from pathlib import Path
 from mlops.data.card_fields import CardFields
 from mlops.governance.card_html import render
 from mlops.governance.manifest_signing import SignedManifest, sign_folder
-from mlops.governance.model_card import (
-    CARD_HTML,
-    CARD_JSON,
-    FACTS_JSON,
-    ModelFacts,
-    facts_document,
-    model_card,
-)
+from mlops.governance.model_card import CARD_HTML, CARD_JSON, FACTS_JSON, facts_document, model_card
+from mlops.governance.version_facts import ModelFacts
 
 CARD_SIGNED = "card.signed"
 """Audit action: a model card was written and signed; details name its folder, files and manifest digest."""

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlops import storage
+from mlops.storage import object_lock
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -124,7 +125,7 @@ class StoreOutcome:
     rewritten: list[str] = field(default_factory=list)
     unsearchable: list[str] = field(default_factory=list)
     """Files without the key column (nor, for a joined store, the request ids)."""
-    locked: list[storage.Retention] = field(default_factory=list)
+    locked: list[object_lock.Retention] = field(default_factory=list)
     """Objects holding the person's rows that S3 Object Lock keeps: not erasable before their date."""
     refused: list[str] = field(default_factory=list)
     """Files holding the person's rows that were not rewritten (signed folders), and object versions
@@ -293,7 +294,7 @@ def remove_rows(
     removed = int(pc.sum(mask).as_py() or 0)
     if not removed:
         return
-    lock = storage.retention(uri)
+    lock = object_lock.retention(uri)
     if lock is not None:
         outcome.locked.append(lock)
         return
@@ -303,7 +304,7 @@ def remove_rows(
         return
     storage.write_bytes(uri, rows_bytes(uri, table.filter(pc.invert(mask))))
     outcome.refused += [
-        f"{version}: S3 refused to delete this earlier version" for version in storage.purge_versions(uri)
+        f"{version}: S3 refused to delete this earlier version" for version in object_lock.purge_versions(uri)
     ]
     outcome.rows_removed += removed
     outcome.rewritten.append(uri)

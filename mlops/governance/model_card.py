@@ -10,8 +10,8 @@ extra keys of each metric (allowed there). People read ``model_card.html``. The 
 are signed together (:mod:`mlops.governance.manifest_signing`) and the signature's digest is
 recorded in the audit trail (``card.signed``).
 
-Everything here is computed from :class:`ModelFacts` (collected through the MLflow seam by
-:mod:`mlops.tracking.model_facts`) and the schema file's ``card:`` block; nothing is guessed:
+Everything here is computed from :class:`~mlops.governance.version_facts.ModelFacts` (collected
+through the MLflow seam by :mod:`mlops.tracking.model_facts`) and the schema file's ``card:`` block; nothing is guessed:
 a section the platform has no record of says so, and the human-written fields still empty
 are listed (``empty_fields``).
 """
@@ -19,23 +19,19 @@ are listed (``empty_fields``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from mlops.data.card_fields import CardFields
-from mlops.governance.audit import AuditEvent
+from mlops.governance.gate_history import gate_decisions, limits, overrides
 from mlops.governance.provenance import approvals, history
+from mlops.governance.version_facts import ModelFacts, RunFacts
 from mlops.vocabulary import (
     DATASET_DIGEST_TAG,
     DATASET_URI_TAG,
-    DECISION_TAG,
     DIGEST_TAG,
-    REASON_TAG,
     SIGNATURE_URI_TAG,
     SIGNING_KEY_ID_TAG,
-    STATUS_TAG,
     TAG_PREFIX,
-    UNDECIDED_TAG,
     Lineage,
 )
 
@@ -46,52 +42,6 @@ CARD_JSON = "model_card.json"
 FACTS_JSON = "mlops_facts.json"
 CARD_HTML = "model_card.html"
 QUALITY_METRICS = ("roc_auc", "pr_auc", "accuracy", "f1", "log_loss", "ece")
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """One MLflow task run of the pipeline run that produced the version."""
-
-    task: str
-    run_id: str
-    status: str
-    params: dict[str, str]
-    metrics: dict[str, float]
-    tags: dict[str, str]
-    reports: dict[str, Any] = field(default_factory=dict)
-    """Artifact path -> parsed JSON report (``evaluation/metrics.json``, ``model_validation/report.json`` …)."""
-    report_files: list[str] = field(default_factory=list)
-    """Downloaded report files, relative to the reports folder (``<task>/<artifact path>``)."""
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    """What the registry, the task runs and the audit trail hold about one version."""
-
-    name: str
-    alias: str
-    version: str
-    aliases: list[str]
-    created_at: str
-    description: str
-    tags: dict[str, str]
-    runs: list[RunFacts]
-    profile: dict[str, Any]
-    """The version's reference profile (training data summary); empty when it has none."""
-    events: list[AuditEvent]
-    """Audit records of this version and of the validation of its training data."""
-    model_events: list[AuditEvent]
-    """Every audit record of this registered model (the alias history reads them)."""
-    tracking_uri: str = ""
-
-    def run(self, task: str) -> RunFacts | None:
-        found = [r for r in self.runs if r.task == task]
-        return found[-1] if found else None
-
-    def report(self, task: str, path: str) -> dict[str, Any]:
-        run = self.run(task)
-        value = run.reports.get(path) if run else None
-        return value if isinstance(value, dict) else {}
 
 
 def _num(value: Any) -> float | None:
@@ -176,103 +126,6 @@ def explanations(facts: ModelFacts) -> dict[str, Any]:
     return dict(
         facts.report("gate_model_validation", "model_validation/report.json").get("explainability", {})
     )
-
-
-def gate_decisions(facts: ModelFacts) -> list[dict[str, Any]]:
-    """Every gate's decision on the version: from the audit trail, else from the version's tags."""
-    decided = [e for e in facts.events if e.action == "gate.decided"]
-    if decided:
-        return [
-            {
-                "gate": e.details.get("gate", ""),
-                "decision": e.details.get("decision", ""),
-                "status": e.details.get("status") or _status_of(e.details.get("decision", "")),
-                "reason": e.details.get("reason", ""),
-                "undecided": list(e.details.get("undecided") or []),
-                "at": e.at,
-                "audit_seq": e.seq,
-            }
-            for e in decided
-        ]
-    prefix = f"{TAG_PREFIX}gate."
-    rows = [
-        {
-            "gate": k[len(prefix) : -len(".decision")],
-            "decision": v,
-            "status": facts.tags.get(k[: -len("decision")] + "status") or _status_of(v),
-            "reason": facts.tags.get(k[: -len("decision")] + "reason", ""),
-            "undecided": _lines(facts.tags.get(k[: -len("decision")] + "undecided", "")),
-            "at": "",
-            "audit_seq": None,
-        }
-        for k, v in sorted(facts.tags.items())
-        if k.startswith(prefix) and k.endswith(".decision")
-    ]
-    if DECISION_TAG in facts.tags:
-        rows.append(
-            {
-                "gate": "overall",
-                "decision": facts.tags[DECISION_TAG],
-                "status": facts.tags.get(STATUS_TAG) or _status_of(facts.tags[DECISION_TAG]),
-                "reason": facts.tags.get(REASON_TAG, ""),
-                "undecided": _lines(facts.tags.get(UNDECIDED_TAG, "")),
-                "at": "",
-                "audit_seq": None,
-            }
-        )
-    return rows
-
-
-def _status_of(decision: str) -> str:
-    """A decision recorded before gates had statuses: reject is a fail; a promote's status was not recorded."""
-    return "fail" if decision == "reject" else "not recorded"
-
-
-def _lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.strip()]
-
-
-LIMITS_ACTION = "gate.limits"
-"""The audit action ``mlops run`` records with the limits a version's gates decided under (``cli.summaries.limits``)."""
-
-
-def limits(facts: ModelFacts) -> list[dict[str, Any]]:
-    """Every limit the gates decided under, with its default, and for a changed one who changed it and where.
-
-    From the run's ``gate.limits`` audit record (written by ``mlops run``: the person and the command
-    line), else from the model-validation report (the values and defaults; who changed one is then
-    not recorded). Model-validation values in the report win over the record's: they are what the gate used.
-    """
-    recorded = [e for e in facts.events if e.action == LIMITS_ACTION]
-    event = recorded[-1] if recorded else None
-    by_address: dict[str, dict[str, Any]] = {}
-    if event is not None:
-        for limit in event.details.get("limits") or []:
-            by_address[limit["address"]] = {
-                **limit,
-                "set_by": event.actor if limit.get("source") != "default" else "",
-                "audit_seq": event.seq,
-            }
-    report = facts.report("gate_model_validation", "model_validation/report.json")
-    for limit in report.get("limits") or []:
-        known = by_address.get(limit["address"])
-        if known is not None and known.get("value") == limit.get("value"):
-            continue
-        changed = limit.get("value") != limit.get("default")
-        by_address[limit["address"]] = {
-            **limit,
-            "source": "changed for this run; who and where not recorded (not started with mlops run)"
-            if changed
-            else "default",
-            "set_by": "",
-            "audit_seq": None,
-        }
-    return list(by_address.values())
-
-
-def overrides(facts: ModelFacts) -> list[dict[str, Any]]:
-    """The limits in force that differ from their defaults."""
-    return [limit for limit in limits(facts) if limit.get("value") != limit.get("default")]
 
 
 def lineage(facts: ModelFacts) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlops.model.reference_profile import ReferenceProfile
+from mlops.monitoring.drift_result import DriftResult
 from mlops.monitoring.drift_settings import DriftSettings
-from mlops.monitoring.judge import DriftResult
 from mlops.monitoring.sample import reference_rows
 
 if TYPE_CHECKING:

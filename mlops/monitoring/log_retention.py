@@ -32,6 +32,7 @@ from mlops.model.reference_profile import ReferenceProfile
 from mlops.monitoring.day_summaries import DAY, SETTLE, SUMMARIES_DIR, summarise_window, summary_uri
 from mlops.monitoring.logs import file_stamp, log_files
 from mlops.monitoring.request_window import Calibrator, empty_summary
+from mlops.storage import object_lock
 
 RETENTION_ACTION = "request_log.retention"
 """Audit action of one retention pass: the cutoff, the counts, what a lock kept."""
@@ -116,14 +117,14 @@ def apply_retention(
         )
         return retained
     for uri in older:
-        lock = storage.retention(uri)
+        lock = object_lock.retention(uri)
         if lock is not None:
             kept.locked.append(lock)
             continue
         retained.rows_deleted += read_rows(uri).num_rows
         storage.delete(uri)
         kept.refused += [
-            f"{v}: S3 refused to delete this earlier version" for v in storage.purge_versions(uri, False)
+            f"{v}: S3 refused to delete this earlier version" for v in object_lock.purge_versions(uri, False)
         ]
         retained.files_deleted.append(uri)
     for uri, stamp in stamps.items():

@@ -1,7 +1,7 @@
 """Everything the platform recorded about one registered version, read through the one MLflow seam.
 
 The model card and the evidence pack (``mlops card``, ``mlops evidence``) are built from
-:class:`~mlops.governance.model_card.ModelFacts`: the version and its tags, the MLflow runs
+:class:`~mlops.governance.version_facts.ModelFacts`: the version and its tags, the MLflow runs
 of the pipeline run that produced it (their parameters, metrics and JSON/HTML reports:
 data validation, evaluation, every gate), its reference profile and its audit records.
 Reading goes through :class:`~mlops.tracking.store.TrackingStore` only; nothing is written.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlops.governance.audit import AuditEvent
-from mlops.governance.model_card import ModelFacts, RunFacts
+from mlops.governance.version_facts import ModelFacts, RunFacts
 from mlops.vocabulary import PIPELINE_RUN_ID_TAG, TAG_PREFIX, TASK_TAG
 
 if TYPE_CHECKING:

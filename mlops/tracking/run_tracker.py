@@ -152,7 +152,7 @@ class RunTracker:
         """
         import mlflow
 
-        from mlops.storage import govern_mlflow_artifacts
+        from mlops.storage.governed_put import govern_mlflow_artifacts
 
         experiment = self.ensure_experiment()
         govern_mlflow_artifacts(experiment.artifact_location)
@@ -176,7 +176,7 @@ class RunTracker:
         """Reopen an existing run of this store (the tuning fan-in logs onto the tuning run)."""
         import mlflow
 
-        from mlops.storage import govern_mlflow_artifacts
+        from mlops.storage.governed_put import govern_mlflow_artifacts
 
         govern_mlflow_artifacts(self.ensure_experiment().artifact_location)
         with self.fluent(), mlflow.start_run(run_id=run_id) as run:

@@ -27,7 +27,8 @@ from mlops.data.schema_file import SchemaFile
 from mlops.governance import audit
 from mlops.governance.erasure import ERASED_ACTION, SALT_FILE, is_parquet_bytes, subject_hash
 from mlops.monitoring.feedback import store_labels
-from serving.request_log import Block, RequestLogger
+from serving.request_log import RequestLogger
+from serving.request_log_blocks import Block
 
 WHO = "C-7f3a9e"
 OTHERS = ["C-1000", "C-2000", "C-3000"]

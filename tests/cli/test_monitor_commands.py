@@ -13,7 +13,8 @@ from cli.commands.run import parse_pipeline_arguments
 from cli.main import build_parser, main
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-from serving.request_log import Block, RequestLogger
+from serving.request_log import RequestLogger
+from serving.request_log_blocks import Block
 
 
 def test_monitor_flags_become_the_monitoring_pipelines_settings() -> None:

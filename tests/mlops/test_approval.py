@@ -526,8 +526,9 @@ def test_history_and_the_card_show_who_approved_which_version_and_when() -> None
     from mlops.data.card_fields import CardFields
     from mlops.governance.audit import AuditEvent
     from mlops.governance.card_html import render
-    from mlops.governance.model_card import ModelFacts, facts_document, model_card
+    from mlops.governance.model_card import facts_document, model_card
     from mlops.governance.provenance import approval_lines, approvals
+    from mlops.governance.version_facts import ModelFacts
 
     events = [
         AuditEvent(

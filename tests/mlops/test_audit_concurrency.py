@@ -23,9 +23,9 @@ WRITERS = 2
 def _writer(location: str, env: dict[str, str], worker: int, count: int, go: Any, done: Any) -> None:
     os.environ.update(env)
     os.environ[audit.AUDIT_URI_ENV] = location
-    from mlops import storage
+    from mlops.storage import s3 as s3_store
 
-    storage._bucket_region.cache_clear()
+    s3_store._bucket_region.cache_clear()
     go.wait(60)
     written: list[int] = []
     try:
@@ -84,11 +84,11 @@ def test_two_processes_appending_to_a_local_trail_lose_nothing(tmp_path, monkeyp
 
 @pytest.mark.remote_tracking
 def test_two_processes_appending_to_an_s3_trail_lose_nothing(rgw, monkeypatch) -> None:
-    from mlops import storage
+    from mlops.storage import s3 as s3_store
 
     for name, value in rgw.env.items():
         monkeypatch.setenv(name, value)
-    storage._bucket_region.cache_clear()
+    s3_store._bucket_region.cache_clear()
     location = f"s3://{rgw.bucket}/audit-race"
     monkeypatch.setenv(audit.AUDIT_URI_ENV, location)
     acknowledged = race(location, per_writer=25, env=rgw.env)

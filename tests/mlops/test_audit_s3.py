@@ -7,8 +7,8 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from mlops import storage
 from mlops.governance import audit
+from mlops.storage import s3 as s3_store
 from tests.services.plugin import S3Service
 
 
@@ -16,7 +16,7 @@ from tests.services.plugin import S3Service
 def s3(rgw: S3Service, monkeypatch: pytest.MonkeyPatch) -> S3Service:
     for name, value in rgw.env.items():
         monkeypatch.setenv(name, value)
-    storage._bucket_region.cache_clear()
+    s3_store._bucket_region.cache_clear()
     return rgw
 
 

@@ -17,7 +17,8 @@ from components.model_validation.score_summary import summarise_scores
 from mlops.data.card_fields import CardFields
 from mlops.governance.audit import AuditEvent
 from mlops.governance.card_html import render
-from mlops.governance.model_card import ModelFacts, RunFacts, facts_document, model_card
+from mlops.governance.model_card import facts_document, model_card
+from mlops.governance.version_facts import ModelFacts, RunFacts
 from tests.support.gate_inputs import confusion_group, scored_groups
 
 RELAXED = 0.25

@@ -28,6 +28,7 @@ from mlops.governance.erasure import (
     subject_hash,
     workspace_salt,
 )
+from mlops.storage import object_lock
 
 WHO = "C-7f3a9"
 SALT = b"s" * SALT_BYTES
@@ -281,7 +282,7 @@ def test_the_salt_folder_is_made_when_missing(tmp_path: Path) -> None:
 
 
 def test_a_store_outcome_records_every_field_by_name() -> None:
-    lock = storage.Retention("s3://b/k.parquet", "COMPLIANCE", "2027-01-01T00:00:00+00:00", True)
+    lock = object_lock.Retention("s3://b/k.parquet", "COMPLIANCE", "2027-01-01T00:00:00+00:00", True)
     outcome = StoreOutcome("s", 3, 4, ["a", "b"], ["c"], [lock], ["d: why"], "customer_id", 5)
     assert outcome.details() == {
         "files_searched": 3,
@@ -382,8 +383,8 @@ def test_a_lock_keeps_the_file_and_a_refusal_is_not_lost_to_a_later_rewrite(
     locked = logged(tmp_path / "locked.parquet", [WHO])
     signed = logged(tmp_path / "signed" / "rows.parquet", [WHO])
     plain = logged(tmp_path / "plain.parquet", [WHO])
-    lock = storage.Retention(locked, "GOVERNANCE", "2027-01-01T00:00:00+00:00", False)
-    monkeypatch.setattr(storage, "retention", lambda uri: lock if uri == locked else None)
+    lock = object_lock.Retention(locked, "GOVERNANCE", "2027-01-01T00:00:00+00:00", False)
+    monkeypatch.setattr(object_lock, "retention", lambda uri: lock if uri == locked else None)
     before = Path(locked).read_bytes()
     guard = lambda uri: "signed" if "/signed/" in uri else ""  # noqa: E731
     outcome = erase_store(RowStore("s", (locked, signed, plain)), "customer_id", WHO, None, guard)

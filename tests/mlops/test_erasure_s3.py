@@ -16,6 +16,8 @@ from mlops import storage
 from mlops.data.schema_file import SchemaFile
 from mlops.governance import audit
 from mlops.governance.erasure import RowStore, erase, erase_store
+from mlops.storage import object_lock
+from mlops.storage import s3 as s3_store
 from tests.services.plugin import S3Service
 
 WHO = "C-5eed-42"
@@ -25,7 +27,7 @@ WHO = "C-5eed-42"
 def s3(rgw: S3Service, monkeypatch: pytest.MonkeyPatch) -> S3Service:
     for name, value in rgw.env.items():
         monkeypatch.setenv(name, value)
-    storage._bucket_region.cache_clear()
+    s3_store._bucket_region.cache_clear()
     return rgw
 
 
@@ -82,7 +84,7 @@ def test_deleting_an_object_removes_every_version(s3: S3Service) -> None:
     storage.write_bytes(uri, rows(WHO))
     storage.write_bytes(uri, rows(WHO, "C-1"))
     storage.delete(uri)
-    assert storage.purge_versions(uri, keep_current=False) == []
+    assert object_lock.purge_versions(uri, keep_current=False) == []
     listing = s3.client().list_object_versions(Bucket=name, Prefix="old.parquet")
     assert listing.get("Versions", []) == [] and listing.get("DeleteMarkers", []) == []
 

@@ -9,6 +9,7 @@ import pytest
 from mlops import storage
 from mlops.data.dataset import load_table
 from mlops.data.sample_data import SampleDataConfig, write
+from mlops.storage import s3_ranged_reader
 from tests.services.plugin import S3Service
 
 
@@ -129,7 +130,7 @@ def test_s3_objects_are_real_objects(s3: S3Service) -> None:
 def test_open_read_seeks_and_reads_ranges_and_stat_sees_a_new_version(
     root: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage, "RANGE_BYTES", 1000)  # several GETs per read on S3
+    monkeypatch.setattr(s3_ranged_reader, "RANGE_BYTES", 1000)  # several GETs per read on S3
     data = bytes(range(256)) * 20
     uri = storage.write_bytes(f"{root}/ranged.bin", data)
     with storage.open_read(uri) as handle:

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from mlops import storage
+from mlops.storage import governed_put
+from mlops.storage import s3 as s3_store
 from mlops.storage_policy import PolicyError, StoragePolicy
 from tests.services.plugin import KMS_KEY_ID, S3Service
 
@@ -16,7 +18,7 @@ from tests.services.plugin import KMS_KEY_ID, S3Service
 def s3(rgw: S3Service, monkeypatch: pytest.MonkeyPatch) -> S3Service:
     for name, value in rgw.env.items():
         monkeypatch.setenv(name, value)
-    storage._bucket_region.cache_clear()
+    s3_store._bucket_region.cache_clear()
     return rgw
 
 
@@ -106,7 +108,7 @@ def test_mlflow_artifacts_on_s3_get_the_same_policy(
 
     from mlops.tracking.store import TrackingStore
 
-    monkeypatch.setenv(storage.MLFLOW_UPLOAD_ARGS_ENV, "")  # unset for the test, restored afterwards
+    monkeypatch.setenv(governed_put.MLFLOW_UPLOAD_ARGS_ENV, "")  # unset for the test, restored afterwards
     store = TrackingStore(f"sqlite:///{tmp_path}/mlflow.db", "sse", "run", f"s3://{s3.bucket}/mlflow-sse")
     with store.task_run("probe"):
         mlflow.log_text("artifact", "probe.txt")

@@ -223,7 +223,8 @@ def test_the_report_and_the_server_attribute_the_same_rows_alike(
 def test_the_request_log_marks_explained_requests(
     store: DemoStore, client: TestClient, model: LoadedModel
 ) -> None:
-    from serving.request_log import Block, decode_blocks, encode_blocks, to_table
+    from serving.request_log_blocks import Block, decode_blocks, encode_blocks
+    from serving.request_log_table import to_table
 
     recorded: list[tuple[int, bool]] = []
 

@@ -17,7 +17,7 @@ import pytest
 from mlflow.exceptions import MlflowException
 
 from mlops.governance.signing import SignatureError, generate_key_pair, sign_directory
-from mlops.storage import describe_error
+from mlops.storage.s3 import describe_error
 from mlops.vocabulary import file_sha256
 from serving.model_source import DigestMismatchError, ModelArtifact, ModelRegistry, RegistryError
 

@@ -16,7 +16,9 @@ from mlops.data.sample_data import SAMPLE_SCHEMA
 from mlops.model.onnx_model import OnnxScorer
 from mlops.vocabulary import file_sha256
 from serving.model_source import ModelArtifact
-from serving.request_log import Block, RequestLogger, to_table
+from serving.request_log import RequestLogger
+from serving.request_log_blocks import Block
+from serving.request_log_table import to_table
 from serving.runtime import load_model
 from tests.support.serving import MODEL, DemoStore, direct, running_server, stop
 

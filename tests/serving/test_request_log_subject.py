@@ -24,7 +24,8 @@ from serving import protocol
 from serving.app import create_plane
 from serving.config import ServerConfig
 from serving.dataplane import InferRequest
-from serving.request_log import Block, decode_blocks, encode_blocks, to_table
+from serving.request_log_blocks import Block, decode_blocks, encode_blocks
+from serving.request_log_table import to_table
 from serving.runtime import LoadedModel
 from tests.serving.test_model_router import local_model
 from tests.support.serving import MODEL, DemoStore, encoded

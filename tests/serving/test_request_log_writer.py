@@ -16,15 +16,10 @@ import pytest
 
 from mlops.data.features import FeatureSpec
 from serving.metrics import ServingMetrics
-from serving.request_log import (
-    FRAME,
-    Block,
-    RequestLogger,
-    WriteFailed,
-    decode_blocks,
-    encode_blocks,
-    serve_writes,
-)
+from serving.request_log import RequestLogger
+from serving.request_log_blocks import FRAME, Block, decode_blocks, encode_blocks
+from serving.request_log_process import WriteFailed
+from serving.request_log_writer import serve_writes
 
 SPEC = FeatureSpec(
     numeric=("amount",),

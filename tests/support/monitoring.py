@@ -21,7 +21,8 @@ from mlops.model.onnx_model import OnnxScorer
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, Lineage
 from mlops.workspace import Workspace
-from serving.request_log import Block, RequestLogger
+from serving.request_log import RequestLogger
+from serving.request_log_blocks import Block
 
 MODEL = "credit-default"
 

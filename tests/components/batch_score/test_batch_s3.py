@@ -14,7 +14,7 @@ from components.batch_score.batch_finish import JobSummary, finish_job
 from components.batch_score.batch_plan import plan_job
 from components.batch_score.batch_shard import score_shard
 from components.batch_score.config import ScoreSettings
-from mlops import storage
+from mlops.storage import s3, s3_ranged_reader
 from tests.services.plugin import S3Service
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic
 
@@ -39,9 +39,9 @@ def gets(rgw: S3Service, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]
         "AWS_DEFAULT_REGION",
     ):
         monkeypatch.setenv(name, rgw.env[name])
-    monkeypatch.setattr(storage, "RANGE_BYTES", RANGE)
+    monkeypatch.setattr(s3_ranged_reader, "RANGE_BYTES", RANGE)
     calls: list[dict[str, Any]] = []
-    real = storage.s3_client
+    real = s3.s3_client
 
     class Recording:
         def __init__(self, client: Any):
@@ -54,7 +54,7 @@ def gets(rgw: S3Service, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]
         def __getattr__(self, name: str) -> Any:
             return getattr(self.client, name)
 
-    monkeypatch.setattr(storage, "s3_client", lambda: Recording(real()))
+    monkeypatch.setattr(s3, "s3_client", lambda: Recording(real()))
     return calls
 
 

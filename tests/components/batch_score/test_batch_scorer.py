@@ -373,7 +373,8 @@ def test_the_request_log_copy_reads_back_as_the_servers_log(model: Monitored) ->
     import pyarrow.parquet as pq
 
     from components.batch_score.chunk_writer import REQUEST_LOG_PLAIN, parquet_bytes, request_log_table
-    from serving.request_log import Block, to_table
+    from serving.request_log_blocks import Block
+    from serving.request_log_table import to_table
 
     spec = model.scorer.spec
     x = spec.encode(traffic(300, seed=14))

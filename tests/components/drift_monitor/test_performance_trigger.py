@@ -27,8 +27,8 @@ import pytest
 from components.drift_monitor.config import DriftSettings, WindowSettings
 from components.drift_monitor.monitor import check_window, notify_check
 from mlops.governance.alerts import AlertSettings
+from mlops.monitoring.drift_result import DriftResult
 from mlops.monitoring.feedback import store_labels
-from mlops.monitoring.judge import DriftResult
 from mlops.monitoring.request_window import WindowError
 from tests.support.monitoring import MODEL, Monitored, monitored_model, scores_of, traffic, write_log
 from tests.support.webhook_receiver import webhook_receiver

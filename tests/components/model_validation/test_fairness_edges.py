@@ -12,7 +12,9 @@ import pytest
 from pydantic import ValidationError
 
 from components.model_validation.config import FairnessPolicy
-from components.model_validation.fairness import MISSING_GROUP, _spread, evaluate_fairness, protected_groups
+from components.model_validation.fairness import evaluate_fairness, protected_groups
+from components.model_validation.fairness_notes import rate_spread
+from components.model_validation.group_bins import MISSING_GROUP
 from components.model_validation.intervals import gap_interval, odds_interval, ratio_interval
 from tests.support.gate_inputs import confusion_group, scored_groups
 
@@ -518,8 +520,8 @@ def test_a_tie_between_the_tpr_and_fpr_gaps_is_explained_by_the_tpr_gap() -> Non
 
 
 def test_spread_of_a_metric_no_group_defines_is_empty() -> None:
-    assert _spread({"a": math.nan, "b": math.nan}, "true_positive_rate") == ""
-    assert _spread({"a": 0.25, "b": math.nan, "c": 0.75}, "true_positive_rate") == (
+    assert rate_spread({"a": math.nan, "b": math.nan}, "true_positive_rate") == ""
+    assert rate_spread({"a": 0.25, "b": math.nan, "c": 0.75}, "true_positive_rate") == (
         "true positive rate c 0.7500 vs a 0.2500"
     )
 

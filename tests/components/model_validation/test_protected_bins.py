@@ -5,8 +5,14 @@ import pandas as pd
 import pytest
 
 from components.model_validation.config import FairnessPolicy
-from components.model_validation.fairness import MISSING_GROUP, evaluate_fairness
-from components.model_validation.group_bins import declared_names, group_rows, number, quantile_names
+from components.model_validation.fairness import evaluate_fairness
+from components.model_validation.group_bins import (
+    MISSING_GROUP,
+    declared_names,
+    group_rows,
+    number,
+    quantile_names,
+)
 from mlops.data.dataset import DatasetError, DatasetSchema
 from mlops.data.schema_file import parse_schema_file
 

@@ -96,12 +96,12 @@ def test_two_runs_promoting_at_once_on_a_local_registry(
 
 @pytest.mark.remote_tracking
 def test_two_runs_promoting_at_once_on_an_mlflow_server(mlflow_server, monkeypatch, tmp_path) -> None:
-    from mlops import storage
+    from mlops.storage import s3 as s3_store
 
     env = {**mlflow_server.s3.env, audit.AUDIT_URI_ENV: f"s3://{mlflow_server.s3.bucket}/audit-promotion"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    storage._bucket_region.cache_clear()
+    s3_store._bucket_region.cache_clear()
     store = TrackingStore(tracking_uri=mlflow_server.tracking_uri, experiment="race", pipeline_run_id="race")
     versions = race(store, env, source=f"s3://{mlflow_server.s3.bucket}/race-model")
     check_history(store, versions)

@@ -18,7 +18,8 @@ from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.reference_profile import Calibration, ProfileError
 from mlops.monitoring.feedback import store_labels
-from serving.request_log import Block, RequestLogger
+from serving.request_log import RequestLogger
+from serving.request_log_blocks import Block
 
 MODEL = "quality-feed"
 

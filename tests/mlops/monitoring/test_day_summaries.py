@@ -26,9 +26,10 @@ from mlops.monitoring.day_summaries import (
     plan_window,
     summary_uri,
 )
+from mlops.monitoring.drift_result import DriftResult
 from mlops.monitoring.drift_settings import DriftSettings, WindowSettings
 from mlops.monitoring.feedback import store_labels
-from mlops.monitoring.judge import DriftResult, judge
+from mlops.monitoring.judge import judge
 from mlops.monitoring.logs import summarise
 from mlops.monitoring.request_window import Calibrator, empty_summary
 from tests.support.monitoring import MODEL, Monitored, monitored_model, traffic, write_log

@@ -16,26 +16,20 @@ from mlops.model.reference_profile import (
     numeric_profile,
 )
 from mlops.monitoring import stats
+from mlops.monitoring.drift_reasons import drift_reasons, no_action_reason, performance_reasons
+from mlops.monitoring.drift_result import DriftResult, FeatureDrift
 from mlops.monitoring.drift_settings import DriftSettings, WindowSettings
-from mlops.monitoring.judge import (
-    DriftResult,
-    FeatureDrift,
-    _drift_reasons,
-    _no_action,
-    _performance_reasons,
+from mlops.monitoring.feature_drift import (
     categorical_drift,
     choose_method,
-    dataset_drifted,
     drifted_by,
-    estimate_performance,
     judge_prediction,
     numeric_drift,
-    parse_instant,
-    realised_performance,
     rule_text,
     small_sample,
-    window_bounds,
 )
+from mlops.monitoring.judge import dataset_drifted
+from mlops.monitoring.performance_estimate import estimate_performance, realised_performance
 from mlops.monitoring.request_window import (
     CategoricalCounts,
     NumericCounts,
@@ -44,6 +38,7 @@ from mlops.monitoring.request_window import (
     WindowSummary,
     empty_summary,
 )
+from mlops.monitoring.window_span import parse_instant, window_bounds
 
 NOW = datetime(2026, 11, 23, 15, 0, tzinfo=UTC)
 SMALL = DriftSettings(small_sample_rows=10)
@@ -475,7 +470,7 @@ def result(**values: object) -> DriftResult:
 
 
 def test_drift_reasons_name_the_share_the_distance_and_the_drifted_features() -> None:
-    assert _drift_reasons(result(), DriftSettings(prediction_threshold=0.12)) == [
+    assert drift_reasons(result(), DriftSettings(prediction_threshold=0.12)) == [
         "dataset drift: 67% of features drifted (>= 50%): income, debt",
         "prediction drift: score distance 0.123 >= 0.12 (drifted features: income, debt)",
     ]
@@ -489,7 +484,7 @@ def test_a_ks_prediction_drift_names_its_p_value_and_sizes() -> None:
         "reference_rows": 78,
         "window_rows": 90,
     }
-    reasons = _drift_reasons(result(dataset_drift=False, prediction=prediction), DriftSettings())
+    reasons = drift_reasons(result(dataset_drift=False, prediction=prediction), DriftSettings())
     assert reasons == [
         "prediction drift: scores' KS p-value 0.00123 < 0.05 (78 reference, 90 window scores) (drifted features: "
         "income, debt)"
@@ -497,12 +492,12 @@ def test_a_ks_prediction_drift_names_its_p_value_and_sizes() -> None:
 
 
 def test_prediction_drift_is_no_reason_when_switched_off_and_no_drift_names_none() -> None:
-    assert _drift_reasons(result(), DriftSettings(trigger_on_prediction_drift=False)) == [
+    assert drift_reasons(result(), DriftSettings(trigger_on_prediction_drift=False)) == [
         "dataset drift: 67% of features drifted (>= 50%): income, debt"
     ]
     calm = result(features=[feature("age", False)], dataset_drift=False, prediction_drift=True)
-    assert _drift_reasons(calm, DriftSettings())[0].endswith("(drifted features: none)")
-    assert _drift_reasons(result(dataset_drift=False, prediction_drift=False), DriftSettings()) == []
+    assert drift_reasons(calm, DriftSettings())[0].endswith("(drifted features: none)")
+    assert drift_reasons(result(dataset_drift=False, prediction_drift=False), DriftSettings()) == []
 
 
 BANDS = {"value": 0.8, "low": 0.75, "high": 0.85}
@@ -513,7 +508,7 @@ def test_an_estimated_drop_leaving_the_versions_test_band_is_a_reason() -> None:
         reference_bands={"roc_auc": BANDS},
         estimated_bands={"roc_auc": {"value": 0.7, "low": 0.65, "high": 0.7499}},
     )
-    assert _performance_reasons(dropped, DriftSettings()) == [
+    assert performance_reasons(dropped, DriftSettings()) == [
         "estimated roc_auc drop 0.100: label-free estimate 0.700 [0.650, 0.750] below version 3's test 0.800 "
         "[0.750, 0.850] (95% bands); drifted features: income, debt"
     ]
@@ -521,8 +516,8 @@ def test_an_estimated_drop_leaving_the_versions_test_band_is_a_reason() -> None:
         reference_bands={"roc_auc": BANDS},
         estimated_bands={"roc_auc": {"value": 0.7, "low": 0.65, "high": 0.75}},
     )
-    assert _performance_reasons(touching, DriftSettings()) == []
-    assert _performance_reasons(result(estimated_bands={"roc_auc": BANDS}), DriftSettings()) == []
+    assert performance_reasons(touching, DriftSettings()) == []
+    assert performance_reasons(result(estimated_bands={"roc_auc": BANDS}), DriftSettings()) == []
 
 
 def test_a_realised_drop_needs_enough_labelled_rows_and_says_when_the_estimate_missed_it() -> None:
@@ -535,11 +530,11 @@ def test_a_realised_drop_needs_enough_labelled_rows_and_says_when_the_estimate_m
         realised={"labelled_rows": 99.0},
     )
     settings = DriftSettings(performance_metric="accuracy", confidence=0.9)
-    assert _performance_reasons(few, settings) == []
+    assert performance_reasons(few, settings) == []
     unlabelled = result(
         features=calm, reference_bands={"accuracy": BANDS}, realised_bands={"accuracy": realised}
     )
-    assert _performance_reasons(unlabelled, settings.model_copy(update={"min_labelled_rows": 1})) == []
+    assert performance_reasons(unlabelled, settings.model_copy(update={"min_labelled_rows": 1})) == []
     enough = result(
         features=calm,
         reference_bands={"accuracy": BANDS},
@@ -547,16 +542,14 @@ def test_a_realised_drop_needs_enough_labelled_rows_and_says_when_the_estimate_m
         realised={"labelled_rows": 100.0},
         estimated_bands={"accuracy": {"value": 0.79, "low": 0.76, "high": 0.82}},
     )
-    assert _performance_reasons(enough, settings) == [
+    assert performance_reasons(enough, settings) == [
         "realised accuracy drop 0.200 on 100 labelled rows: 0.600 [0.550, 0.650] below version 3's test "
         "0.800 [0.750, 0.850] (90% bands); the label-free estimate 0.790 [0.760, 0.820] cannot see this drop: "
         "the scores did not move, the relation between features and label did; no feature drifted past its "
         "threshold: the shift moves rows where the model is less certain"
     ]
     enough.estimated_bands = {}
-    assert (
-        "; the label-free estimate (none) cannot see this drop" in _performance_reasons(enough, settings)[0]
-    )
+    assert "; the label-free estimate (none) cannot see this drop" in performance_reasons(enough, settings)[0]
 
 
 def test_both_drops_are_reasons_the_estimate_first() -> None:
@@ -566,7 +559,7 @@ def test_both_drops_are_reasons_the_estimate_first() -> None:
         realised_bands={"roc_auc": {"value": 0.6, "low": 0.55, "high": 0.65}},
         realised={"labelled_rows": 500.0},
     )
-    estimated, realised = _performance_reasons(both, DriftSettings())
+    estimated, realised = performance_reasons(both, DriftSettings())
     assert estimated.startswith("estimated roc_auc drop 0.100")
     assert realised == (
         "realised roc_auc drop 0.200 on 500 labelled rows: 0.600 [0.550, 0.650] below version 3's test 0.800 "
@@ -581,11 +574,11 @@ def test_no_action_says_why_with_the_estimate_against_the_versions_test() -> Non
         reference_bands={"roc_auc": BANDS},
         estimated_bands={"roc_auc": {"value": 0.79, "low": 0.76, "high": 0.82}},
     )
-    assert _no_action(calm, DriftSettings(share=0.75), []) == (
+    assert no_action_reason(calm, DriftSettings(share=0.75), []) == (
         "no drift: 50% of features drifted (< 75%: income), prediction distance 0.123; estimated roc_auc 0.790 "
         "[0.760, 0.820] vs version 3's test 0.800 [0.750, 0.850]"
     )
-    assert _no_action(
+    assert no_action_reason(
         result(), DriftSettings(trigger="performance"), ["dataset drift: x", "prediction drift: y"]
     ) == (
         "no retraining: drift without a performance drop (dataset drift: x; prediction drift: y), no roc_auc "
@@ -709,7 +702,7 @@ def test_a_drifted_window_retrains_unless_only_performance_may_trigger(trigger, 
 def test_a_performance_drop_leads_the_reasons_when_it_may_trigger(monkeypatch, trigger, reasons) -> None:
     from mlops.monitoring import judge as judging
 
-    monkeypatch.setattr(judging, "_performance_reasons", lambda result, settings: ["drop"])
+    monkeypatch.setattr(judging, "performance_reasons", lambda result, settings: ["drop"])
     profile, summary = window_of(2.0)
     judged = judging.judge("m", profile, summary, LARGE.model_copy(update={"trigger": trigger}))
     assert [r.split(":")[0] for r in judged.reasons] == reasons
@@ -732,7 +725,7 @@ def test_groups_named_without_a_gate_report_are_a_finding_not_a_reason() -> None
 
 
 def test_the_prediction_line_names_the_method_that_decided() -> None:
-    from mlops.monitoring.judge import prediction_text
+    from mlops.monitoring.drift_reasons import prediction_text
 
     ks = {"method": "ks", "p_value": 0.0312, "threshold": 0.05, "reference_rows": 78, "window_rows": 300}
     assert prediction_text(ks, 0.2) == "KS p-value 0.0312 (< 0.05; 78 reference, 300 window scores)"

@@ -20,8 +20,9 @@ import pytest
 from components.drift_monitor.monitor import check_window
 from mlops.governance import audit
 from mlops.monitoring.day_summaries import SUMMARIES_DIR, summary_uri
+from mlops.monitoring.drift_result import DriftResult
 from mlops.monitoring.drift_settings import DriftSettings, WindowSettings
-from mlops.monitoring.judge import DriftResult, judge
+from mlops.monitoring.judge import judge
 from mlops.monitoring.log_retention import (
     RETENTION_ACTION,
     apply_retention,
@@ -191,15 +192,15 @@ def test_a_negative_retention_setting_is_refused_by_name() -> None:
 def test_a_locked_file_is_named_with_its_date_and_kept(
     written: Monitored, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mlops import storage
+    from mlops.storage import object_lock
 
     logs = OwnLog(written.workspace, written.onnx_dir, written.version, str(tmp_path / "logs"))
     frame = traffic(10, seed=11)
     old = T0 + timedelta(days=DAYS - 9, hours=12)
     locked = stamped(write_log(logs, frame, old), old + timedelta(minutes=1))
     free = stamped(write_log(logs, frame, old + timedelta(hours=1)), old + timedelta(hours=1, minutes=1))
-    lock = storage.Retention(locked[0], "COMPLIANCE", "2027-01-01T00:00:00+00:00", False)
-    monkeypatch.setattr(storage, "retention", lambda uri: lock if uri == locked[0] else None)
+    lock = object_lock.Retention(locked[0], "COMPLIANCE", "2027-01-01T00:00:00+00:00", False)
+    monkeypatch.setattr(object_lock, "retention", lambda uri: lock if uri == locked[0] else None)
     profile = written.store.reference_profile(MODEL, written.version)
     retained = apply_retention(logs.log_root, MODEL, profile, written.version, 7, NOW)
     assert retained is not None and retained.kept.locked == [lock] and not retained.kept.conclusive

@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from mlops.model.reference_profile import calibration, numeric_profile
-from mlops.monitoring.judge import dataset_drifted, estimate_performance
+from mlops.monitoring.judge import dataset_drifted
 from mlops.monitoring.performance_bands import (
     Band,
     estimated_bands,
@@ -16,6 +16,7 @@ from mlops.monitoring.performance_bands import (
     realised_bands,
     reference_bands,
 )
+from mlops.monitoring.performance_estimate import estimate_performance
 from mlops.monitoring.request_window import Calibrator, ScoreSummary
 
 BINORMAL_SHIFT = 1.2

@@ -35,8 +35,10 @@ from mlops.model.reference_profile import (
 )
 from mlops.monitoring import stats
 from mlops.monitoring.drift_report import write_html
+from mlops.monitoring.drift_result import DriftResult
 from mlops.monitoring.drift_settings import DriftSettings
-from mlops.monitoring.judge import DriftResult, categorical_drift, judge, numeric_drift
+from mlops.monitoring.feature_drift import categorical_drift, numeric_drift
+from mlops.monitoring.judge import judge
 from mlops.monitoring.request_window import (
     Calibrator,
     CategoricalCounts,

@@ -10,7 +10,7 @@ from scipy import stats as scipy_stats
 
 from mlops.model.reference_profile import categorical_profile, numeric_profile
 from mlops.monitoring import stats
-from mlops.monitoring.judge import estimate_performance
+from mlops.monitoring.performance_estimate import estimate_performance
 from mlops.monitoring.request_window import CategoricalCounts, NumericCounts, ScoreSummary
 
 
