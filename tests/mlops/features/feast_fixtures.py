@@ -13,9 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mlops.features import environment
+from mlops.data.dataset import load_table
+from mlops.features import environment, feast_cli
 from mlops.features.config import INSTALL_SCRIPT, FeastSettings
 from mlops.features.environment import FeastEnvironment, FeastError
+from mlops.features.repository import FeatureRepo, init_repository
 
 NOW = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 BASE = NOW - timedelta(days=20)
@@ -24,6 +26,7 @@ TTL = timedelta(days=7)
 EARLY, LATE, STALE_ONLY = "7590-VHVEG", "5575-GNVDE", "3668-QPYBK"
 """A customer with a value at BASE and a newer one at BASE+10d; a second such customer; one whose only value
 is at BASE (so any time past BASE + TTL finds nothing)."""
+SETTINGS = FeastSettings()
 
 
 def build_feast_environment() -> FeastEnvironment:
@@ -65,3 +68,21 @@ def write_features(folder: Path) -> Path:
     path = folder / "telco-churn.csv"
     churn_features().to_csv(path, index=False)
     return path
+
+
+def applied_repository(env: FeastEnvironment, folder: Path, *, materialize: bool = True) -> FeatureRepo:
+    """A repository written from the churn-like table by ``mlops features init``'s code, applied, and (unless
+    told not to) materialized from BASE - 1 day to NOW."""
+    table, _ = load_table(str(write_features(folder / "input")))
+    repo = init_repository(
+        table,
+        table_name="telco-churn.csv",
+        out=folder / "repo",
+        entity="customerID",
+        timestamp="event_timestamp",
+        ttl=TTL,
+    )
+    feast_cli.apply(env, repo.path, SETTINGS)
+    if materialize:
+        feast_cli.materialize(env, repo.path, SETTINGS, start=BASE - timedelta(days=1), end=NOW)
+    return repo

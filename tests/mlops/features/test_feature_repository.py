@@ -75,34 +75,28 @@ def test_a_feature_column_feast_cannot_name_is_refused_by_name(tmp_path: Path, c
     assert column not in (tmp_path / "features.py").read_text()
 
 
-def test_unknown_or_odd_key_columns_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(FeastError, match=r"--entity 'customerID' is not a column"):
+@pytest.mark.parametrize(
+    ("columns", "entity", "timestamp", "message"),
+    [
+        ({}, "customerID", "event_timestamp", r"--entity 'customerID' is not a column"),
+        ({"customer_id": "customer id"}, "customer id", "event_timestamp", r"entity column 'customer id' is not a plain identifier"),
+        ({}, "customer_id", "tenure", r"timestamp column 'tenure' does not read as dates/times \(.*soon.*\); pick --timestamp"),
+    ],
+    ids=["unknown-entity", "odd-entity-name", "timestamp-not-times"],
+)
+def test_unknown_or_odd_key_columns_are_refused(
+    tmp_path: Path, columns: dict[str, str], entity: str, timestamp: str, message: str
+) -> None:
+    with pytest.raises(FeastError, match=message):
         init_repository(
-            table(),
+            table(tenure=["soon", "later"]).rename(columns=columns),
             table_name="t.csv",
             out=tmp_path,
-            entity="customerID",
-            timestamp="event_timestamp",
+            entity=entity,
+            timestamp=timestamp,
             ttl=timedelta(days=1),
         )
-    with pytest.raises(FeastError, match=r"entity column 'customer id' is not a plain identifier"):
-        init_repository(
-            table().rename(columns={"customer_id": "customer id"}),
-            table_name="t.csv",
-            out=tmp_path,
-            entity="customer id",
-            timestamp="event_timestamp",
-            ttl=timedelta(days=1),
-        )
-    with pytest.raises(FeastError, match=r"timestamp column 'tenure' .*row 0|timestamp column 'tenure'"):
-        init_repository(
-            table(tenure=["soon", "later"]),
-            table_name="t.csv",
-            out=tmp_path,
-            entity="customer_id",
-            timestamp="tenure",
-            ttl=timedelta(days=1),
-        )
+    assert not (tmp_path / "features.py").exists()
 
 
 def test_an_existing_repository_is_kept_unless_forced(tmp_path: Path) -> None:

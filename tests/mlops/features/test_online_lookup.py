@@ -1,54 +1,22 @@
-"""Online lookups through Feast's own feature server (``feast serve``) on the SQLite online store.
-
-One repository is applied and materialized, and one server started, per module; the server is stopped after.
-"""
+"""Online lookups through Feast's own feature server (``feast serve``) on the SQLite online store (the
+session's applied repository and server, from conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from mlops.data.dataset import load_table
-from mlops.features import feast_cli
-from mlops.features.config import FeastSettings
 from mlops.features.environment import FeastEnvironment
 from mlops.features.online import FeatureServer, MissingEntityError, OnlineClient
-from mlops.features.repository import FeatureRepo, init_repository
-from tests.mlops.features.feast_fixtures import BASE, EARLY, LATE, NOW, STALE_ONLY, TTL, write_features
-
-SETTINGS = FeastSettings()
-
-
-@pytest.fixture(scope="module")
-def served(
-    feast_environment: FeastEnvironment, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[FeatureRepo, OnlineClient]]:
-    folder = tmp_path_factory.mktemp("feast-online")
-    table, _ = load_table(str(write_features(folder / "input")))
-    repo = init_repository(
-        table,
-        table_name="telco-churn.csv",
-        out=folder / "repo",
-        entity="customerID",
-        timestamp="event_timestamp",
-        ttl=TTL,
-    )
-    feast_cli.apply(feast_environment, repo.path, SETTINGS)
-    feast_cli.materialize(feast_environment, repo.path, SETTINGS, start=BASE - timedelta(days=1), end=NOW)
-    with FeatureServer(feast_environment, repo.path, SETTINGS, folder / "serve.log") as server:
-        client = OnlineClient(server.address, SETTINGS)
-        yield repo, client
-        client.close()
-    assert server.process is not None and server.process.poll() is not None  # stopped
-
+from mlops.features.repository import FeatureRepo
+from tests.mlops.features.feast_fixtures import EARLY, LATE, SETTINGS, STALE_ONLY, TTL
 
 def test_one_batched_request_returns_the_latest_values_in_order(
-    served: tuple[FeatureRepo, OnlineClient],
+    feature_repo: FeatureRepo, online_client: OnlineClient
 ) -> None:
-    repo, client = served
+    repo, client = feature_repo, online_client
     rows = client.lookup(repo.service, "customerID", [LATE, EARLY])
     assert [row["tenure"] for row in rows] == [13, 12]
     assert [row["TotalCharges"] for row in rows] == [1000.0, 999.0]
@@ -56,8 +24,8 @@ def test_one_batched_request_returns_the_latest_values_in_order(
     assert set(rows[0]) == set(repo.features)
 
 
-def test_a_missing_entity_is_named(served: tuple[FeatureRepo, OnlineClient]) -> None:
-    repo, client = served
+def test_a_missing_entity_is_named(feature_repo: FeatureRepo, online_client: OnlineClient) -> None:
+    repo, client = feature_repo, online_client
     with pytest.raises(
         MissingEntityError, match=r"customerID='0000-NOPE' has no features in the online store"
     ):
@@ -65,11 +33,11 @@ def test_a_missing_entity_is_named(served: tuple[FeatureRepo, OnlineClient]) -> 
 
 
 def test_a_value_older_than_the_ttl_is_refused_when_the_client_is_given_it(
-    served: tuple[FeatureRepo, OnlineClient],
+    feature_repo: FeatureRepo, online_client: OnlineClient
 ) -> None:
     """Feast's server answers STALE_ONLY's 20-day-old value as PRESENT whatever the view's 7-day TTL; the
     client applies the age limit it is given (15 days here: EARLY's newest value is 10 days old)."""
-    repo, client = served
+    repo, client = feature_repo, online_client
     assert client.lookup(repo.service, "customerID", [STALE_ONLY])[0]["tenure"] == 4
     limit = timedelta(days=15)
     with pytest.raises(

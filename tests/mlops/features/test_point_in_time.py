@@ -1,6 +1,6 @@
 """A training set from the feature store joins each label with the feature values known at its time.
 
-One repository is written, applied and materialized per module (Feast's CLI takes seconds to start).
+The session's applied repository (conftest.py) is the feature store.
 """
 
 from __future__ import annotations
@@ -13,39 +13,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mlops.data.dataset import load_table
-from mlops.features import feast_cli
-from mlops.features.config import FeastSettings
 from mlops.features.environment import FeastEnvironment, FeastError
-from mlops.features.repository import FeatureRepo, init_repository
+from mlops.features.repository import FeatureRepo
 from mlops.features.training_set import build_training_set
 from tests.mlops.features.feast_fixtures import (
     BASE,
     EARLY,
     LATE,
     NOW,
+    SETTINGS,
     STALE_ONLY,
     TTL,
-    write_features,
 )
-
-SETTINGS = FeastSettings()
-
-
-@pytest.fixture(scope="module")
-def repo(feast_environment: FeastEnvironment, tmp_path_factory: pytest.TempPathFactory) -> FeatureRepo:
-    folder = tmp_path_factory.mktemp("feast-pit")
-    table, _ = load_table(str(write_features(folder / "input")))
-    made = init_repository(
-        table,
-        table_name="telco-churn.csv",
-        out=folder / "repo",
-        entity="customerID",
-        timestamp="event_timestamp",
-        ttl=TTL,
-    )
-    feast_cli.apply(feast_environment, made.path, SETTINGS)
-    return made
 
 
 def entities(tmp_path: Path, rows: list[tuple[str, object, int]]) -> Path:
@@ -56,7 +35,7 @@ def entities(tmp_path: Path, rows: list[tuple[str, object, int]]) -> Path:
 
 def test_a_value_dated_after_the_label_is_not_joined(
     feast_environment: FeastEnvironment,
-    repo: FeatureRepo,
+    feature_repo: FeatureRepo,
     tmp_path: Path,
 ) -> None:
     """EARLY has tenure 2 at BASE and 12 at BASE+10d; a label at BASE+5d must see 2, one at BASE+11d 12."""
@@ -71,9 +50,9 @@ def test_a_value_dated_after_the_label_is_not_joined(
     )
     built = build_training_set(
         feast_environment,
-        repo.path,
+        feature_repo.path,
         SETTINGS,
-        service=repo.service,
+        service=feature_repo.service,
         entities_uri=str(labels),
         out=tmp_path / "train.parquet",
     )
@@ -83,9 +62,9 @@ def test_a_value_dated_after_the_label_is_not_joined(
     assert list(frame["TotalCharges"]) == [100.0, 1000.0, 999.0, 100.0]
     assert list(frame["Churn"]) == [1, 0, 0, 0]
     record = json.loads(built.record_path.read_text())
-    assert record["feature_service"] == repo.service
-    view = record["feature_views"][repo.view]
-    assert view["features"] == list(repo.features)
+    assert record["feature_service"] == feature_repo.service
+    view = record["feature_views"][feature_repo.view]
+    assert view["features"] == list(feature_repo.features)
     assert view["ttl_seconds"] == int(TTL.total_seconds())
     assert len(view["definition_sha256"]) == 64
     assert record["entity_table"]["sha256"] == hashlib.sha256(labels.read_bytes()).hexdigest()
@@ -97,28 +76,28 @@ def test_a_value_dated_after_the_label_is_not_joined(
 
 def test_a_label_past_the_ttl_is_refused_by_entity_and_view(
     feast_environment: FeastEnvironment,
-    repo: FeatureRepo,
+    feature_repo: FeatureRepo,
     tmp_path: Path,
 ) -> None:
     late = BASE + TTL + timedelta(days=1)  # STALE_ONLY's one value (at BASE) is older than the TTL here
     labels = entities(tmp_path, [(EARLY, BASE + timedelta(days=1), 1), (STALE_ONLY, late, 0)])
     with pytest.raises(
-        FeastError, match=rf"customerID='{STALE_ONLY}'.*no value of feature view '{repo.view}'"
+        FeastError, match=rf"customerID='{STALE_ONLY}'.*no value of feature view '{feature_repo.view}'"
     ):
         build_training_set(
             feast_environment,
-            repo.path,
+            feature_repo.path,
             SETTINGS,
-            service=repo.service,
+            service=feature_repo.service,
             entities_uri=str(labels),
             out=tmp_path / "t.parquet",
         )
     assert not (tmp_path / "t.parquet").exists()
     kept = build_training_set(
         feast_environment,
-        repo.path,
+        feature_repo.path,
         SETTINGS,
-        service=repo.service,
+        service=feature_repo.service,
         entities_uri=str(labels),
         out=tmp_path / "t.parquet",
         allow_missing=True,
@@ -129,16 +108,16 @@ def test_a_label_past_the_ttl_is_refused_by_entity_and_view(
 
 def test_an_unknown_service_names_the_ones_there_are(
     feast_environment: FeastEnvironment,
-    repo: FeatureRepo,
+    feature_repo: FeatureRepo,
     tmp_path: Path,
 ) -> None:
     labels = entities(tmp_path, [(EARLY, NOW, 1)])
     with pytest.raises(
-        FeastError, match=rf"no feature service 'churn'.*{repo.service}.*mlops features apply"
+        FeastError, match=rf"no feature service 'churn'.*{feature_repo.service}.*mlops features apply"
     ):
         build_training_set(
             feast_environment,
-            repo.path,
+            feature_repo.path,
             SETTINGS,
             service="churn",
             entities_uri=str(labels),
