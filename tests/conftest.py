@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.services.kubernetes",
     "tests.services.node",
     "tests.services.docker_engine",
+    "tests.support.feast_store",
 ]
 
 SERVICE_GROUPS = [  # the node first: its tests also use S3

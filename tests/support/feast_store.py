@@ -1,4 +1,4 @@
-"""The Feast venv, built once per session by infra/testing/install_feast.sh (cached per machine), and one
+"""Feature store fixtures for every test folder (a pytest plugin, tests/conftest.py): the Feast venv, built once per session by infra/testing/install_feast.sh (cached per machine), and one
 applied, materialized feature repository (the churn-like table of ``feast_fixtures``) shared by every test
 that reads it; a test that needs a repository of its own writes one."""
 
