@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from cli.main import main
-from tests.mlops.features.feast_fixtures import BASE, EARLY, LATE, build_feast_environment, write_features
+from tests.support.feast_table import BASE, EARLY, LATE, build_feast_environment, write_features
 
 
 def test_init_apply_materialize_and_a_training_set(

@@ -11,7 +11,7 @@ import pytest
 from mlops.features.environment import FeastEnvironment
 from mlops.features.online import FeatureServer, OnlineClient
 from mlops.features.repository import FeatureRepo
-from tests.mlops.features.feast_fixtures import SETTINGS, applied_repository, build_feast_environment
+from tests.support.feast_table import SETTINGS, applied_repository, build_feast_environment
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 from mlops.features.environment import FeastEnvironment
 from mlops.features.online import FeatureServer, MissingEntityError, OnlineClient
 from mlops.features.repository import FeatureRepo
-from tests.mlops.features.feast_fixtures import EARLY, LATE, SETTINGS, STALE_ONLY, TTL
+from tests.support.feast_table import EARLY, LATE, SETTINGS, STALE_ONLY, TTL
 
 def test_one_batched_request_returns_the_latest_values_in_order(
     feature_repo: FeatureRepo, online_client: OnlineClient

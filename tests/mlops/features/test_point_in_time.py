@@ -16,7 +16,7 @@ import pytest
 from mlops.features.environment import FeastEnvironment, FeastError
 from mlops.features.repository import FeatureRepo
 from mlops.features.training_set import build_training_set
-from tests.mlops.features.feast_fixtures import (
+from tests.support.feast_table import (
     BASE,
     EARLY,
     LATE,
