@@ -67,20 +67,21 @@ PY
 discard_layer_blobs() {
   local manifest
   for manifest in $(ctr --address "$S" -n k8s.io images ls | awk -v n="$1" '$1 == n {print $3}'); do
-    ctr --address "$S" -n k8s.io content get "$manifest" | python3 -c '
+    discard_blobs_below "$manifest"
+  done
+}
+# A manifest's layer blobs, or an index's manifests' ones (followed down, one level per call).
+discard_blobs_below() {
+  ctr --address "$S" -n k8s.io content get "$1" | python3 -c '
 import json, sys
 doc = json.load(sys.stdin)
-for m in doc.get("manifests", []):  # an index: its manifests are followed by the caller
+for m in doc.get("manifests", []):
     print("manifest", m["digest"])
 for layer in doc.get("layers", []):
     print("layer", layer["digest"])' | while read -r kind digest; do
-      if [ "$kind" = layer ]; then ctr --address "$S" -n k8s.io content rm "$digest" >/dev/null 2>&1 || true
-      else ctr --address "$S" -n k8s.io content get "$digest" | python3 -c '
-import json, sys
-for layer in json.load(sys.stdin).get("layers", []): print(layer["digest"])' \
-        | xargs -r -n 1 ctr --address "$S" -n k8s.io content rm >/dev/null 2>&1 || true
-      fi
-    done
+    if [ "$kind" = layer ]; then ctr --address "$S" -n k8s.io content rm "$digest" >/dev/null 2>&1 || true
+    else discard_blobs_below "$digest"
+    fi
   done
 }
 imported=()
