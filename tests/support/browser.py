@@ -208,6 +208,23 @@ def report_page(page: Page, capsys: pytest.CaptureFixture[str]) -> None:
         )
 
 
+def open_report(
+    html: str, folder: Path, name: str, capsys: pytest.CaptureFixture[str], *, images: int, tables: int
+) -> Page:
+    """Write ``html`` to ``folder/name.html``, open it in Chromium, print what was found (``report_page``) and
+    check what every report must show: no console or network errors, ``images`` figures all loaded,
+    ``tables`` tables, no script, a PNG screenshot. The caller checks what is particular to its page."""
+    path = folder / f"{name}.html"
+    path.write_text(html, encoding="utf-8")
+    page = open_page(path, folder / f"{name}.png")
+    report_page(page, capsys)
+    assert page.errors == []
+    assert page.dom["img"] == images and page.dom["broken_img"] == 0
+    assert page.dom["table"] == tables and page.dom["script"] == 0
+    assert page.screenshot.read_bytes().startswith(b"\x89PNG")
+    return page
+
+
 def headings(html: str, *tags: str) -> list[str]:
     """The text of each of ``tags`` (h2, th …), in page order."""
     from tests.support.page_shape import page_shape

@@ -9,7 +9,7 @@ import pytest
 
 from components.model_validation.gate_report import render_html
 from tests.support import report_inputs
-from tests.support.browser import headings, open_page, report_page
+from tests.support.browser import headings, open_report
 from tests.support.page_shape import visible_text
 
 XSS = "<script>alert(1)</script>"
@@ -68,12 +68,5 @@ def test_the_users_names_are_escaped(page: str) -> None:
 def test_the_report_opens_in_chromium_with_its_charts_and_no_errors(
     page: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    html = tmp_path / "model_validation.html"
-    html.write_text(page, encoding="utf-8")
-    found = open_page(html, tmp_path / "model_validation.png")
-    report_page(found, capsys)
-    assert found.errors == []
-    assert found.dom["img"] == 6 and found.dom["broken_img"] == 0
-    assert found.dom["table"] == 6 and found.dom["script"] == 0
+    found = open_report(page, tmp_path, "model_validation", capsys, images=6, tables=6)
     assert XSS in found.dom["text"] and found.dom["title"] == "Model validation credit v7"
-    assert found.screenshot.read_bytes().startswith(b"\x89PNG")

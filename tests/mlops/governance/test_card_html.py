@@ -9,7 +9,7 @@ import pytest
 
 from mlops.governance.card_html import render
 from tests.support import report_inputs
-from tests.support.browser import headings, open_page, report_page
+from tests.support.browser import headings, open_report
 from tests.support.page_shape import visible_text
 
 XSS = "<script>alert(1)</script>"
@@ -92,12 +92,5 @@ def test_without_limits_slices_or_explanations_the_card_says_so() -> None:
 def test_the_card_opens_in_chromium_with_its_charts_and_no_errors(
     page: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    html = tmp_path / "model_card.html"
-    html.write_text(page, encoding="utf-8")
-    found = open_page(html, tmp_path / "model_card.png")
-    report_page(found, capsys)
-    assert found.errors == []
-    assert found.dom["img"] == 3 and found.dom["broken_img"] == 0  # rates by group, calibration, scores
-    assert found.dom["table"] == 12 and found.dom["script"] == 0
-    assert XSS in found.dom["text"]  # the column's name shown as text, not run
-    assert found.screenshot.read_bytes().startswith(b"\x89PNG")
+    found = open_report(page, tmp_path, "model_card", capsys, images=3, tables=12)
+    assert XSS in found.dom["text"]  # the column's name shown as text, not run; figures: rates by group, calibration, scores
