@@ -20,7 +20,9 @@ def feast_environment() -> FeastEnvironment:
 
 
 @pytest.fixture(scope="session")
-def feature_repo(feast_environment: FeastEnvironment, tmp_path_factory: pytest.TempPathFactory) -> FeatureRepo:
+def feature_repo(
+    feast_environment: FeastEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> FeatureRepo:
     """Applied, and materialized from BASE - 1 day to NOW (Feast's CLI takes seconds to start: once)."""
     return applied_repository(feast_environment, tmp_path_factory.mktemp("feast-repo"))
 
@@ -41,5 +43,3 @@ def online_client(feature_server: FeatureServer) -> Iterator[OnlineClient]:
     client = OnlineClient(feature_server.address, SETTINGS)
     yield client
     client.close()
-
-

@@ -79,8 +79,18 @@ def test_a_feature_column_feast_cannot_name_is_refused_by_name(tmp_path: Path, c
     ("columns", "entity", "timestamp", "message"),
     [
         ({}, "customerID", "event_timestamp", r"--entity 'customerID' is not a column"),
-        ({"customer_id": "customer id"}, "customer id", "event_timestamp", r"entity column 'customer id' is not a plain identifier"),
-        ({}, "customer_id", "tenure", r"timestamp column 'tenure' does not read as dates/times \(.*soon.*\); pick --timestamp"),
+        (
+            {"customer_id": "customer id"},
+            "customer id",
+            "event_timestamp",
+            r"entity column 'customer id' is not a plain identifier",
+        ),
+        (
+            {},
+            "customer_id",
+            "tenure",
+            r"timestamp column 'tenure' does not read as dates/times \(.*soon.*\); pick --timestamp",
+        ),
     ],
     ids=["unknown-entity", "odd-entity-name", "timestamp-not-times"],
 )

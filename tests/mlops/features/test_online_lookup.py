@@ -13,6 +13,7 @@ from mlops.features.online import FeatureServer, MissingEntityError, OnlineClien
 from mlops.features.repository import FeatureRepo
 from tests.support.feast_table import EARLY, LATE, SETTINGS, STALE_ONLY, TTL
 
+
 def test_one_batched_request_returns_the_latest_values_in_order(
     feature_repo: FeatureRepo, online_client: OnlineClient
 ) -> None:

@@ -93,4 +93,6 @@ def test_the_card_opens_in_chromium_with_its_charts_and_no_errors(
     page: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     found = open_report(page, tmp_path, "model_card", capsys, images=3, tables=12)
-    assert XSS in found.dom["text"]  # the column's name shown as text, not run; figures: rates by group, calibration, scores
+    assert (
+        XSS in found.dom["text"]
+    )  # the column's name shown as text, not run; figures: rates by group, calibration, scores
