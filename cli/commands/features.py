@@ -45,6 +45,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     init.add_argument("--project", default="mlops", help="the Feast project name (an identifier)")
     init.add_argument("--force", action="store_true", help="overwrite an existing feature repository")
+    init.add_argument(
+        "--online-store",
+        default="sqlite",
+        help="sqlite (a file in the repository, the default) or postgresql://USER@HOST[:PORT]/DATABASE"
+        "[?sslmode=MODE&schema=NAME]; the password only from $MLOPS_FEAST_ONLINE_PASSWORD, never in the URL",
+    )
     _repo_option(init)
     init.set_defaults(handler=init_command)
 
@@ -120,6 +126,7 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
         project=args.project,
         exclude=tuple(name.strip() for name in args.exclude.split(",") if name.strip()),
         force=args.force,
+        online_store=args.online_store,
     )
     print(f"wrote feature repository {repo.path}")
     print(

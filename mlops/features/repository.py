@@ -1,7 +1,8 @@
 """``mlops features init``: a Feast feature repository written from one table.
 
 The repository is plain Feast, meant to be read, edited and versioned: ``feature_store.yaml`` (the local
-provider: a file offline store and a SQLite online store, both under ``data/``), the table copied as
+provider: a file offline store under ``data/`` and, by default, a SQLite online store there too, or a
+PostgreSQL one, ``online_store``), the table copied as
 Parquet into ``data/`` (so the repository does not depend on where the table was), and ``features.py``
 defining the entity, the FileSource, a FeatureView of the table's feature columns and a FeatureService.
 Every name reaches the generated Python as a string literal (``repr``), never as code; a column Feast
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlops.features.environment import FeastError
+from mlops.features.online_store import SQLITE, online_store_yaml
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -130,6 +132,7 @@ def init_repository(
     project: str = "mlops",
     exclude: tuple[str, ...] = (),
     force: bool = False,
+    online_store: str = SQLITE,
 ) -> FeatureRepo:
     """Writes the repository for ``table`` into ``out``; refuses to overwrite one unless ``force``."""
     for column, role in ((entity, "--entity"), (timestamp, "--timestamp")):
@@ -149,13 +152,14 @@ def init_repository(
     for name in features:
         check_identifier(name, "feature column")
     view = safe_name(table_name)
+    store = store_yaml(project, online_store)  # refuses a bad online store before anything is written
     if (out / STORE_FILE).exists() and not force:
         raise FeastError(f"{out / STORE_FILE} exists; pass --force to overwrite the feature repository")
     frame = prepared_table(table, entity, timestamp, features)
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(data / f"{view}.parquet", index=False)
-    (out / STORE_FILE).write_text(store_yaml(project))
+    (out / STORE_FILE).write_text(store)
     types = {name: feast_type(frame[name]) for name in features}
     entity_type = "INT64" if feast_type(frame[entity]) == "Int64" else "STRING"
     service = f"{view}_service"
@@ -172,19 +176,14 @@ def safe_name(table_name: str) -> str:
     return f"t_{name}" if name[0].isdigit() else name
 
 
-def store_yaml(project: str) -> str:
-    return (
-        "# Feast's local provider: the offline store is the Parquet under data/, the online store one SQLite file.\n"
-        f"project: {project}\n"
-        "registry: data/registry.db\n"
-        "provider: local\n"
-        "online_store:\n"
-        "  type: sqlite\n"
-        "  path: data/online_store.db\n"
-        "offline_store:\n"
-        "  type: file\n"
-        "entity_key_serialization_version: 3\n"
+def store_yaml(project: str, online_store: str = SQLITE) -> str:
+    online = online_store_yaml(online_store)
+    where = "one SQLite file" if "type: sqlite" in online else "PostgreSQL"
+    head = (
+        f"# Feast's local provider: the offline store is the Parquet under data/, the online store {where}.\n"
     )
+    body = f"project: {project}\nregistry: data/registry.db\nprovider: local\n"
+    return head + body + online + "offline_store:\n  type: file\nentity_key_serialization_version: 3\n"
 
 
 def features_py(

@@ -70,9 +70,11 @@ def write_features(folder: Path) -> Path:
     return path
 
 
-def applied_repository(env: FeastEnvironment, folder: Path, *, materialize: bool = True) -> FeatureRepo:
-    """A repository written from the churn-like table by ``mlops features init``'s code, applied, and (unless
-    told not to) materialized from BASE - 1 day to NOW."""
+def applied_repository(
+    env: FeastEnvironment, folder: Path, *, materialize: bool = True, online_store: str = "sqlite"
+) -> FeatureRepo:
+    """A repository written from the churn-like table by ``mlops features init``'s code (its online store
+    ``online_store``), applied, and (unless told not to) materialized from BASE - 1 day to NOW."""
     table, _ = load_table(str(write_features(folder / "input")))
     repo = init_repository(
         table,
@@ -81,6 +83,7 @@ def applied_repository(env: FeastEnvironment, folder: Path, *, materialize: bool
         entity="customerID",
         timestamp="event_timestamp",
         ttl=TTL,
+        online_store=online_store,
     )
     feast_cli.apply(env, repo.path, SETTINGS)
     if materialize:
