@@ -98,11 +98,10 @@ def to_utc(values: pd.Series) -> pd.Series:
 
 def prepared_table(table: pd.DataFrame, entity: str, timestamp: str, features: list[str]) -> pd.DataFrame:
     """The copy Feast reads: timestamps as UTC datetimes, text columns as strings (nulls kept), bools as bools."""
-    import pandas as pd
 
     frame = table[[entity, timestamp, *features]].copy()
     try:
-        stamps = pd.to_datetime(frame[timestamp], utc=True)
+        stamps = to_utc(frame[timestamp])
     except (ValueError, TypeError) as exc:
         raise FeastError(
             f"timestamp column {timestamp!r} does not read as dates/times ({exc}); pick --timestamp"
