@@ -56,6 +56,18 @@ class IntervalVerdict:
     """``promote`` or ``rollback`` when the quality test decided the rollout now; empty otherwise."""
 
 
+def request_figures(champion: VersionWindow, challenger: VersionWindow) -> dict[str, float]:
+    """What every interval reports of both versions, judged or not: requests, error rates, p99 in ms."""
+    return {
+        "challenger_requests": float(challenger.scored),
+        "champion_requests": float(champion.scored),
+        "challenger_error_rate": challenger.error_rate,
+        "champion_error_rate": champion.error_rate,
+        "challenger_p99_ms": challenger.p99_s * 1000,
+        "champion_p99_ms": champion.p99_s * 1000,
+    }
+
+
 def analyse(
     config: RolloutConfig,
     stage: str,
@@ -64,14 +76,7 @@ def analyse(
     quality: QualityVerdict | None = None,
 ) -> IntervalVerdict:
     """Judge one interval of stage ``stage`` (``shadow`` or a canary percentage), and the quality verdict."""
-    figures = {
-        "challenger_requests": float(challenger.scored),
-        "champion_requests": float(champion.scored),
-        "challenger_error_rate": challenger.error_rate,
-        "champion_error_rate": champion.error_rate,
-        "challenger_p99_ms": challenger.p99_s * 1000,
-        "champion_p99_ms": champion.p99_s * 1000,
-    }
+    figures = request_figures(champion, challenger)
     if quality is not None:
         figures.update(quality.figures)
     if quality is not None and quality.outcome == "rollback":

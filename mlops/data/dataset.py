@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -128,13 +128,18 @@ class DatasetSchema(BaseModel):
 
     @model_validator(mode="after")
     def _allowed_leaks_are_features(self) -> DatasetSchema:
-        strays = [c for c in self.allowed_leaks if c not in self.features]
-        if strays:
-            raise ValueError(
-                f"allowed_leaks names {strays}, which are not features {list(self.features)}; a column left "
-                "out (ignored_columns) needs no allowance: remove it from allowed_leaks"
-            )
+        self.require_features(
+            "allowed_leaks",
+            self.allowed_leaks,
+            "a column left out (ignored_columns) needs no allowance: remove it from allowed_leaks",
+        )
         return self
+
+    def require_features(self, field: str, names: Iterable[str], fix: str) -> None:
+        """A field that names features names nothing else: a ``ValueError`` naming the strays and ``fix``."""
+        strays = [name for name in names if name not in self.features]
+        if strays:
+            raise ValueError(f"{field} names {strays}, which are not features {list(self.features)}; {fix}")
 
     # --- slices: the segments evaluation and the model card report metrics for ---
     slices: tuple[SliceSpec, ...] = Field(default=())

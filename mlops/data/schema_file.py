@@ -46,12 +46,11 @@ class SchemaFile(DatasetSchema):
 
     @model_validator(mode="after")
     def _reasons_name_features(self) -> SchemaFile:
-        strays = [name for name in self.reasons if name not in self.features]
-        if strays:
-            raise ValueError(
-                f"reasons names {strays}, which are not features {list(self.features)}; reasons explain the "
-                "model's inputs only: fix the name or remove the entry"
-            )
+        self.require_features(
+            "reasons",
+            self.reasons,
+            "reasons explain the model's inputs only: fix the name or remove the entry",
+        )
         blank = [name for name, text in self.reasons.items() if not text.strip()]
         if blank:
             raise ValueError(

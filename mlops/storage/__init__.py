@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -32,6 +34,18 @@ from mlops.storage import s3
 from mlops.storage.governed_put import put, put_local
 from mlops.storage.location import AlreadyExists, IntegrityError, ObjectNotFound, StorageError, parse
 from mlops.storage.s3_ranged_reader import RANGE_BYTES, open_object
+
+
+@contextmanager
+def _local_read(path: Path) -> Iterator[None]:
+    """A local read's OS errors as storage errors: a missing file is :class:`ObjectNotFound`, any other
+    names the path and why."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise ObjectNotFound(f"{path} does not exist or is not a file") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -48,14 +62,10 @@ def read_bytes(uri: str) -> bytes:
     if location.path is not None:
         if not location.path.is_file():
             raise ObjectNotFound(f"{location.path} does not exist or is not a file")
-        try:
+        with _local_read(location.path):
             return location.path.read_bytes()
-        except OSError as exc:
-            raise StorageError(f"cannot read {location.path}: {exc.strerror or exc}") from exc
-    try:
+    with s3.failing_as("read", location):
         body: bytes = s3.s3_client().get_object(Bucket=location.bucket, Key=location.key)["Body"].read()
-    except Exception as exc:  # botocore raises many types; s3.s3_error sorts them into fixes
-        raise s3.s3_error(exc, "read", location) from exc
     return body
 
 
@@ -71,15 +81,11 @@ class Stat:
 def stat(uri: str) -> Stat:
     location = parse(uri)
     if location.path is not None:
-        try:
+        with _local_read(location.path):
             info = location.path.stat()
-        except FileNotFoundError as exc:
-            raise ObjectNotFound(f"{location.path} does not exist or is not a file") from exc
         return Stat(info.st_size, str(info.st_mtime_ns))
-    try:
+    with s3.failing_as("read", location):
         head = s3.s3_client().head_object(Bucket=location.bucket, Key=location.key)
-    except Exception as exc:
-        raise s3.s3_error(exc, "read", location) from exc
     return Stat(int(head["ContentLength"]), str(head.get("ETag", "")))
 
 
@@ -91,12 +97,8 @@ def open_read(uri: str, read_ahead: int = RANGE_BYTES) -> BinaryIO:
     A small read fetches ``read_ahead`` bytes (pass the size of a header you only want to look at)."""
     location = parse(uri)
     if location.path is not None:
-        try:
+        with _local_read(location.path):
             return location.path.open("rb")
-        except FileNotFoundError as exc:
-            raise ObjectNotFound(f"{location.path} does not exist or is not a file") from exc
-        except OSError as exc:
-            raise StorageError(f"cannot read {location.path}: {exc.strerror or exc}") from exc
     info = stat(uri)
     return open_object(location, info.size, info.version, read_ahead)
 
@@ -162,10 +164,8 @@ def delete(uri: str) -> None:
     if location.path is not None:
         location.path.unlink(missing_ok=True)
         return
-    try:
+    with s3.failing_as("delete", location):
         s3.s3_client().delete_object(Bucket=location.bucket, Key=location.key)
-    except Exception as exc:
-        raise s3.s3_error(exc, "delete", location) from exc
 
 
 def exists(uri: str) -> bool:
@@ -199,15 +199,13 @@ def list_prefix(uri: str) -> list[str]:
             raise StorageError(f"cannot list {location.path}: it is a file, not a directory")
         files = sorted(p for p in location.path.rglob("*") if p.is_file())
         return [f"file://{p}" if uri.startswith("file://") else str(p) for p in files]
-    try:
+    with s3.failing_as("list", location):
         pages = (
             s3.s3_client()
             .get_paginator("list_objects_v2")
             .paginate(Bucket=location.bucket, Prefix=location.key)
         )
         keys = [item["Key"] for page in pages for item in page.get("Contents", [])]
-    except Exception as exc:
-        raise s3.s3_error(exc, "list", location) from exc
     return sorted(f"s3://{location.bucket}/{key}" for key in keys)
 
 

@@ -41,14 +41,12 @@ def put(location: Location, body: bytes | Path, extra: dict[str, Any] | None = N
         "Metadata": {SHA256_METADATA: digest},
         **(extra or {}),
     }
-    try:
+    with s3.failing_as("write", location):
         if isinstance(body, Path):
             client.upload_file(str(body), location.bucket, location.key, ExtraArgs=arguments)
         else:
             client.put_object(Bucket=location.bucket, Key=location.key, Body=body, **arguments)
         problem = policy.check_applied(client.head_object(Bucket=location.bucket, Key=location.key))
-    except Exception as exc:
-        raise s3.s3_error(exc, "write", location) from exc
     if problem:
         client.delete_object(Bucket=location.bucket, Key=location.key)
         raise PolicyError(

@@ -31,10 +31,8 @@ def retention(uri: str) -> Retention | None:
     location = parse(uri)
     if location.path is not None:
         return None
-    try:
+    with s3.failing_as("read", location):
         head = s3.s3_client().head_object(Bucket=location.bucket, Key=location.key)
-    except Exception as exc:
-        raise s3.s3_error(exc, "read", location) from exc
     until = head.get("ObjectLockRetainUntilDate")
     held = head.get("ObjectLockLegalHoldStatus") == "ON"
     retained = until is not None and until > datetime.now(UTC)
@@ -53,7 +51,7 @@ def purge_versions(uri: str, keep_current: bool = True) -> list[str]:
     if location.path is not None:
         return []
     client = s3.s3_client()
-    try:
+    with s3.failing_as("list the versions of", location):
         pages = client.get_paginator("list_object_versions").paginate(
             Bucket=location.bucket, Prefix=location.key
         )
@@ -63,8 +61,6 @@ def purge_versions(uri: str, keep_current: bool = True) -> list[str]:
             for item in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]
             if item["Key"] == location.key
         ]
-    except Exception as exc:
-        raise s3.s3_error(exc, "list the versions of", location) from exc
     refused = []
     for item in entries:
         if keep_current and item.get("IsLatest") and "ETag" in item:

@@ -6,6 +6,8 @@ that name the URI and the fix."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -66,6 +68,16 @@ def s3_error(exc: Exception, action: str, location: Location) -> StorageError:
     if isinstance(exc, bce.BotoCoreError):
         return StorageError(f"{where}: {exc}; {ENDPOINT_FIX}")
     return StorageError(f"{where}: {type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def failing_as(action: str, location: Location) -> Iterator[None]:
+    """Whatever the S3 calls inside raise (botocore raises many types) as the :class:`StorageError` that
+    :func:`s3_error` sorts it into: what failed, why, and the fix."""
+    try:
+        yield
+    except Exception as exc:
+        raise s3_error(exc, action, location) from exc
 
 
 def require_bucket(client: Any, location: Location, action: str) -> None:

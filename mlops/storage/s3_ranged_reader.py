@@ -55,10 +55,8 @@ class RangedObject(io.RawIOBase):
         }
         if self.etag:
             arguments["IfMatch"] = self.etag
-        try:
+        with s3.failing_as("read", self.location):
             body: bytes = s3.s3_client().get_object(**arguments)["Body"].read()
-        except Exception as exc:
-            raise s3.s3_error(exc, "read", self.location) from exc
         view[: len(body)] = body
         self.position += len(body)
         return len(body)

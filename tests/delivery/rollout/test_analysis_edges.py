@@ -16,6 +16,7 @@ from delivery.rollout.analysis import (
     error_rate,
     latency,
     quality_check,
+    request_figures,
     score_shift,
     wilson_lower_bound,
 )
@@ -31,17 +32,6 @@ ROLLBACK = QualityVerdict(
 )
 PROMOTED = QualityVerdict("promote", "challenger AUC at least the champion's", {"auc_diff": 0.02})
 UNDECIDED = QualityVerdict("continue", "not decided yet (40 of 100 pairs)", {"auc_pairs": 40.0})
-
-
-def _request_figures(champion: VersionWindow, challenger: VersionWindow) -> dict[str, float]:
-    return {
-        "challenger_requests": float(challenger.scored),
-        "champion_requests": float(champion.scored),
-        "challenger_error_rate": challenger.error_rate,
-        "champion_error_rate": champion.error_rate,
-        "challenger_p99_ms": challenger.p99_s * 1000,
-        "champion_p99_ms": champion.p99_s * 1000,
-    }
 
 
 # --- what an interval reports ----------------------------------------------------------------------
@@ -78,7 +68,7 @@ def test_a_judged_interval_reports_every_checks_figures_in_milliseconds() -> Non
     assert verdict.metrics["challenger_requests"] == 201.0 and verdict.metrics["champion_requests"] == 400.0
     assert verdict.metrics["challenger_error_rate"] == pytest.approx(1 / 201)
     assert set(verdict.metrics) == {
-        *_request_figures(champion, challenger),
+        *request_figures(champion, challenger),
         "score_ks",
         "score_ks_critical",
         "disagreement",
@@ -103,7 +93,7 @@ def test_a_quality_rollback_ends_the_rollout_even_in_an_interval_with_too_little
         "fail",
         ROLLBACK.reason,
         (Decision("quality", REJECT, ROLLBACK.reason, {"auc_diff": -0.04}),),
-        {**_request_figures(champion, challenger), "auc_diff": -0.04},
+        {**request_figures(champion, challenger), "auc_diff": -0.04},
         final="rollback",
     )
 
