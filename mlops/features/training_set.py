@@ -56,7 +56,6 @@ def build_training_set(
     timestamp: str = FEAST_TIMESTAMP,
     allow_missing: bool = False,
 ) -> TrainingSet:
-    import pandas as pd
 
     repo = check_repo(repo)
     table, entities_sha256 = load_table(entities_uri)
@@ -74,26 +73,7 @@ def build_training_set(
         raise FeastError(
             f"timestamp column {timestamp!r} of {entities_uri} does not read as times: {exc}"
         ) from exc
-    with tempfile.TemporaryDirectory(prefix="mlops-feast-") as scratch:
-        work = Path(scratch)
-        frame.to_parquet(work / "entities.parquet", index=False)
-        request = {
-            "action": "historical",
-            "repo": str(repo),
-            "service": service,
-            "entities": str(work / "entities.parquet"),
-            "out": str(work / "joined.parquet"),
-            "description": str(work / "description.json"),
-        }
-        (work / "request.json").write_text(json.dumps(request))
-        env.run(
-            [str(env.python), str(ENTRY_SCRIPT), str(work / "request.json")],
-            cwd=repo,
-            timeout_s=settings.command_timeout_s,
-            what=f"the point-in-time join of feature service {service!r}",
-        )
-        joined = pd.read_parquet(work / "joined.parquet")
-        description = json.loads((work / "description.json").read_text())
+    joined, description = historical_join(env, repo, settings, service=service, frame=frame)
     joined = joined.rename(columns={FEAST_TIMESTAMP: timestamp})
     missing = missing_rows(joined, description, timestamp)
     if missing and not allow_missing:
@@ -115,6 +95,36 @@ def build_training_set(
     record_path = record_path_for(out)
     record_path.write_text(json.dumps(record, indent=2) + "\n")
     return TrainingSet(out, record_path, record, joined)
+
+
+def historical_join(
+    env: FeastEnvironment, repo: Path, settings: FeastSettings, *, service: str, frame: pd.DataFrame
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Feast's point-in-time join of ``frame`` (join keys and ``event_timestamp`` as UTC times) with
+    ``service``, every row kept in its order; and the service's description (views, features, TTLs, hashes)."""
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory(prefix="mlops-feast-") as scratch:
+        work = Path(scratch)
+        frame.to_parquet(work / "entities.parquet", index=False)
+        request = {
+            "action": "historical",
+            "repo": str(repo),
+            "service": service,
+            "entities": str(work / "entities.parquet"),
+            "out": str(work / "joined.parquet"),
+            "description": str(work / "description.json"),
+        }
+        (work / "request.json").write_text(json.dumps(request))
+        env.run(
+            [str(env.python), str(ENTRY_SCRIPT), str(work / "request.json")],
+            cwd=repo,
+            timeout_s=settings.command_timeout_s,
+            what=f"the point-in-time join of feature service {service!r}",
+        )
+        joined = pd.read_parquet(work / "joined.parquet")
+        description: dict[str, Any] = json.loads((work / "description.json").read_text())
+    return joined, description
 
 
 def missing_rows(
