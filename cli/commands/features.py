@@ -90,6 +90,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _repo_option(training)
     training.set_defaults(handler=training_set_command)
 
+    skew = commands.add_parser(
+        "skew",
+        help="served feature values against the offline store's at the same entity and time, per feature",
+        description="Join each served row (entity id, request time, the feature values the server used) "
+        "point-in-time with the feature service offline and count, per feature, the rows whose values differ. "
+        "Exit 0: no feature skewed; 1: a feature skewed; 3: not conclusive (too few rows had an offline value).",
+    )
+    skew.add_argument("--service", required=True, help="the feature service the server looked up")
+    skew.add_argument("--served", required=True, help="the served rows: CSV or Parquet")
+    skew.add_argument("--entity", required=True, help="the entity id column")
+    skew.add_argument("--timestamp", default="timestamp", help="the column of each request's time")
+    skew.add_argument(
+        "--features", default="", help="features to compare, comma-separated (default: the service's)"
+    )
+    skew.add_argument(
+        "--max-share", type=float, default=None, help="largest share of rows that may differ (0.01)"
+    )
+    skew.add_argument("--min-rows", type=int, default=None, help="fewest compared rows for a verdict (20)")
+    skew.add_argument(
+        "--sample", type=int, default=None, help="most served rows compared, a seeded sample (1000)"
+    )
+    _repo_option(skew)
+    skew.set_defaults(handler=skew_command)
+
 
 def _repo_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -181,3 +205,31 @@ def training_set_command(args: argparse.Namespace, workspace: Workspace) -> int:
             f"  {built.record['rows_without_features']} row(s) without feature values kept with nulls (--allow-missing)"
         )
     return 0
+
+
+SKEW_EXIT = {"pass": 0, "fail": 1, "not conclusive": 3}
+
+
+def skew_command(args: argparse.Namespace, workspace: Workspace) -> int:
+    from mlops.data.dataset import load_table
+    from mlops.features import environment
+    from mlops.features.config import FeastSettings
+    from mlops.features.skew import SkewPolicy, measure_skew
+
+    given = {"max_share": args.max_share, "min_rows": args.min_rows, "sample_rows": args.sample}
+    policy = SkewPolicy(**{key: value for key, value in given.items() if value is not None})
+    settings = FeastSettings()
+    served, _ = load_table(args.served)
+    report = measure_skew(
+        environment.find(settings),
+        _repo(args, workspace),
+        settings,
+        service=args.service,
+        served=served,
+        entity=args.entity,
+        timestamp=args.timestamp,
+        features=[name.strip() for name in args.features.split(",") if name.strip()] or None,
+        policy=policy,
+    )
+    print("\n".join(report.lines()))
+    return SKEW_EXIT[report.verdict]

@@ -137,20 +137,23 @@ def measure_skew(
     served: pd.DataFrame,
     entity: str,
     timestamp: str,
-    features: list[str],
+    features: list[str] | None = None,
     policy: SkewPolicy | None = None,
 ) -> SkewReport:
-    """Compare ``served`` (one row per scored entity: ``entity``, ``timestamp``, the looked-up ``features``)
-    with the offline store's values for the same entities and times."""
+    """Compare ``served`` (one row per scored entity: ``entity``, ``timestamp``, the looked-up ``features``;
+    by default every column the service serves) with the offline store's values for the same entities and
+    times."""
     policy = policy or SkewPolicy()
-    absent = [column for column in (entity, timestamp, *features) if column not in served.columns]
+    absent = [column for column in (entity, timestamp, *(features or ())) if column not in served.columns]
     if absent:
         raise FeastError(
             f"the served rows have no column(s) {absent} (they have {list(served.columns)}); a skew check needs "
             "the entity id, the time of each request and the features the server looked up"
         )
     if served.empty:
-        return SkewReport(service, 0, 0, [FeatureSkew(name, 0, 0, "not conclusive") for name in features])
+        return SkewReport(
+            service, 0, 0, [FeatureSkew(name, 0, 0, "not conclusive") for name in features or ()]
+        )
     sample = served.sample(n=min(policy.sample_rows, len(served)), random_state=policy.seed).reset_index(
         drop=True
     )
@@ -158,6 +161,12 @@ def measure_skew(
     keys[FEAST_TIMESTAMP] = to_utc(sample[timestamp])
     joined, description = historical_join(env, repo, settings, service=service, frame=keys)
     known = {name for view in description["feature_views"].values() for name in view["features"]}
+    if features is None:
+        features = [name for name in served.columns if name in known]
+        if not features:
+            raise FeastError(
+                f"the served rows have none of feature service {service!r}'s features ({sorted(known)})"
+            )
     unknown = [name for name in features if name not in known]
     if unknown:
         raise FeastError(

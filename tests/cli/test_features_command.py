@@ -54,6 +54,25 @@ def test_init_apply_materialize_and_a_training_set(
     assert list(frame["tenure"]) == [2, 13]
     record = json.loads((tmp_path / "train.features.json").read_text())
     assert list(record["feature_views"]) == ["telco_churn"]
+    capsys.readouterr()
+
+    # The training set's rows as a server would have logged them: no skew; one value changed: skew, named.
+    served = tmp_path / "served.csv"
+    frame.drop(columns=["Churn"]).to_csv(served, index=False)
+    skew = ["features", "skew", "--service", "telco_churn_service", "--served", str(served)]
+    skew += ["--entity", "customerID", "--timestamp", "label_time"]
+    assert main([*workspace, *skew, "--min-rows", "2"]) == 0
+    assert (
+        "skew of feature service 'telco_churn_service': pass (2 of 2 served rows" in capsys.readouterr().out
+    )
+    assert main([*workspace, *skew, "--min-rows", "3"]) == 3  # two rows cannot decide
+    assert "not conclusive  tenure: 0 of 2 differ" in capsys.readouterr().out
+    frame.loc[1, "Contract"] = "Two year"
+    frame.drop(columns=["Churn"]).to_csv(served, index=False)
+    assert main([*workspace, *skew, "--min-rows", "2", "--features", "Contract,tenure"]) == 1
+    shown = capsys.readouterr().out
+    assert f"fail            Contract: 1 of 2 differ (50.0%); e.g. {LATE} at" in shown
+    assert "online 'Two year', offline 'One year'" in shown and "pass            tenure" in shown
 
 
 def test_a_bad_column_and_a_missing_feast_are_errors_that_say_what_to_do(
