@@ -40,8 +40,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--data",
-        required=True,
-        help="a CSV/Parquet file, a folder or an s3:// prefix of them (= score.data_uri)",
+        default=None,
+        help="a CSV/Parquet file, a folder or an s3:// prefix of them (= score.data_uri); or --features",
+    )
+    parser.add_argument(
+        "--features",
+        default=None,
+        metavar="SERVICE",
+        help="score entity ids: join --entities point-in-time with this feature service (as a training set is "
+        "built) and score the joined rows; the id column is the service's entity unless score.id_column says",
+    )
+    parser.add_argument(
+        "--entities", default=None, help="with --features: the entity table (entity ids and a time column)"
+    )
+    parser.add_argument(
+        "--timestamp", default="event_timestamp", help="with --features: the entity table's time column"
+    )
+    parser.add_argument(
+        "--feature-repo",
+        type=Path,
+        default=None,
+        help="with --features: the feature repository (default <workspace>/features)",
     )
     parser.add_argument("--out", required=True, help="output folder or s3:// prefix (= score.output_uri)")
     parser.add_argument(
@@ -90,6 +109,12 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
         from cli.model_choice import workspace_model
 
         args.model = workspace_model(None, resolve_tracking(workspace).tracking_uri, "--model") + "@champion"
+    if (args.data is None) == (args.features is None):
+        raise ValueError(
+            "give either --data FILE (feature values) or --features SERVICE --entities FILE (entity ids)"
+        )
+    if args.features is not None:
+        args.data, args.overrides = _joined_entities(args, workspace)
     settings = settings_of(args)
     # The command's own setting, made at its entry point (as `mlops serve` does): the rows/s bar is the
     # only progress shown, not MLflow's per-file download bars.
@@ -112,6 +137,46 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
     )
     print("\n".join(summary_lines(asdict(summary))))
     return 0
+
+
+def _joined_entities(args: argparse.Namespace, workspace: Workspace) -> tuple[str, list[str]]:
+    """The entity table joined point-in-time with ``--features`` (refusing rows without values within the
+    views' TTL, as a training set does), written under the workspace; the overrides with the entity as the
+    output's id column and the time passed through, unless ``--set`` says otherwise."""
+    import hashlib
+
+    from mlops.features import environment
+    from mlops.features.config import FeastSettings
+    from mlops.features.training_set import build_training_set
+
+    if args.entities is None:
+        raise ValueError("--features needs --entities FILE: the entity ids (and their times) to score")
+    settings = FeastSettings()
+    repo = args.feature_repo.expanduser().resolve() if args.feature_repo else workspace.root / "features"
+    digest = hashlib.sha256(f"{args.features}\0{Path(args.entities).resolve()}".encode()).hexdigest()[:12]
+    out = workspace.root / "feature-joins" / f"{args.features}-{digest}.parquet"
+    built = build_training_set(
+        environment.find(settings),
+        repo,
+        settings,
+        service=args.features,
+        entities_uri=args.entities,
+        out=out,
+        timestamp=args.timestamp,
+        keep_hint="or leave these ids out of --entities (a model never scores a row without its features)",
+    )
+    keys = sorted({key for view in built.record["feature_views"].values() for key in view["join_keys"]})
+    print(
+        f"joined {len(built.frame)} entity row(s) point-in-time with feature service {args.features!r} "
+        f"(views {', '.join(built.record['feature_views'])}; record {built.record_path})"
+    )
+    overrides = list(args.overrides or [])
+    given = {item.split("=", 1)[0] for item in overrides}
+    if "score.id_column" not in given and len(keys) == 1:
+        overrides.append(f"score.id_column={keys[0]}")
+    if "score.pass_through_columns" not in given:
+        overrides.append(f"score.pass_through_columns={args.timestamp}")
+    return str(out), overrides
 
 
 def _rows_per_second() -> Any:

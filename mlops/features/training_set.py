@@ -55,7 +55,9 @@ def build_training_set(
     out: Path,
     timestamp: str = FEAST_TIMESTAMP,
     allow_missing: bool = False,
+    keep_hint: str = "or keep these rows with null features with --allow-missing",
 ) -> TrainingSet:
+    """``keep_hint`` ends the refusal of rows without values: how the caller's user keeps or drops them."""
 
     repo = check_repo(repo)
     table, entities_sha256 = load_table(entities_uri)
@@ -77,7 +79,7 @@ def build_training_set(
     joined = joined.rename(columns={FEAST_TIMESTAMP: timestamp})
     missing = missing_rows(joined, description, timestamp)
     if missing and not allow_missing:
-        raise FeastError(missing_message(missing, timestamp))
+        raise FeastError(missing_message(missing, timestamp, keep_hint))
     out.parent.mkdir(parents=True, exist_ok=True)
     joined.to_parquet(out, index=False)
     record = {
@@ -146,7 +148,9 @@ def missing_rows(
     return found
 
 
-def missing_message(missing: list[tuple[dict[str, Any], str, list[str], int]], timestamp: str) -> str:
+def missing_message(
+    missing: list[tuple[dict[str, Any], str, list[str], int]], timestamp: str, keep_hint: str
+) -> str:
     lines = []
     for ids, view, features, ttl in missing[:SHOWN]:
         who = ", ".join(f"{k}={v!r}" if k != timestamp else f"at {v}" for k, v in ids.items())
@@ -157,6 +161,5 @@ def missing_message(missing: list[tuple[dict[str, Any], str, list[str], int]], t
         f"{len(missing)} entity row(s) have no feature values{more}: "
         + "; ".join(lines)
         + ". Values dated after a row's time are never joined (point-in-time); check the entity ids and "
-        "times, lengthen the view's ttl in features.py (then `mlops features apply`), or keep these rows with "
-        "null features with --allow-missing"
+        f"times, lengthen the view's ttl in features.py (then `mlops features apply`), {keep_hint}"
     )
