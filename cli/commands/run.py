@@ -32,6 +32,8 @@ EXPERIMENT = "tracking.experiment"
 GIT_COMMIT = "registration.git_commit"
 WORKSPACE = "retrain.workspace"
 REQUEST_LOG = "window.request_log_uri"
+FEATURE_SERVICE = "data.features.service"
+FEATURE_REPO = "data.features.repo"
 
 if TYPE_CHECKING:
     from cli.docker_runner import ImageInEngine
@@ -166,8 +168,26 @@ def local_arguments(
         local[WORKSPACE] = str(workspace.root)
     if REQUEST_LOG in known and not given.get(REQUEST_LOG):
         local[REQUEST_LOG] = str(workspace.root / REQUEST_LOG_DIR)
+    if FEATURE_REPO in known and str(given.get(FEATURE_SERVICE, "")).strip():
+        local[FEATURE_REPO] = feature_repo(str(given.get(FEATURE_REPO, "")), workspace)
     local.update(model_settings(known, {**given, **local}, tracking.tracking_uri))
     return checked_arguments(form, {**given, **local}), tracking
+
+
+def feature_repo(given: str, workspace: Workspace) -> str:
+    """The feature repository a run joins its entity table in: the given folder made absolute (tasks run
+    elsewhere), else the workspace's ``features/`` (where ``mlops features init`` writes it); checked here,
+    before anything runs."""
+    from cli.commands.features import REPO_DIR
+    from mlops.features.repository import STORE_FILE
+
+    repo = Path(given).expanduser().resolve() if given.strip() else workspace.root / REPO_DIR
+    if not (repo / STORE_FILE).is_file():
+        raise ValueError(
+            f"{FEATURE_REPO}: {repo} is not a feature repository (no {STORE_FILE}); write one with "
+            "`mlops features init` (then apply and materialize), or name yours with --data.features.repo"
+        )
+    return str(repo)
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:

@@ -1,0 +1,80 @@
+"""prepare-data: a file passes through, an empty data.uri is the sample, and with data.features.service the
+entity table is joined point-in-time with the feature store (the session's applied repository)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from components.prepare_data.config import DataSettings
+from components.prepare_data.prepare_data import prepare
+from mlops.features.environment import FeastEnvironment, FeastError
+from mlops.features.repository import FeatureRepo
+from mlops.settings import SettingsError, from_section
+from tests.support.feast_table import BASE, EARLY, LATE
+
+
+def entity_table(folder: Path) -> Path:
+    path = folder / "labels.csv"
+    pd.DataFrame(
+        [(EARLY, BASE + timedelta(days=5), 1), (LATE, BASE + timedelta(days=11), 0), (EARLY, BASE + timedelta(days=11), 0)],
+        columns=["customerID", "label_time", "Churn"],
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_a_service_without_an_entity_table_and_unknown_feature_settings_are_refused_by_name() -> None:
+    with pytest.raises(SettingsError, match=r"data.features.service 'churn'.*data.uri is empty.*--data"):
+        from_section(DataSettings, {"features": {"service": "churn"}})
+    with pytest.raises(SettingsError, match=r"data.features.servce"):
+        from_section(DataSettings, {"features": {"servce": "churn"}})
+    with pytest.raises(SettingsError, match=r"data.features.timestamp"):
+        from_section(DataSettings, {"features": {"timestamp": ""}})
+    plain = from_section(DataSettings, {}, uri="x.csv")
+    assert plain.features.service == "" and plain.features.timestamp == "event_timestamp"
+
+
+def test_a_file_passes_through_and_no_file_is_the_sample(tmp_path: Path) -> None:
+    table = entity_table(tmp_path)
+    assert prepare(DataSettings(uri=str(table)), tmp_path / "out").source == "file"
+    sample = prepare(DataSettings.model_validate({"sample": {"rows": 50}}), tmp_path / "sample")
+    assert (sample.source, len(pd.read_parquet(sample.uri))) == ("sample", 50)
+    with pytest.raises(FileNotFoundError, match="data.uri 'nope.csv' is not an existing file"):
+        prepare(DataSettings(uri="nope.csv"), tmp_path / "out")
+
+
+def test_with_a_feature_service_the_entity_table_is_joined_point_in_time_and_its_lineage_kept(
+    feast_environment: FeastEnvironment, feature_repo: FeatureRepo, tmp_path: Path
+) -> None:
+    settings = DataSettings.model_validate(
+        {
+            "uri": str(entity_table(tmp_path)),
+            "features": {"service": feature_repo.service, "repo": str(feature_repo.path), "timestamp": "label_time"},
+        }
+    )
+    prepared = prepare(settings, tmp_path / "task" / "sample")
+    assert prepared.source == "features"
+    frame = pd.read_parquet(prepared.uri)
+    assert list(frame["customerID"]) == [EARLY, LATE, EARLY]
+    assert list(frame["tenure"]) == [2, 13, 12]  # the value known at each label's time, never a later one
+    assert list(frame["Churn"]) == [1, 0, 0]
+    record = json.loads(prepared.feature_lineage)
+    assert record["feature_service"] == feature_repo.service
+    assert list(record["feature_views"]) == [feature_repo.view]
+    assert len(record["entity_table"]["sha256"]) == 64 and record["training_set"]["rows"] == 3
+
+
+def test_a_feature_service_without_a_repository_or_without_feast_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = str(entity_table(tmp_path))
+    with pytest.raises(ValueError, match="data.features.repo is empty"):
+        prepare(DataSettings.model_validate({"uri": table, "features": {"service": "s"}}), tmp_path / "o")
+    monkeypatch.setenv("MLOPS_FEAST_HOME", str(tmp_path / "nowhere"))
+    settings = DataSettings.model_validate({"uri": table, "features": {"service": "s", "repo": str(tmp_path)}})
+    with pytest.raises(FeastError, match="no Feast 0.67.0 environment at .*mlops features setup"):
+        prepare(settings, tmp_path / "o")
