@@ -8,9 +8,9 @@ names them through this module, so a tag is spelt once.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field

@@ -28,7 +28,10 @@ def test_the_feature_repository_defaults_to_the_workspaces_and_must_be_one(
     (tmp_path / "labels.csv").write_text("customerID,event_timestamp,Churn\na,2024-01-01,1\n")
     workspace = Workspace(tmp_path / "ws")
     given = {"data.features.service": "churn", "data.uri": "labels.csv"}
-    with pytest.raises(ValueError, match=r"data.features.repo: .*ws/features is not a feature repository.*mlops features init"):
+    with pytest.raises(
+        ValueError,
+        match=r"data.features.repo: .*ws/features is not a feature repository.*mlops features init",
+    ):
         local_arguments("training", given, workspace)
     (tmp_path / "ws" / "features").mkdir(parents=True)
     (tmp_path / "ws" / "features" / "feature_store.yaml").write_text("project: mlops\n")

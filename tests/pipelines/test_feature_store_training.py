@@ -49,7 +49,16 @@ def test_run_training_with_features_registers_a_version_whose_lineage_names_the_
     service = feature_repo.service
     assert main([*workspace, "features", "training-set", "--service", service, "--entities", str(labels),
                  "--out", str(joined), *store]) == 0  # fmt: skip
-    declare = ["--data", str(joined), "--label", "Churn", "--subject-key", "customerID", "--ignore", "label_time"]
+    declare = [
+        "--data",
+        str(joined),
+        "--label",
+        "Churn",
+        "--subject-key",
+        "customerID",
+        "--ignore",
+        "label_time",
+    ]
     assert main([*workspace, "data", "init", *declare, "--out", str(tmp_path)]) == 0
     capsys.readouterr()
     code = main(

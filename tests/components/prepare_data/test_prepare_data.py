@@ -21,7 +21,11 @@ from tests.support.feast_table import BASE, EARLY, LATE
 def entity_table(folder: Path) -> Path:
     path = folder / "labels.csv"
     pd.DataFrame(
-        [(EARLY, BASE + timedelta(days=5), 1), (LATE, BASE + timedelta(days=11), 0), (EARLY, BASE + timedelta(days=11), 0)],
+        [
+            (EARLY, BASE + timedelta(days=5), 1),
+            (LATE, BASE + timedelta(days=11), 0),
+            (EARLY, BASE + timedelta(days=11), 0),
+        ],
         columns=["customerID", "label_time", "Churn"],
     ).to_csv(path, index=False)
     return path
@@ -53,7 +57,11 @@ def test_with_a_feature_service_the_entity_table_is_joined_point_in_time_and_its
     settings = DataSettings.model_validate(
         {
             "uri": str(entity_table(tmp_path)),
-            "features": {"service": feature_repo.service, "repo": str(feature_repo.path), "timestamp": "label_time"},
+            "features": {
+                "service": feature_repo.service,
+                "repo": str(feature_repo.path),
+                "timestamp": "label_time",
+            },
         }
     )
     prepared = prepare(settings, tmp_path / "task" / "sample")
@@ -75,6 +83,8 @@ def test_a_feature_service_without_a_repository_or_without_feast_says_what_to_do
     with pytest.raises(ValueError, match="data.features.repo is empty"):
         prepare(DataSettings.model_validate({"uri": table, "features": {"service": "s"}}), tmp_path / "o")
     monkeypatch.setenv("MLOPS_FEAST_HOME", str(tmp_path / "nowhere"))
-    settings = DataSettings.model_validate({"uri": table, "features": {"service": "s", "repo": str(tmp_path)}})
+    settings = DataSettings.model_validate(
+        {"uri": table, "features": {"service": "s", "repo": str(tmp_path)}}
+    )
     with pytest.raises(FeastError, match="no Feast 0.67.0 environment at .*mlops features setup"):
         prepare(settings, tmp_path / "o")
