@@ -32,6 +32,7 @@ EXPERIMENT = "tracking.experiment"
 GIT_COMMIT = "registration.git_commit"
 WORKSPACE = "retrain.workspace"
 REQUEST_LOG = "window.request_log_uri"
+DATA_URI = "data.uri"
 FEATURE_SERVICE = "data.features.service"
 FEATURE_REPO = "data.features.repo"
 
@@ -169,6 +170,10 @@ def local_arguments(
     if REQUEST_LOG in known and not given.get(REQUEST_LOG):
         local[REQUEST_LOG] = str(workspace.root / REQUEST_LOG_DIR)
     if FEATURE_REPO in known and str(given.get(FEATURE_SERVICE, "")).strip():
+        if not str(given.get(DATA_URI, "")).strip():
+            from components.prepare_data.config import no_entity_table
+
+            raise ValueError(no_entity_table(str(given[FEATURE_SERVICE])))
         local[FEATURE_REPO] = feature_repo(str(given.get(FEATURE_REPO, "")), workspace)
     local.update(model_settings(known, {**given, **local}, tracking.tracking_uri))
     return checked_arguments(form, {**given, **local}), tracking

@@ -3,15 +3,24 @@ joined point-in-time with a feature service of the feature store."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import ClassVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from mlops.data.sample_data import SampleDataConfig
 from mlops.settings import LOCAL_FILE, SETTINGS_CONFIG
 
 FEATURE_SERVICE_SETTING = "data.features.service"
-FEATURE_REPO_SETTING = "data.features.repo"
+
+
+def no_entity_table(service: str) -> str:
+    """What a feature service without an entity table is told (prepare-data, and ``mlops run`` before it starts).
+
+    Not a validator of the section: each setting stays valid on its own, as a form changes one at a time."""
+    return (
+        f"{FEATURE_SERVICE_SETTING} {service!r} joins features onto an entity table, and data.uri is empty: "
+        "pass the entity table (entity ids, event times, labels) with --data"
+    )
 
 
 class FeatureSource(BaseModel):
@@ -41,12 +50,3 @@ class DataSettings(BaseModel):
     """The sample dataset, used when data.uri is empty."""
     features: FeatureSource = Field(default_factory=FeatureSource)
     """The feature store, used when data.features.service is set."""
-
-    @model_validator(mode="after")
-    def _entity_table_given(self) -> Self:
-        if self.features.service.strip() and not self.uri.strip():
-            raise ValueError(
-                f"{FEATURE_SERVICE_SETTING} {self.features.service!r} joins features onto an entity table, "
-                "and data.uri is empty: pass the entity table (ids, event times, labels) with --data"
-            )
-        return self

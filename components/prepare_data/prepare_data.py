@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.prepare_data.config import DataSettings
+from components.prepare_data.config import DataSettings, no_entity_table
 from mlops.data.sample_data import generate
 
 
@@ -68,6 +68,8 @@ def from_feature_store(settings: DataSettings, out: Path) -> PreparedData:
     from mlops.features.training_set import build_training_set
 
     source = settings.features
+    if not settings.uri.strip():
+        raise ValueError(no_entity_table(source.service))
     repo = source.repo.strip()
     if not repo:
         raise ValueError(

@@ -27,6 +27,8 @@ def test_the_feature_repository_defaults_to_the_workspaces_and_must_be_one(
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     (tmp_path / "labels.csv").write_text("customerID,event_timestamp,Churn\na,2024-01-01,1\n")
     workspace = Workspace(tmp_path / "ws")
+    with pytest.raises(ValueError, match=r"data.features.service 'churn'.*data.uri is empty.*--data"):
+        local_arguments("training", {"data.features.service": "churn"}, workspace)
     given = {"data.features.service": "churn", "data.uri": "labels.csv"}
     with pytest.raises(
         ValueError,

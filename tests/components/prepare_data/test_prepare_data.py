@@ -31,15 +31,18 @@ def entity_table(folder: Path) -> Path:
     return path
 
 
-def test_a_service_without_an_entity_table_and_unknown_feature_settings_are_refused_by_name() -> None:
-    with pytest.raises(SettingsError, match=r"data.features.service 'churn'.*data.uri is empty.*--data"):
-        from_section(DataSettings, {"features": {"service": "churn"}})
+def test_unknown_feature_settings_and_a_service_without_an_entity_table_are_refused_by_name(
+    tmp_path: Path,
+) -> None:
     with pytest.raises(SettingsError, match=r"data.features.servce"):
         from_section(DataSettings, {"features": {"servce": "churn"}})
     with pytest.raises(SettingsError, match=r"data.features.timestamp"):
         from_section(DataSettings, {"features": {"timestamp": ""}})
     plain = from_section(DataSettings, {}, uri="x.csv")
     assert plain.features.service == "" and plain.features.timestamp == "event_timestamp"
+    alone = from_section(DataSettings, {"features": {"service": "churn"}})  # each setting valid on its own
+    with pytest.raises(ValueError, match=r"data.features.service 'churn'.*data.uri is empty.*--data"):
+        prepare(alone, tmp_path / "out")
 
 
 def test_a_file_passes_through_and_no_file_is_the_sample(tmp_path: Path) -> None:
