@@ -338,12 +338,14 @@ def take_flag(argv: list[str], *names: str) -> bool:
 
 
 def step_cache(name: str, settings: dict[str, Any], workspace: Workspace) -> Path:
-    """The cache folder for this code and the contents of the files ``settings`` (by address) name
-    (see :mod:`cli.step_cache`)."""
+    """The cache folder for this code and the contents of the files ``settings`` (by address) name, and of
+    the feature repository a run joins its entity table in (see :mod:`cli.step_cache`)."""
     from cli.step_cache import cache_root
     from pipelines.catalog import forms
 
     named = {setting.address for setting in forms()[name].settings if setting.names_a_file}
+    if settings.get(FEATURE_SERVICE):  # the join reads the feature repository: its contents are an input
+        named.add(FEATURE_REPO)
     return cache_root(workspace.pipeline_root, settings, named)
 
 

@@ -48,3 +48,18 @@ def test_the_feature_repository_defaults_to_the_workspaces_and_must_be_one(
     # Without a service the repository is not looked for.
     arguments, _ = local_arguments("training", {"data.uri": "labels.csv"}, workspace)
     assert forms()["training"].values(arguments)["data.features.repo"] == ""
+
+
+def test_the_step_cache_key_follows_the_feature_repositorys_contents(tmp_path: Path) -> None:
+    from cli.commands.run import step_cache
+
+    workspace = Workspace(tmp_path / "ws")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "feature_store.yaml").write_text("project: mlops\n")
+    settings = {"data.uri": "", "data.features.service": "churn", "data.features.repo": str(repo)}
+    before = step_cache("training", settings, workspace)
+    (repo / "features.py").write_text("# a changed definition\n")
+    assert step_cache("training", settings, workspace) != before
+    plain = {**settings, "data.features.service": ""}
+    assert step_cache("training", plain, workspace) == step_cache("training", plain, workspace)
