@@ -8,6 +8,7 @@ names them through this module, so a tag is spelt once.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -114,11 +115,26 @@ FEATURE_VIEW_TAG_PREFIX = f"{FEATURE_TAG_PREFIX}view."
 ENTITY_TABLE_SHA256_TAG = f"{FEATURE_TAG_PREFIX}entity_table_sha256"
 ENTITY_TABLE_URI_TAG = f"{FEATURE_TAG_PREFIX}entity_table_uri"
 ROWS_WITHOUT_FEATURES_TAG = f"{FEATURE_TAG_PREFIX}rows_without_features"
+FEATURE_SOURCE_TAGS = {
+    "data.features.service": FEATURE_SERVICE_TAG,
+    "data.uri": ENTITY_TABLE_URI_TAG,
+    "data.features.repo": f"{FEATURE_TAG_PREFIX}repo",
+    "data.features.timestamp": f"{FEATURE_TAG_PREFIX}timestamp",
+    "data.features.allow_missing": f"{FEATURE_TAG_PREFIX}allow_missing",
+}
+"""Setting address -> the version tag that records it: a retraining of a model trained from the feature store
+joins the same service, repository and entity table again (the retrain trigger reads them back)."""
+
+
+def _setting_text(value: Any) -> str:
+    """A setting's value as ``--set`` reads it back (``true``, not ``True``)."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def feature_lineage_tags(record: Mapping[str, Any]) -> dict[str, str]:
     """The version tags of a training set's feature-store lineage record
-    (``mlops.features.training_set``'s ``<out>.features.json``); ``{}`` for an empty record."""
+    (``mlops.features.training_set``'s ``<out>.features.json``, with prepare-data's ``source``: the
+    repository, timestamp column and allow_missing it joined with); ``{}`` for an empty record."""
     if not record:
         return {}
     tags = {
@@ -127,6 +143,11 @@ def feature_lineage_tags(record: Mapping[str, Any]) -> dict[str, str]:
         ENTITY_TABLE_SHA256_TAG: str(record["entity_table"]["sha256"]),
         ENTITY_TABLE_URI_TAG: clip(str(record["entity_table"]["uri"])),
         ROWS_WITHOUT_FEATURES_TAG: str(record.get("rows_without_features", 0)),
+        **{
+            FEATURE_SOURCE_TAGS[f"data.features.{key}"]: clip(_setting_text(record["source"][key]))
+            for key in ("repo", "timestamp", "allow_missing")
+            if key in record.get("source", {})
+        },
     }
     for view, spec in sorted(record.get("feature_views", {}).items()):
         tags[f"{FEATURE_VIEW_TAG_PREFIX}{view}"] = clip(

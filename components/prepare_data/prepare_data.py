@@ -88,4 +88,6 @@ def from_feature_store(settings: DataSettings, out: Path) -> PreparedData:
         timestamp=source.timestamp,
         allow_missing=source.allow_missing,
     )
-    return PreparedData(str(built.out), "features", json.dumps(built.record, sort_keys=True))
+    joined_with = {"repo": repo, "timestamp": source.timestamp, "allow_missing": source.allow_missing}
+    record = {**built.record, "source": joined_with}
+    return PreparedData(str(built.out), "features", json.dumps(record, sort_keys=True))

@@ -77,6 +77,12 @@ def test_with_a_feature_service_the_entity_table_is_joined_point_in_time_and_its
     assert record["feature_service"] == feature_repo.service
     assert list(record["feature_views"]) == [feature_repo.view]
     assert len(record["entity_table"]["sha256"]) == 64 and record["training_set"]["rows"] == 3
+    # What a retraining joins with again (registration writes it as mlops.features.* tags).
+    assert record["source"] == {
+        "repo": str(feature_repo.path),
+        "timestamp": "label_time",
+        "allow_missing": False,
+    }
 
 
 def test_a_feature_service_without_a_repository_or_without_feast_says_what_to_do(
