@@ -107,8 +107,16 @@ def feature_lines(tags: Mapping[str, str]) -> list[str]:
     service = tags.get(vocabulary.FEATURE_SERVICE_TAG)
     if not service:
         return []
-    project = tags.get(vocabulary.FEATURE_PROJECT_TAG, "")
-    lines = [f"  feature service    {service}" + (f" (Feast project {project})" if project else "")]
+    where = [
+        f"Feast project {tags[vocabulary.FEATURE_PROJECT_TAG]}"
+        if tags.get(vocabulary.FEATURE_PROJECT_TAG)
+        else "",
+        f"repository {tags[vocabulary.FEATURE_SOURCE_TAGS['data.features.repo']]}"
+        if tags.get(vocabulary.FEATURE_SOURCE_TAGS["data.features.repo"])
+        else "",
+    ]
+    shown = ", ".join(part for part in where if part)
+    lines = [f"  feature service    {service}" + (f" ({shown})" if shown else "")]
     lines += [
         f"    view {name.removeprefix(vocabulary.FEATURE_VIEW_TAG_PREFIX):<13} {value}"
         for name, value in sorted(tags.items())

@@ -15,7 +15,7 @@ import pytest
 from cli.main import main
 from mlops.features.environment import FeastEnvironment
 from mlops.features.repository import FeatureRepo
-from tests.support.feast_table import churn_features
+from tests.support.feast_table import BASE, EARLY, churn_features
 
 pytestmark = pytest.mark.slow
 
@@ -74,9 +74,18 @@ def test_run_training_with_features_registers_a_version_whose_lineage_names_the_
          "--data.features.timestamp", "label_time", *SMALLEST]
     )  # fmt: skip
     assert code == 0, capsys.readouterr().out[-3000:]
+    # prepare-data's output: each label joined with the values known at its time, never a later one.
+    (step,) = (tmp_path / "ws" / "pipeline-runs").glob("training-*/prepare-data")
+    joined = pd.read_parquet(step / "sample")
+    early = joined[joined["customerID"] == EARLY]
+    before = pd.to_datetime(early["label_time"], utc=True) < pd.Timestamp(BASE + timedelta(days=10))
+    assert set(early["tenure"][before]) == {2} and set(early["tenure"][~before]) == {12}
+    assert len(joined) == len(pd.read_csv(labels)) == 350
+    record = json.loads((step / "sample.features.json").read_text())
+    assert record["feature_service"] == service and list(record["feature_views"]) == [feature_repo.view]
     capsys.readouterr()
     assert main([*workspace, "lineage", "churn@challenger"]) == 0
     out = capsys.readouterr().out
-    assert f"feature service    {service}" in out
+    assert f"feature service    {service} (Feast project mlops, repository {feature_repo.path})" in out
     assert f"view {feature_repo.view}" in out and "sha256:" in out
     assert f"({labels})" in out  # the entity table, by its path and digest

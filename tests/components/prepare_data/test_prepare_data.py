@@ -1,9 +1,9 @@
-"""prepare-data: a file passes through, an empty data.uri is the sample, and with data.features.service the
-entity table is joined point-in-time with the feature store (the session's applied repository)."""
+"""prepare-data: a file passes through, an empty data.uri is the sample, and a feature service needs an entity
+table, a repository and Feast. The join itself (rows point-in-time, the lineage record) is checked on the step's
+output by tests/pipelines/test_feature_store_training.py, which runs it in a pipeline (one Feast join, not two)."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,8 +12,7 @@ import pytest
 
 from components.prepare_data.config import DataSettings
 from components.prepare_data.prepare_data import prepare
-from mlops.features.environment import FeastEnvironment, FeastError
-from mlops.features.repository import FeatureRepo
+from mlops.features.environment import FeastError
 from mlops.settings import SettingsError, from_section
 from tests.support.feast_table import BASE, EARLY, LATE
 
@@ -52,37 +51,6 @@ def test_a_file_passes_through_and_no_file_is_the_sample(tmp_path: Path) -> None
     assert (sample.source, len(pd.read_parquet(sample.uri))) == ("sample", 50)
     with pytest.raises(FileNotFoundError, match="data.uri 'nope.csv' is not an existing file"):
         prepare(DataSettings(uri="nope.csv"), tmp_path / "out")
-
-
-def test_with_a_feature_service_the_entity_table_is_joined_point_in_time_and_its_lineage_kept(
-    feast_environment: FeastEnvironment, feature_repo: FeatureRepo, tmp_path: Path
-) -> None:
-    settings = DataSettings.model_validate(
-        {
-            "uri": str(entity_table(tmp_path)),
-            "features": {
-                "service": feature_repo.service,
-                "repo": str(feature_repo.path),
-                "timestamp": "label_time",
-            },
-        }
-    )
-    prepared = prepare(settings, tmp_path / "task" / "sample")
-    assert prepared.source == "features"
-    frame = pd.read_parquet(prepared.uri)
-    assert list(frame["customerID"]) == [EARLY, LATE, EARLY]
-    assert list(frame["tenure"]) == [2, 13, 12]  # the value known at each label's time, never a later one
-    assert list(frame["Churn"]) == [1, 0, 0]
-    record = json.loads(prepared.feature_lineage)
-    assert record["feature_service"] == feature_repo.service
-    assert list(record["feature_views"]) == [feature_repo.view]
-    assert len(record["entity_table"]["sha256"]) == 64 and record["training_set"]["rows"] == 3
-    # What a retraining joins with again (registration writes it as mlops.features.* tags).
-    assert record["source"] == {
-        "repo": str(feature_repo.path),
-        "timestamp": "label_time",
-        "allow_missing": False,
-    }
 
 
 def test_a_feature_service_without_a_repository_or_without_feast_says_what_to_do(
