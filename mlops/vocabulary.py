@@ -8,9 +8,11 @@ names them through this module, so a tag is spelt once.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -102,6 +104,57 @@ def gate_tag(gate: str, field: str) -> str:
 LEAK_COLUMNS_TAG = gate_tag(LEAKAGE_GATE, "columns")
 """Version tag: the columns the leakage gate found likely leaking (comma-separated; empty: none). A later
 run that leaves them out is judged on its own merits, not against this version."""
+
+
+FEATURE_TAG_PREFIX = f"{TAG_PREFIX}features."
+FEATURE_SERVICE_TAG = f"{FEATURE_TAG_PREFIX}service"
+"""Version tag: the feature service the training set was joined with (absent: trained on a plain table)."""
+FEATURE_PROJECT_TAG = f"{FEATURE_TAG_PREFIX}project"
+FEATURE_VIEW_TAG_PREFIX = f"{FEATURE_TAG_PREFIX}view."
+"""Version tags ``mlops.features.view.<view>``: ``sha256:<its Feast definition's hash> ttl=<s>s features=<a,b>``."""
+ENTITY_TABLE_SHA256_TAG = f"{FEATURE_TAG_PREFIX}entity_table_sha256"
+ENTITY_TABLE_URI_TAG = f"{FEATURE_TAG_PREFIX}entity_table_uri"
+ROWS_WITHOUT_FEATURES_TAG = f"{FEATURE_TAG_PREFIX}rows_without_features"
+FEATURE_SOURCE_TAGS = {
+    "data.features.service": FEATURE_SERVICE_TAG,
+    "data.uri": ENTITY_TABLE_URI_TAG,
+    "data.features.repo": f"{FEATURE_TAG_PREFIX}repo",
+    "data.features.timestamp": f"{FEATURE_TAG_PREFIX}timestamp",
+    "data.features.allow_missing": f"{FEATURE_TAG_PREFIX}allow_missing",
+}
+"""Setting address -> the version tag that records it: a retraining of a model trained from the feature store
+joins the same service, repository and entity table again (the retrain trigger reads them back)."""
+
+
+def _setting_text(value: Any) -> str:
+    """A setting's value as ``--set`` reads it back (``true``, not ``True``)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def feature_lineage_tags(record: Mapping[str, Any]) -> dict[str, str]:
+    """The version tags of a training set's feature-store lineage record
+    (``mlops.features.training_set``'s ``<out>.features.json``, with prepare-data's ``source``: the
+    repository, timestamp column and allow_missing it joined with); ``{}`` for an empty record."""
+    if not record:
+        return {}
+    tags = {
+        FEATURE_SERVICE_TAG: str(record["feature_service"]),
+        FEATURE_PROJECT_TAG: str(record.get("project", "")),
+        ENTITY_TABLE_SHA256_TAG: str(record["entity_table"]["sha256"]),
+        ENTITY_TABLE_URI_TAG: clip(str(record["entity_table"]["uri"])),
+        ROWS_WITHOUT_FEATURES_TAG: str(record.get("rows_without_features", 0)),
+        **{
+            FEATURE_SOURCE_TAGS[f"data.features.{key}"]: clip(_setting_text(record["source"][key]))
+            for key in ("repo", "timestamp", "allow_missing")
+            if key in record.get("source", {})
+        },
+    }
+    for view, spec in sorted(record.get("feature_views", {}).items()):
+        tags[f"{FEATURE_VIEW_TAG_PREFIX}{view}"] = clip(
+            f"sha256:{spec['definition_sha256']} ttl={spec.get('ttl_seconds', 0)}s "
+            f"features={','.join(spec.get('features', []))}"
+        )
+    return tags
 
 
 def clip(text: str) -> str:

@@ -20,8 +20,14 @@ def validated_dataset(parameters: Parameters) -> PipelineTask:
     test naming an unknown column fails before any training; a pipeline without that section
     passes an empty one.
     """
+    return prepared_and_validated(parameters)[1]
+
+
+def prepared_and_validated(parameters: Parameters) -> tuple[PipelineTask, PipelineTask]:
+    """:func:`validated_dataset` and the prepare-data task before it, whose ``feature_lineage`` output (the
+    feature store's record of a training set built from it) registration turns into version tags."""
     data = prepare_data(data=parameters.section("data"), data_uri=parameters.per_run("data.uri"))
-    return validate_data(
+    validation = validate_data(
         data_uri=data.outputs["data_uri"],
         is_sample=data.outputs["is_sample"],
         schema=parameters.section("schema"),
@@ -31,3 +37,4 @@ def validated_dataset(parameters: Parameters) -> PipelineTask:
         ),
         **parameters.tracking(),
     )
+    return data, validation

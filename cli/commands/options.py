@@ -18,9 +18,13 @@ from cli.parameters import coerce, describe_sections, find_setting, metavar, sho
 if TYPE_CHECKING:
     from pipelines.signature import PipelineForm
 
-SHORT_SPELLINGS = {"--data": "data.uri", "--schema": "validation.schema_uri"}
+SHORT_SPELLINGS = {
+    "--data": "data.uri",
+    "--schema": "validation.schema_uri",
+    "--features": "data.features.service",
+}
 """Short, documented spellings: ``--data`` for the dataset, ``--schema`` for the file ``mlops data init``
-writes."""
+writes, ``--features`` for the feature service ``--data``'s entity table is joined with."""
 DEST_PREFIX = "setting:"
 
 

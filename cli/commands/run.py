@@ -32,6 +32,9 @@ EXPERIMENT = "tracking.experiment"
 GIT_COMMIT = "registration.git_commit"
 WORKSPACE = "retrain.workspace"
 REQUEST_LOG = "window.request_log_uri"
+DATA_URI = "data.uri"
+FEATURE_SERVICE = "data.features.service"
+FEATURE_REPO = "data.features.repo"
 
 if TYPE_CHECKING:
     from cli.docker_runner import ImageInEngine
@@ -166,8 +169,30 @@ def local_arguments(
         local[WORKSPACE] = str(workspace.root)
     if REQUEST_LOG in known and not given.get(REQUEST_LOG):
         local[REQUEST_LOG] = str(workspace.root / REQUEST_LOG_DIR)
+    if FEATURE_REPO in known and str(given.get(FEATURE_SERVICE, "")).strip():
+        if not str(given.get(DATA_URI, "")).strip():
+            from components.prepare_data.config import no_entity_table
+
+            raise ValueError(no_entity_table(str(given[FEATURE_SERVICE])))
+        local[FEATURE_REPO] = feature_repo(str(given.get(FEATURE_REPO, "")), workspace)
     local.update(model_settings(known, {**given, **local}, tracking.tracking_uri))
     return checked_arguments(form, {**given, **local}), tracking
+
+
+def feature_repo(given: str, workspace: Workspace) -> str:
+    """The feature repository a run joins its entity table in: the given folder made absolute (tasks run
+    elsewhere), else the workspace's ``features/`` (where ``mlops features init`` writes it); checked here,
+    before anything runs."""
+    from cli.commands.features import REPO_DIR
+    from mlops.features.repository import STORE_FILE
+
+    repo = Path(given).expanduser().resolve() if given.strip() else workspace.root / REPO_DIR
+    if not (repo / STORE_FILE).is_file():
+        raise ValueError(
+            f"{FEATURE_REPO}: {repo} is not a feature repository (no {STORE_FILE}); write one with "
+            "`mlops features init` (then apply and materialize), or name yours with --data.features.repo"
+        )
+    return str(repo)
 
 
 def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
@@ -313,12 +338,14 @@ def take_flag(argv: list[str], *names: str) -> bool:
 
 
 def step_cache(name: str, settings: dict[str, Any], workspace: Workspace) -> Path:
-    """The cache folder for this code and the contents of the files ``settings`` (by address) name
-    (see :mod:`cli.step_cache`)."""
+    """The cache folder for this code and the contents of the files ``settings`` (by address) name, and of
+    the feature repository a run joins its entity table in (see :mod:`cli.step_cache`)."""
     from cli.step_cache import cache_root
     from pipelines.catalog import forms
 
     named = {setting.address for setting in forms()[name].settings if setting.names_a_file}
+    if settings.get(FEATURE_SERVICE):  # the join reads the feature repository: its contents are an input
+        named.add(FEATURE_REPO)
     return cache_root(workspace.pipeline_root, settings, named)
 
 

@@ -19,13 +19,16 @@ def register_model(
     train_run_id: str,
     tracking: dict,
     pipeline_run_id: str,
+    feature_lineage: str = "",
 ) -> NamedTuple("RegisterOutputs", [("version", str), ("onnx_sha256", str)]):  # type: ignore[valid-type]
     """Registers the ONNX model as a new version with lineage tags and alias ``challenger``.
 
     ``registration`` is that section (:class:`~mlops.vocabulary.RegistrationSettings`: the commit and
     the trigger recorded on the version, the reference rows stored for its reasons) and ``registration_model_name`` its per-run setting
-    ``registration.model_name``.
+    ``registration.model_name``. ``feature_lineage`` is prepare-data's record of a training set built from
+    the feature store (JSON; empty for a plain table): its service, views and entity table become version tags.
     """
+    import json
     from collections import namedtuple
     from pathlib import Path
 
@@ -35,7 +38,7 @@ def register_model(
     from mlops.model.row_attribution import REASONS_DATASET_KEY
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
-    from mlops.vocabulary import Lineage, RegistrationSettings, package_version
+    from mlops.vocabulary import Lineage, RegistrationSettings, feature_lineage_tags, package_version
 
     settings = from_section(RegistrationSettings, registration, model_name=registration_model_name)
     store = TrackingStore.for_task(tracking, pipeline_run_id)
@@ -59,6 +62,7 @@ def register_model(
         reasons=test_data.metadata.get(REASONS_DATASET_KEY) or {},
         subject_key=test_data.metadata.get("schema", {}).get("subject_key", ""),
         reference_rows=settings.explain_reference_rows,
+        feature_tags=feature_lineage_tags(json.loads(feature_lineage) if feature_lineage else {}),
     )
     onnx_model.metadata["model_uri"] = registered.model_uri
     RegisterOutputs = namedtuple("RegisterOutputs", ["version", "onnx_sha256"])

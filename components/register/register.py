@@ -48,6 +48,7 @@ def register_onnx_model(
     reasons: Mapping[str, str] | None = None,
     reference_rows: int = DEFAULT_REFERENCE_ROWS,
     subject_key: str = "",
+    feature_tags: Mapping[str, str] | None = None,
 ) -> RegisteredVersion:
     """Log the ONNX model with signature and input example and register it with its lineage.
 
@@ -57,6 +58,8 @@ def register_onnx_model(
     calibration and reference metrics. ``reference_rows`` of it (with the ``subject_key`` column) and the
     schema file's ``reasons`` texts are stored for the reasons the server serves with each score
     (:mod:`components.register.explain_reference_upload`; 0 rows: the version serves none).
+    ``feature_tags`` (:func:`mlops.vocabulary.feature_lineage_tags`) say which feature service, views and
+    entity table a training set built from the feature store came from; they join the lineage tags.
     """
     from importlib.metadata import version
 
@@ -99,6 +102,7 @@ def register_onnx_model(
         )
         tags = {
             **lineage.tags(),
+            **(feature_tags or {}),
             **({PROFILE_TAG: profile_uri} if profile_uri else {}),
             **({EXPLAIN_REFERENCE_TAG: explain_uri} if explain_uri else {}),
         }
@@ -108,18 +112,22 @@ def register_onnx_model(
             run_id,
             tags,
             progress,
-            record=lambda number, digest: _audit_registration(model_name, number, digest, lineage),
+            record=lambda number, digest: _audit_registration(
+                model_name, number, digest, lineage, feature_tags or {}
+            ),
         )
         mlflow.set_tags({MODEL_NAME_TAG: model_name, MODEL_VERSION_TAG: number})
         mlflow.log_params({"model_name": model_name, "model_version": number})
     return RegisteredVersion(model_name, number, f"models:/{model_name}/{number}", onnx_sha256)
 
 
-def _audit_registration(model_name: str, number: str, onnx_sha256: str, lineage: Lineage) -> None:
+def _audit_registration(
+    model_name: str, number: str, onnx_sha256: str, lineage: Lineage, feature_tags: Mapping[str, str]
+) -> None:
     from mlops.governance.audit import record_in_run
 
     subject = f"{model_name}/{number}"
-    tags = lineage.tags()
+    tags = {**lineage.tags(), **feature_tags}
     details = {"onnx_sha256": onnx_sha256, **{k.removeprefix("mlops."): v for k, v in tags.items()}}
     record_in_run(
         "model.registered", subject, details, pipeline_run_id=lineage.kfp_run_id, model_version=subject

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from components.retrain_trigger.config import RetrainSettings
 from mlops.tracking.context import TrackingSettings
-from mlops.vocabulary import LAST_RETRAIN_TAG, SOURCE_SETTINGS, RegistrationSettings
+from mlops.vocabulary import FEATURE_SOURCE_TAGS, LAST_RETRAIN_TAG, SOURCE_SETTINGS, RegistrationSettings
 
 if TYPE_CHECKING:
     from mlops.tracking.store import TrackingStore
@@ -60,7 +60,9 @@ def champion_source(store: TrackingStore, model_name: str) -> dict[str, str]:
 
     A model trained on the user's own table retrains on the same source (the table at that URI now,
     which the user refreshes), never on the built-in sample; a champion trained on the sample, registered
-    before these were recorded, or whose training run is gone, gives none.
+    before these were recorded, or whose training run is gone, gives none. A champion trained from the
+    feature store retrains on the same entity table joined with the same service, repository and
+    timestamp column (its ``mlops.features.*`` tags), so the join picks up the store's newer values.
     """
     from mlops.vocabulary import CHAMPION, PIPELINE_RUN_ID_TAG, TAG_PREFIX
 
@@ -83,7 +85,12 @@ def champion_source(store: TrackingStore, model_name: str) -> dict[str, str]:
         max_results=1,
     )
     params = runs[0].data.params if runs else {}
-    return {key: params[key] for key in SOURCE_SETTINGS if params.get(key)}
+    source = {key: params[key] for key in SOURCE_SETTINGS if params.get(key)}
+    if tags.get(FEATURE_SOURCE_TAGS["data.features.service"]):
+        # Trained from the feature store: validate-data read the joined set in that run's folder; a
+        # retraining joins the entity table with the service again, picking up the store's newer values.
+        source.update({key: tags[tag] for key, tag in FEATURE_SOURCE_TAGS.items() if tags.get(tag)})
+    return source
 
 
 def command(

@@ -101,6 +101,37 @@ def approval_lines(model_name: str, events: Sequence[AuditEvent]) -> list[str]:
     return lines
 
 
+def feature_lines(tags: Mapping[str, str]) -> list[str]:
+    """Where a training set built from the feature store came from: the service, each view's definition
+    hash, TTL and features, the entity table's digest; nothing for a version trained on a plain table."""
+    service = tags.get(vocabulary.FEATURE_SERVICE_TAG)
+    if not service:
+        return []
+    where = [
+        f"Feast project {tags[vocabulary.FEATURE_PROJECT_TAG]}"
+        if tags.get(vocabulary.FEATURE_PROJECT_TAG)
+        else "",
+        f"repository {tags[vocabulary.FEATURE_SOURCE_TAGS['data.features.repo']]}"
+        if tags.get(vocabulary.FEATURE_SOURCE_TAGS["data.features.repo"])
+        else "",
+    ]
+    shown = ", ".join(part for part in where if part)
+    lines = [f"  feature service    {service}" + (f" ({shown})" if shown else "")]
+    lines += [
+        f"    view {name.removeprefix(vocabulary.FEATURE_VIEW_TAG_PREFIX):<13} {value}"
+        for name, value in sorted(tags.items())
+        if name.startswith(vocabulary.FEATURE_VIEW_TAG_PREFIX)
+    ]
+    lines.append(
+        f"  entity table       sha256 {tags.get(vocabulary.ENTITY_TABLE_SHA256_TAG, '(none)')}"
+        + (f" ({tags[vocabulary.ENTITY_TABLE_URI_TAG]})" if vocabulary.ENTITY_TABLE_URI_TAG in tags else "")
+    )
+    missing = tags.get(vocabulary.ROWS_WITHOUT_FEATURES_TAG, "0")
+    if missing not in ("", "0"):
+        lines.append(f"    {missing} entity row(s) kept without feature values (allow_missing)")
+    return lines
+
+
 def lineage_lines(
     model_name: str, alias: str, version: str, tags: Mapping[str, str], events: Sequence[AuditEvent]
 ) -> list[str]:
@@ -121,6 +152,7 @@ def lineage_lines(
         f"bundle {tags.get(vocabulary.SIGNATURE_URI_TAG, '(none)')}",
         f"  dataset digest     {digest or '(none)'}"
         + (f" ({tags[vocabulary.DATASET_URI_TAG]})" if vocabulary.DATASET_URI_TAG in tags else ""),
+        *feature_lines(tags),
         f"  expectation suite  version {tags.get(f'{vocabulary.TAG_PREFIX}suite_version', '(none)')}",
         f"  code commit        {tags.get(f'{vocabulary.TAG_PREFIX}git_commit') or '(not from a git checkout)'}",
         f"  pipeline run       {tags.get(f'{vocabulary.TAG_PREFIX}kfp_run_id', '(none)')}",

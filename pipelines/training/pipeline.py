@@ -35,7 +35,7 @@ from components.tune.config import TuneSettings
 from mlops.data.sample_data import SAMPLE_SCHEMA
 from mlops.tracking.context import TrackingSettings
 from mlops.vocabulary import RegistrationSettings
-from pipelines.fragments import validated_dataset
+from pipelines.fragments import prepared_and_validated
 from pipelines.signature import Parameters, PipelineForm
 from pipelines.tuning.pipeline import tuning_stage
 from training.config import TrainConfig
@@ -79,7 +79,7 @@ FORM = PipelineForm(
 def training_pipeline(parameters: Parameters) -> Any:
     tracking = parameters.tracking()
     model_name = parameters.per_run("registration.model_name")
-    validation = validated_dataset(parameters)
+    prepared, validation = prepared_and_validated(parameters)
     with dsl.If(parameters.per_run("tune.trials") > 0, name="tuning"):
         tuned = tuning_stage(parameters, validation.outputs["dataset"])
     with dsl.Else(name="fixed-hyperparameters"):
@@ -111,6 +111,7 @@ def training_pipeline(parameters: Parameters) -> Any:
         dataset_digest=validation.outputs["dataset_digest"],
         suite_version=validation.outputs["suite_version"],
         train_run_id=training.outputs["run_id"],
+        feature_lineage=prepared.outputs["feature_lineage"],
         **tracking,
     )
     version = registration.outputs["version"]

@@ -14,7 +14,7 @@ from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
 from mlops.tracking.store import TrackingStore
-from mlops.vocabulary import Lineage, file_sha256
+from mlops.vocabulary import Lineage, feature_lineage_tags, file_sha256
 from training.config import ModelConfig
 from training.model import TabularNet
 from training.onnx_export import export_onnx
@@ -27,6 +27,12 @@ LINEAGE = Lineage(
     package_version="0.1.0",
     train_run_id="train-run",
 )
+FEATURE_RECORD = {
+    "feature_service": "churn_service",
+    "project": "mlops",
+    "feature_views": {"churn": {"features": ["tenure"], "ttl_seconds": 0, "definition_sha256": "a" * 64}},
+    "entity_table": {"uri": "/data/labels.csv", "sha256": "e" * 64, "rows": 3},
+}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +57,9 @@ def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_ga
     from mlops.governance import audit
 
     first = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
-    second = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking)
+    # Trained on a training set from the feature store: its lineage record's tags join the version's.
+    from_store = feature_lineage_tags(FEATURE_RECORD)
+    second = register_onnx_model(onnx_dir, frame, "credit", LINEAGE, tracking, feature_tags=from_store)
     assert (first.version, second.version) == ("1", "2")
 
     client = tracking._client
@@ -76,6 +84,12 @@ def test_registers_version_with_lineage_digest_and_challenger_alias_after_the_ga
         "mlops.train_run_id": "train-run",
     }.items():
         assert version.tags[key] == value
+    assert version.tags["mlops.features.service"] == "churn_service"
+    assert "mlops.features.service" not in client.get_model_version("credit", first.version).tags
+    registered = [
+        e for e in audit.read_events(tracking_uri=tracking.tracking_uri) if e.action == "model.registered"
+    ]
+    assert [e.details.get("features.entity_table_sha256") for e in registered] == [None, "e" * 64]
 
     # The recorded digest is the digest of exactly what a server downloads, and it scores.
     challenger = tracking.alias_version("credit", "challenger")

@@ -110,8 +110,11 @@ def test_a_failed_retraining_is_recorded_and_does_not_start_the_cooldown(
     assert LAST_RETRAIN_TAG not in client.get_registered_model("credit-default").tags
 
 
-def _champion_trained_on(registry: TrackingStore, params: dict[str, str]) -> None:
-    """A champion version whose training pipeline run's validate-data step logged ``params``."""
+def _champion_trained_on(
+    registry: TrackingStore, params: dict[str, str], version_tags: dict[str, str] | None = None
+) -> None:
+    """A champion version (with ``version_tags`` too) whose training pipeline run's validate-data step
+    logged ``params``."""
     from mlops.vocabulary import CHAMPION, PIPELINE_RUN_ID_TAG
 
     client = registry._client
@@ -127,7 +130,9 @@ def _champion_trained_on(registry: TrackingStore, params: dict[str, str]) -> Non
     )
     client.log_param(other.info.run_id, "data.uri", "/data/another-runs-table.csv")  # not the champion's run
     version = client.create_model_version(
-        "credit-default", "file:///m", tags={"mlops.kfp_run_id": "kfp-7", "mlops.train_run_id": train_run}
+        "credit-default",
+        "file:///m",
+        tags={"mlops.kfp_run_id": "kfp-7", "mlops.train_run_id": train_run, **(version_tags or {})},
     )
     client.set_registered_model_alias("credit-default", CHAMPION, version.version)
 
@@ -148,6 +153,30 @@ def test_a_retraining_trains_on_the_champions_own_data_and_schema_unless_told_ot
         "--set=tracking.tracking_uri=sqlite:////ws/mlflow.db",
         "--set=validation.schema_uri=/data/loans.schema.yaml", "--set=data.uri=/data/loans-2026-11.csv",
     ]  # fmt: skip
+
+
+def test_a_champion_trained_from_the_feature_store_joins_its_entity_table_with_the_service_again(
+    registry: TrackingStore,
+) -> None:
+    from mlops.vocabulary import feature_lineage_tags
+
+    record = {
+        "feature_service": "churn_service",
+        "feature_views": {},
+        "entity_table": {"uri": "/data/labels.csv", "sha256": "e" * 64},
+        "source": {"repo": "/ws/features", "timestamp": "label_time", "allow_missing": True},
+    }
+    joined = "/ws/pipeline-runs/x/prepare-data/sample"
+    schema = {"validation.schema_uri": "/data/churn.schema.yaml"}
+    _champion_trained_on(registry, {"data.uri": joined, **schema}, feature_lineage_tags(record))
+    assert champion_source(registry, "credit-default") == {
+        "data.uri": "/data/labels.csv",  # the entity table, not the joined set in that run's folder
+        "data.features.service": "churn_service",
+        "data.features.repo": "/ws/features",
+        "data.features.timestamp": "label_time",
+        "data.features.allow_missing": "true",
+        **schema,
+    }
 
 
 def test_a_champion_trained_on_the_sample_retrains_on_the_sample(registry: TrackingStore) -> None:
