@@ -15,11 +15,26 @@ TIME = "event_timestamp"
 """The entity table's time column as the platform passes it (Feast's name for it)."""
 
 
+def definition(spec, repo):  # noqa: ANN001, ANN201
+    """The view's definition as bytes that change only when the definition does: its source's bookkeeping
+    times (``meta``: set at every ``feast apply``) left out, a file source's path made relative to the
+    repository (Feast stores it absolute, so a moved or copied repository would hash differently)."""
+    import os
+
+    for source in (spec.batch_source, spec.stream_source):
+        source.ClearField("meta")
+        if source.HasField("file_options"):
+            root = os.path.abspath(str(repo)) + os.sep
+            if source.file_options.uri.startswith(root):
+                source.file_options.uri = source.file_options.uri[len(root):]
+    return spec.SerializeToString(deterministic=True)
+
+
 def describe(store, service):  # noqa: ANN001, ANN201 - Feast's types exist only in its venv
     views = {}
     for projection in service.feature_view_projections:
         view = store.get_feature_view(projection.name)
-        spec = view.to_proto().spec.SerializeToString(deterministic=True)
+        spec = definition(view.to_proto().spec, store.repo_path)
         views[projection.name] = {
             "features": [feature.name for feature in projection.features],
             "join_keys": [column.name for column in view.entity_columns],

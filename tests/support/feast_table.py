@@ -71,7 +71,12 @@ def write_features(folder: Path) -> Path:
 
 
 def applied_repository(
-    env: FeastEnvironment, folder: Path, *, materialize: bool = True, online_store: str = "sqlite"
+    env: FeastEnvironment,
+    folder: Path,
+    *,
+    materialize: bool = True,
+    online_store: str = "sqlite",
+    ttl: timedelta = TTL,
 ) -> FeatureRepo:
     """A repository written from the churn-like table by ``mlops features init``'s code (its online store
     ``online_store``), applied, and (unless told not to) materialized from BASE - 1 day to NOW."""
@@ -82,7 +87,7 @@ def applied_repository(
         out=folder / "repo",
         entity="customerID",
         timestamp="event_timestamp",
-        ttl=TTL,
+        ttl=ttl,
         online_store=online_store,
     )
     feast_cli.apply(env, repo.path, SETTINGS)

@@ -24,6 +24,7 @@ from tests.support.feast_table import (
     SETTINGS,
     STALE_ONLY,
     TTL,
+    applied_repository,
 )
 
 
@@ -123,3 +124,29 @@ def test_an_unknown_service_names_the_ones_there_are(
             entities_uri=str(labels),
             out=tmp_path / "t.parquet",
         )
+
+
+def test_a_views_definition_hash_is_the_same_wherever_and_whenever_it_was_applied(
+    feast_environment: FeastEnvironment, feature_repo: FeatureRepo, tmp_path: Path
+) -> None:
+    """The same table written and applied in another folder, later, hashes the same (Feast stores the file
+    source's path absolute and stamps its apply time); a changed TTL does not."""
+    again = applied_repository(feast_environment, tmp_path / "elsewhere", materialize=False)
+    shorter = applied_repository(
+        feast_environment, tmp_path / "shorter", materialize=False, ttl=timedelta(days=3)
+    )
+    labels = entities(tmp_path, [(EARLY, BASE + timedelta(days=1), 1)])
+
+    def view_hash(repo: FeatureRepo) -> str:
+        built = build_training_set(
+            feast_environment,
+            repo.path,
+            SETTINGS,
+            service=repo.service,
+            entities_uri=str(labels),
+            out=tmp_path / repo.path.parent.name / "train.parquet",
+        )
+        return str(built.record["feature_views"][repo.view]["definition_sha256"])
+
+    assert view_hash(again) == view_hash(feature_repo)
+    assert view_hash(shorter) != view_hash(feature_repo)
