@@ -133,7 +133,6 @@ def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from serving.server import serve
 
     resolved = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "")
-    config = server_config(args, workspace, resolved.tracking_uri)
     if resolved.workspace_store and not workspace.tracking_db.is_file():
         raise ValueError(
             f"workspace {workspace.root} has no MLflow store ({workspace.tracking_db}); "
@@ -141,25 +140,23 @@ def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
         )
     if args.model_name is not None:  # without a name, choosing the model has already asked the server
         check_reachable(resolved.tracking_uri)
-    if config.request_log_uri:
-        storage.check_access(config.request_log_uri)  # fail now, not on the first flush minutes later
-    print("\n".join(["Serving with:", *resolved.describe()[:1]]), flush=True)
     from mlops.governance.signing import workspace_defaults
 
-    with ExitStack() as stack, workspace_defaults(workspace.root, sign=False):
-        check = None
-        if config.features:
-            config, check = _feature_store(args, workspace, config, stack)
-        serve(config, check)
+    with ExitStack() as stack:
+        check = _feature_store(args, workspace, stack) if args.features else None
+        config = server_config(args, workspace, resolved.tracking_uri)
+        if config.request_log_uri:
+            storage.check_access(config.request_log_uri)  # fail now, not on the first flush minutes later
+        print("\n".join(["Serving with:", *resolved.describe()[:1]]), flush=True)
+        with workspace_defaults(workspace.root, sign=False):
+            serve(config, check)
     return 0
 
 
-def _feature_store(
-    args: argparse.Namespace, workspace: Workspace, config: Any, stack: ExitStack
-) -> tuple[Any, Callable[[Any], None]]:
+def _feature_store(args: argparse.Namespace, workspace: Workspace, stack: ExitStack) -> Callable[[Any], None]:
     """``--features SERVICE``: the repository's entity and TTL fill the flags left unset, ``feast serve`` over
-    it is started for the server's lifetime unless ``--feature-server`` names a running one, and the returned
-    check refuses a model whose input features the service lacks.
+    it is started for the server's lifetime (on ``stack``) unless ``--feature-server`` names a running one,
+    and the returned check refuses a model whose input features the service lacks.
 
     The feature server is a control-plane piece: started and stopped here, outside the serving process's core,
     which only receives its address."""
@@ -169,23 +166,23 @@ def _feature_store(
     from mlops.features.online import FeatureServer
     from mlops.features.repository import read_repository
 
+    service = args.features
     path = (
         Path(args.feature_repo).expanduser().resolve() if args.feature_repo else workspace.root / "features"
     )
     try:
         repo = read_repository(path)
     except FeastError as exc:
-        raise ValueError(f"--features {config.features}: {exc}") from exc
-    if repo.service != config.features:
+        raise ValueError(f"--features {service}: {exc}") from exc
+    if repo.service != service:
         raise ValueError(
-            f"--features {config.features!r}: the feature repository {path} declares service {repo.service!r}"
+            f"--features {service!r}: the feature repository {path} declares service {repo.service!r}"
         )
-    changes: dict[str, Any] = {}
     if args.feature_entity is None:
-        changes["feature_entity"] = repo.entity
+        args.feature_entity = repo.entity
     if args.feature_max_age_s is None:
-        changes["feature_max_age_s"] = repo.ttl.total_seconds()
-    if not config.feature_server:
+        args.feature_max_age_s = repo.ttl.total_seconds()
+    if not args.feature_server:
         settings = FeastSettings()
         try:
             server = FeatureServer(
@@ -193,13 +190,11 @@ def _feature_store(
             )
             stack.enter_context(server)
         except FeastError as exc:
-            raise ValueError(f"--features {config.features}: {exc}") from exc
-        changes["feature_server"] = server.address
-    config = config.model_copy(update=changes)
-    type(config).model_validate(config.model_dump())  # the filled-in fields obey the same checks
+            raise ValueError(f"--features {service}: {exc}") from exc
+        args.feature_server = server.address
     print(
-        f"Features: service {config.features!r} of {path} from http://{config.feature_server} "
-        f"(entity {config.feature_entity!r}, max age {config.feature_max_age_s:.0f} s)",
+        f"Features: service {service!r} of {path} from http://{args.feature_server} "
+        f"(entity {args.feature_entity!r}, max age {float(args.feature_max_age_s):.0f} s)",
         flush=True,
     )
 
@@ -207,11 +202,11 @@ def _feature_store(
         missing = [name for name in model.spec.names if name not in repo.features]
         if missing:
             raise ValueError(
-                f"feature service {config.features!r} lacks the model's input feature(s) {missing} (it has "
+                f"feature service {service!r} lacks the model's input feature(s) {missing} (it has "
                 f"{list(repo.features)}); serve a service that holds them all, or retrain on its features"
             )
 
-    return config, check
+    return check
 
 
 def main(argv: Sequence[str] | None = None) -> int:
