@@ -10,7 +10,6 @@ lookup's histogram and its failures by reason.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Iterator
 from datetime import timedelta
@@ -71,6 +70,7 @@ def churn_model(tmp_path_factory: pytest.TempPathFactory) -> LoadedModel:
 
 def config(feature_repo: FeatureRepo, address: str, **changes: Any) -> ServerConfig:
     values: dict[str, Any] = {
+        "model_name": MODEL,
         "tracking_uri": "sqlite:///unused.db",
         "reload_interval_s": 0,
         "features": feature_repo.service,
@@ -135,7 +135,10 @@ def test_entity_requests_score_what_the_same_rows_sent_as_values_score(
         assert response.json()["outputs"][0]["data"] == pytest.approx(expected, rel=1e-6)
 
 
-def test_grpc_entity_requests_go_through_the_same_lookup(app_and_log: tuple[ServingApp, Path]) -> None:
+def test_grpc_entity_requests_go_through_the_same_lookup(
+    app_and_log: tuple[ServingApp, Path], client: TestClient
+) -> None:
+    """On the app's own event loop (its batcher runs there), as the gRPC server calls the data plane."""
     from serving.dataplane import InferRequest
     from serving.grpc_service import GrpcInputs
     from serving.proto import grpc_predict_v2_pb2 as pb
@@ -159,7 +162,8 @@ def test_grpc_entity_requests_go_through_the_same_lookup(app_and_log: tuple[Serv
         inputs = V1Inputs({"instances": [LATEST[EARLY], LATEST[LATE]]})
         return await plane.infer(InferRequest(Target({"name": MODEL}, {}), inputs, "grpc"))
 
-    looked_up, sent = asyncio.run(infer()), asyncio.run(by_value())
+    assert client.portal is not None
+    looked_up, sent = client.portal.call(infer), client.portal.call(by_value)
     np.testing.assert_allclose(looked_up.probabilities, sent.probabilities, rtol=1e-6)
 
 
@@ -218,8 +222,11 @@ def test_the_request_log_holds_the_looked_up_values_and_the_id(
     frame = pd.concat(pd.read_parquet(f) for f in (tmp_path / MODEL).glob("*.parquet"))
     frame = frame.sort_values("request_row").reset_index(drop=True)
     assert frame[ENTITY].tolist() == [EARLY, LATE]
-    for name in FEATURES:
-        assert frame[name].tolist() == [LATEST[EARLY][name], LATEST[LATE][name]], name
+    for name in FEATURES:  # the model's float32 values, as every logged row holds them
+        expected = [LATEST[EARLY][name], LATEST[LATE][name]]
+        assert frame[name].tolist() == (
+            expected if name == "Contract" else pytest.approx(expected, rel=1e-6)
+        ), name
 
 
 def test_a_stale_value_is_a_400_naming_the_id(
@@ -251,7 +258,9 @@ def test_a_feature_server_that_is_down_is_a_503_naming_it(
 def test_an_entity_request_to_a_server_without_a_feature_store_says_how_to_start_one(
     churn_model: LoadedModel,
 ) -> None:
-    app = create_app(ServerConfig(tracking_uri="sqlite:///unused.db", reload_interval_s=0), churn_model)
+    app = create_app(
+        ServerConfig(model_name=MODEL, tracking_uri="sqlite:///unused.db", reload_interval_s=0), churn_model
+    )
     assert app.state.plane.entities is None
     with TestClient(app) as c:
         for body, path in (({"instances": [{ENTITY: EARLY}]}, V1), (v2_entity([EARLY]), V2)):
