@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mlops.features.online import OnlineClient
-    from serving.dataplane import ModelContract
     from serving.metrics import ServingMetrics
 
 START_HINT = "start the server with `mlops serve --features SERVICE` (or --feature-server HOST:PORT)"
@@ -74,8 +73,11 @@ class EntityRows:
     def __init__(self, entity: str, ids: Sequence[Any], rows: list[dict[str, Any]]):
         self.entity, self.ids, self.rows = entity, ids, rows
 
-    def read(self, contract: ModelContract) -> np.ndarray:
-        return contract.encoder.encode(self.rows)
+    def read(self, contract: Any) -> np.ndarray:
+        """The rows encoded by ``contract`` (a :class:`~serving.dataplane.ModelContract`: not imported, the
+        data plane imports this module)."""
+        encoded: np.ndarray = contract.encoder.encode(self.rows)
+        return encoded
 
     def subjects(self, name: str) -> list[str | None] | None:
         return [str(i) for i in self.ids] if name == self.entity else None
