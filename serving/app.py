@@ -111,4 +111,16 @@ def create_plane(
         RolloutRouter(config, backend, metrics, load) if make_router is None else make_router(config, backend)
     )
     explainer = Explainer(config.explain_max_rows, config.explain_top_k, config.explain_reference_rows)
-    return DataPlane(config.model_name, router, metrics, explainer)
+    plane = DataPlane(config.model_name, router, metrics, explainer)
+    if config.features:
+        from serving.entity_features import EntityLookup, LookupSettings
+
+        settings = LookupSettings(
+            config.feature_server,
+            config.features,
+            config.feature_entity,
+            config.feature_max_age_s,
+            config.feature_timeout_s,
+        )
+        plane.entities = EntityLookup(settings, metrics, config.model_name)
+    return plane

@@ -141,6 +141,32 @@ class ServerConfig(BaseModel):
         description="Most of the version's stored reference rows (explain_reference.parquet) a reason is "
         "measured against; fewer cost less per explained row and average over fewer rows.",
     )
+    features: str = Field(
+        default="",
+        description="Feature service (Feast) whose online features a request by entity id is scored with (V1 "
+        "instances of {ENTITY: id}, V2/gRPC one input named after the entity); `mlops serve` starts the feature "
+        "server over the workspace's features/ repository (or --feature-repo) unless --feature-server names a "
+        "running one. Empty: requests carry feature values only.",
+    )
+    feature_server: str = Field(
+        default="",
+        description="HOST:PORT of a running Feast feature server (`feast serve`) to look features up from; "
+        "empty with --features starts one for the server's lifetime.",
+    )
+    feature_entity: str = Field(
+        default="", description="The entity's join key a request's ids come under (with --features)."
+    )
+    feature_max_age_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="Online values older than this many seconds are refused (400 naming the id); 0 accepts any "
+        "age (with --features).",
+    )
+    feature_timeout_s: float = Field(
+        default=2.0,
+        gt=0.0,
+        description="Longest one online feature lookup may wait before the request gets 503.",
+    )
     model_cache_dir: str = Field(
         default="",
         description="Where downloaded model files are kept; empty uses a temporary directory removed on exit.",
@@ -193,6 +219,17 @@ class ServerConfig(BaseModel):
             raise ValueError(
                 "request_log_uri is set but request_log_sample_rate is 0; set a rate in (0, 1] or drop the uri"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _features_need_a_server(self) -> ServerConfig:
+        if self.features and not (self.feature_server and self.feature_entity):
+            raise ValueError(
+                f"features {self.features!r} needs feature_server (HOST:PORT) and feature_entity; `mlops serve "
+                "--features` fills both from the feature repository"
+            )
+        if self.feature_server and ":" not in self.feature_server:
+            raise ValueError(f"feature_server {self.feature_server!r} is not HOST:PORT")
         return self
 
     @property

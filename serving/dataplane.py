@@ -41,12 +41,14 @@ from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
 from mlops.vocabulary import package_version
 from serving.batching import InFlight
 from serving.columns import ColumnReader
+from serving.entity_features import START_HINT
 from serving.errors import InternalError, InvalidInput, ServingError, http_status
 from serving.explanations import REASONS_OUTPUT, Explainer
 from serving.tensors import BINARY_EXTENSION, DTYPES, FeatureBounds, RowEncoder
 
 if TYPE_CHECKING:
     from mlops.data.features import FeatureSpec
+    from serving.entity_features import EntityLookup
     from serving.metrics import ServingMetrics
     from serving.request_log import RequestLogger
     from serving.routing.model_router import ModelRouter, Target
@@ -132,6 +134,13 @@ class Inputs(Protocol):
     def subjects(self, name: str) -> list[str | None] | None:
         """Per row, the text of data column ``name`` (the model's subject key) when the request carries it
         (per-column and named-row forms), else None; called after :meth:`read` accepted the request."""
+        ...
+
+    def keyed(self) -> tuple[str, list[Any]] | None:
+        """``(name, values)`` when the request carries one named field and nothing else (V1 instances each
+        ``{name: value}``; V2/gRPC one input ``name`` of BYTES or INT, shape ``[N]``): entity ids, when the
+        name is the feature store's entity (:mod:`serving.entity_features`); else None. Only asked on a
+        server with a feature store, or for a refused request's message."""
         ...
 
 
@@ -260,6 +269,8 @@ class DataPlane:
         """Where a request without an id gets one."""
         self.in_flight = InFlight()
         """Inference requests the transports have in progress: one alone skips the batcher's queue."""
+        self.entities: EntityLookup | None = None
+        """Where requests by entity id get their features (``mlops serve --features``); None: values only."""
         self._contracts: dict[str, ModelContract] = {}
         self._server = ServerMetadata(SERVER_NAME, package_version(), EXTENSIONS)
 
@@ -319,6 +330,10 @@ class DataPlane:
         try:
             scorer, version = self.router.select(request.target)
             contract = self.contract(scorer.holder.current)
+            if self.entities is not None:  # a server without a feature store pays one comparison
+                keyed = request.inputs.keyed()
+                if keyed is not None and keyed[0] == self.entities.entity:
+                    request.inputs = await self.entities.rows(keyed[1])
             values = request.inputs.read(contract)
             for name in request.outputs:
                 if name != OUTPUT_NAME and not (request.explain and name == REASONS_OUTPUT):
@@ -345,8 +360,11 @@ class DataPlane:
                 subjects = request.inputs.subjects(subject) if subject else None
                 self.request_log.record(used, x, y, request.log_id, request.explain, subjects)
         except ServingError as exc:
-            self.failed(exc, request.protocol)
-            raise
+            error = self._entity_hint(request, exc) if type(exc) is InvalidInput else exc
+            self.failed(error, request.protocol)
+            if error is exc:
+                raise
+            raise error from exc
         except Exception as exc:
             error = self.internal_error(exc)
             self.failed(error, request.protocol)
@@ -355,6 +373,30 @@ class DataPlane:
             self.name, used.version, request.protocol, 200, time.perf_counter() - request.received
         )
         return InferResponse(self.name, used.version, request.id, y, reasons)
+
+    def _entity_hint(self, request: InferRequest, error: InvalidInput) -> InvalidInput:
+        """``error``, or, when the refused request carried one field no feature of the model is named (entity
+        ids, by the look of it), an error saying how this server takes entity ids."""
+        try:
+            keyed = request.inputs.keyed()
+        except Exception:  # a malformed body: the original message says what is wrong
+            return error
+        if keyed is None:
+            return error
+        name = keyed[0]
+        spec = self.router.primary.holder.current.spec
+        if name in spec.names or name == INPUT_NAME:
+            return error
+        if self.entities is None:
+            return InvalidInput(
+                f"the request carries only {name!r}, which is no feature of this model; to send entity ids "
+                f"instead of feature values, {START_HINT}; else send the features {list(spec.names)}"
+            )
+        return InvalidInput(
+            f"the request carries only {name!r}; this server looks features up by entity "
+            f"{self.entities.entity!r} (send {{{self.entities.entity!r}: id}} rows or an input named so), "
+            f"or send the features {list(spec.names)}"
+        )
 
     def internal_error(self, exc: Exception) -> InternalError:
         """``exc``, which no check foresaw, logged with its traceback (call inside ``except``) and wrapped."""

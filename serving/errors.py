@@ -37,6 +37,11 @@ class InvalidInput(ServingError):
     """The request is malformed or holds a value the model cannot take."""
 
 
+class UnknownEntity(InvalidInput):
+    """A request sent entity ids and the feature store has no current values for one of them (missing, or older
+    than the feature view's TTL): a bad input, as KServe answers an input it cannot use, named in the message."""
+
+
 class Unauthenticated(ServingError):
     """The bearer token is missing or wrong."""
 
@@ -73,6 +78,10 @@ class ClientClosed(ServingError):
     """The client went away before its request arrived; nobody is answered, the metrics count it."""
 
 
+class Unavailable(ServingError):
+    """A service the request needs is down (the feature store's server for a request by entity id): retry later."""
+
+
 class InternalError(ServingError):
     """The server failed on a request that passed every check (the model raised); logged with its traceback."""
 
@@ -86,6 +95,7 @@ HTTP_STATUS: dict[type[ServingError], int] = {
     Conflict: 409,
     PayloadTooLarge: 413,
     ClientClosed: 499,  # nginx's code for a client that closed the connection; only ever counted
+    Unavailable: 503,
     InternalError: 500,
     ServingError: 500,
 }
@@ -100,6 +110,7 @@ GRPC_STATUS: dict[type[ServingError], str] = {
     Conflict: "FAILED_PRECONDITION",
     PayloadTooLarge: "RESOURCE_EXHAUSTED",
     ClientClosed: "CANCELLED",
+    Unavailable: "UNAVAILABLE",
     InternalError: "INTERNAL",
     ServingError: "INTERNAL",
 }
@@ -108,6 +119,7 @@ GRPC_STATUS: dict[type[ServingError], str] = {
 
 REASON: dict[type[ServingError], str] = {
     InvalidInput: "bad_request",
+    UnknownEntity: "unknown_entity",
     Unauthenticated: "unauthorized",
     Forbidden: "forbidden",
     NotFound: "not_found",
@@ -115,6 +127,7 @@ REASON: dict[type[ServingError], str] = {
     Conflict: "client_error",
     PayloadTooLarge: "payload_too_large",
     ClientClosed: "client_closed",
+    Unavailable: "unavailable",
     InternalError: "internal",
     ServingError: "internal",
 }

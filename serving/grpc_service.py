@@ -28,9 +28,10 @@ import grpc
 import numpy as np
 import orjson
 
-from mlops.model.onnx_model import OUTPUT_NAME
+from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
 from serving.columns import BYTES, Column, binary_column, column_rows, column_texts
 from serving.dataplane import INPUT_WHERE, InferRequest, InferResponse
+from serving.entity_features import ENTITY_DATATYPES, entity_ids, raw_ids
 from serving.errors import (
     InvalidInput,
     ModelNotFound,
@@ -150,6 +151,24 @@ class GrpcInputs:
             values = getattr(tensor.contents, CONTENTS[tensor.datatype])
             return column_texts(Column(name, tensor.datatype, np.asarray(values, dtype=np.float64)))
         return None
+
+    def keyed(self) -> tuple[str, list[Any]] | None:
+        request = self.request
+        if len(request.inputs) != 1:
+            return None
+        tensor = request.inputs[0]
+        name, datatype, shape = tensor.name, tensor.datatype, list(tensor.shape)
+        if name == INPUT_NAME or datatype not in ENTITY_DATATYPES:
+            return None
+        if request.raw_input_contents:
+            if not shape:
+                return None
+            values: list[Any] = raw_ids(datatype, request.raw_input_contents[0], shape[0])
+        elif datatype == BYTES:
+            values = list(tensor.contents.bytes_contents)
+        else:
+            values = list(getattr(tensor.contents, CONTENTS[datatype]))
+        return entity_ids(name, datatype, shape, values)
 
 
 async def abort(context: grpc.aio.ServicerContext, error: ServingError) -> NoReturn:

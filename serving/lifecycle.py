@@ -98,6 +98,8 @@ class ServerLifecycle:
             await backend.stop()
         if self.plane.request_log is not None:
             await self.plane.request_log.stop()
+        if self.plane.entities is not None:
+            self.plane.entities.close()
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:

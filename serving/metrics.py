@@ -14,6 +14,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 # Sub-millisecond buckets: a small model answers in ~0.1 ms; the top buckets catch queueing under load.
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
+LOOKUP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""An online feature lookup is an HTTP round trip to Feast's server: milliseconds, up to its timeout."""
 SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 20))
 """Twenty equal-width bins of the predicted probability: enough for a score-distribution shift test."""
 ROLES = ("champion", "challenger", "shadow")
@@ -111,6 +113,26 @@ class ServingMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.lookup_latency = Histogram(
+            "mlops_serving_feature_lookup_seconds",
+            "Time one request's online feature lookup took (requests by entity id; one batched call each).",
+            ["model"],
+            buckets=LOOKUP_BUCKETS,
+            registry=self.registry,
+        )
+        self.lookup_rows = Counter(
+            "mlops_serving_feature_lookup_rows",
+            "Entity ids whose features were looked up.",
+            ["model"],
+            registry=self.registry,
+        )
+        self.lookups_failed = Counter(
+            "mlops_serving_feature_lookups_failed",
+            "Online feature lookups refused, by reason (missing: an id without values, stale: values older than "
+            "the view's TTL, unavailable: the feature server did not answer).",
+            ["model", "reason"],
+            registry=self.registry,
+        )
 
         self._children: dict[tuple[str, ...], Any] = {}
 
@@ -156,6 +178,13 @@ class ServingMetrics:
         """One request's ``rows`` answered with reasons, which took ``seconds`` to compute."""
         self._child(self.explained_rows, model, version).inc(rows)
         self._child(self.explain_latency, model, version).observe(seconds)
+
+    def looked_up(self, model: str, rows: int, seconds: float) -> None:
+        self._child(self.lookup_latency, model).observe(seconds)
+        self._child(self.lookup_rows, model).inc(rows)
+
+    def lookup_failed(self, model: str, reason: str) -> None:
+        self._child(self.lookups_failed, model, reason).inc()
 
     def log_dropped(self, model: str, rows: int) -> None:
         self._child(self.log_dropped_rows, model).inc(rows)

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import orjson
 
-from mlops.model.onnx_model import OUTPUT_NAME
+from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
 from serving.columns import binary_column, column_rows, column_texts, json_column
 from serving.dataplane import INPUT_WHERE, describe
+from serving.entity_features import ENTITY_DATATYPES, entity_ids, raw_ids
 from serving.errors import InvalidInput
 from serving.explanations import EXPLAIN_PARAMETER, REASONS_OUTPUT
 from serving.tensors import binary_size, from_binary
@@ -186,6 +187,19 @@ class V2Inputs:
             at += size or 0
         return None
 
+    def keyed(self) -> tuple[str, list[Any]] | None:
+        inputs = self.payload.get("inputs") if isinstance(self.payload, dict) else None
+        if not isinstance(inputs, list) or len(inputs) != 1 or not isinstance(inputs[0], dict):
+            return None
+        item = inputs[0]
+        name, datatype, shape = item.get("name"), item.get("datatype"), item.get("shape")
+        if name == INPUT_NAME or datatype not in ENTITY_DATATYPES:
+            return None
+        values = item.get("data")
+        if values is None and self.binary and type(shape) is list and shape and type(shape[0]) is int:
+            values = raw_ids(datatype, self.binary, shape[0])
+        return entity_ids(name, datatype, shape, values)
+
 
 def request_id(payload: Any) -> str | int | None:
     """The V2 body's ``id`` (a string or an integer), echoed in the response; anything else is ignored."""
@@ -297,6 +311,24 @@ class V1Inputs:
         if not isinstance(instances, list) or not all(isinstance(row, dict) for row in instances):
             return None
         return [None if row.get(name) is None else str(row.get(name)) for row in instances]
+
+    def keyed(self) -> tuple[str, list[Any]] | None:
+        instances = self.payload.get("instances") if isinstance(self.payload, dict) else None
+        if not isinstance(instances, list) or not instances:
+            return None
+        first = instances[0]
+        if not isinstance(first, dict) or len(first) != 1:
+            return None
+        (name,) = first
+        ids = []
+        for row in instances:
+            if not isinstance(row, dict) or len(row) != 1 or name not in row:
+                return None
+            value = row[name]
+            if type(value) is not str and type(value) is not int:
+                return None
+            ids.append(value)
+        return name, ids
 
 
 def v1_response(probabilities: np.ndarray) -> bytes:

@@ -32,14 +32,21 @@ def loader(config: ServerConfig, registry: ModelRegistry) -> Callable[[str], Loa
 
 
 @contextmanager
-def prepared_app(config: ServerConfig) -> Iterator[tuple[Starlette, LoadedModel]]:
-    """The app with its first model loaded; the model cache lives as long as the context."""
+def prepared_app(
+    config: ServerConfig, check: Callable[[LoadedModel], None] | None = None
+) -> Iterator[tuple[Starlette, LoadedModel]]:
+    """The app with its first model loaded; the model cache lives as long as the context.
+
+    ``check`` is called with the loaded model before the app is built (``mlops serve --features``: do the
+    feature service's features cover the model's inputs); it raises ValueError to refuse."""
     from serving.app import create_app
 
     with _cache_dir(config) as cache:
         registry = ModelRegistry(config.tracking_uri, config.model_name, cache)
         load = loader(config, registry)
         model = load(registry.version_for(config.alias))
+        if check is not None:
+            check(model)
         app = create_app(config, model, resolve=lambda: registry.version_for(config.alias), load=load)
         yield app, model
 
@@ -53,14 +60,16 @@ def _cache_dir(config: ServerConfig) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def serve(config: ServerConfig) -> None:
-    """Run until interrupted (SIGINT/SIGTERM); in-flight requests finish and the request log is flushed."""
+def serve(config: ServerConfig, check: Callable[[LoadedModel], None] | None = None) -> None:
+    """Run until interrupted (SIGINT/SIGTERM); in-flight requests finish and the request log is flushed.
+
+    ``check``: see :func:`prepared_app`."""
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # The process's own setting, made at its entry point: no download progress bar in server logs.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    with prepared_app(config) as (app, model):
+    with prepared_app(config, check) as (app, model):
         # MLflow, SQLAlchemy and pydantic leave ~280k long-lived objects; a full collection walking
         # them took ~175 ms and stalled every in-flight request (p99 170 ms at 32 clients, 5 ms after).
         gc.collect()

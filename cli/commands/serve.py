@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ WORKSPACE_DEFAULTS = {
     "request_log_uri": "<workspace>/request-logs",
     "model_cache_dir": "<workspace>/serving-cache",
     "model_name": "the workspace's model, when its registry holds exactly one",
+    "feature_entity": "the feature repository's entity",
+    "feature_max_age_s": "the feature view's TTL",
 }
 
 
@@ -72,6 +75,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"read the rollout admin route's token from this file (else ${ADMIN_TOKEN_ENV})",
     )
     parser.add_argument("--no-request-log", action="store_true", help="do not log requests")
+    parser.add_argument(
+        "--feature-repo",
+        type=Path,
+        default=None,
+        help="the feature repository --features reads (entity, TTL, features) and serves (default <workspace>/features)",
+    )
     parser.set_defaults(handler=serve_command)
 
 
@@ -92,6 +101,10 @@ def server_config(args: argparse.Namespace, workspace: Workspace, tracking_uri: 
         values["model_name"] = workspace_model(None, values["tracking_uri"], "--model-name", fallback=default)
     if values["model_cache_dir"] is None:
         values["model_cache_dir"] = str(workspace.root / "serving-cache")
+    if values["feature_entity"] is None:
+        values["feature_entity"] = ""
+    if values["feature_max_age_s"] is None:
+        values["feature_max_age_s"] = 0.0
     if args.no_request_log:
         values["request_log_uri"] = ""
     elif values["request_log_uri"] is None:
@@ -120,7 +133,6 @@ def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from serving.server import serve
 
     resolved = resolve_tracking(workspace, tracking_uri=args.tracking_uri or "")
-    config = server_config(args, workspace, resolved.tracking_uri)
     if resolved.workspace_store and not workspace.tracking_db.is_file():
         raise ValueError(
             f"workspace {workspace.root} has no MLflow store ({workspace.tracking_db}); "
@@ -128,14 +140,73 @@ def serve_command(args: argparse.Namespace, workspace: Workspace) -> int:
         )
     if args.model_name is not None:  # without a name, choosing the model has already asked the server
         check_reachable(resolved.tracking_uri)
-    if config.request_log_uri:
-        storage.check_access(config.request_log_uri)  # fail now, not on the first flush minutes later
-    print("\n".join(["Serving with:", *resolved.describe()[:1]]), flush=True)
     from mlops.governance.signing import workspace_defaults
 
-    with workspace_defaults(workspace.root, sign=False):
-        serve(config)
+    with ExitStack() as stack:
+        check = _feature_store(args, workspace, stack) if args.features else None
+        config = server_config(args, workspace, resolved.tracking_uri)
+        if config.request_log_uri:
+            storage.check_access(config.request_log_uri)  # fail now, not on the first flush minutes later
+        print("\n".join(["Serving with:", *resolved.describe()[:1]]), flush=True)
+        with workspace_defaults(workspace.root, sign=False):
+            serve(config, check)
     return 0
+
+
+def _feature_store(args: argparse.Namespace, workspace: Workspace, stack: ExitStack) -> Callable[[Any], None]:
+    """``--features SERVICE``: the repository's entity and TTL fill the flags left unset, ``feast serve`` over
+    it is started for the server's lifetime (on ``stack``) unless ``--feature-server`` names a running one,
+    and the returned check refuses a model whose input features the service lacks.
+
+    The feature server is a control-plane piece: started and stopped here, outside the serving process's core,
+    which only receives its address."""
+    from mlops.features import environment
+    from mlops.features.config import FeastSettings
+    from mlops.features.environment import FeastError
+    from mlops.features.online import FeatureServer
+    from mlops.features.repository import read_repository
+
+    service = args.features
+    path = (
+        Path(args.feature_repo).expanduser().resolve() if args.feature_repo else workspace.root / "features"
+    )
+    try:
+        repo = read_repository(path)
+    except FeastError as exc:
+        raise ValueError(f"--features {service}: {exc}") from exc
+    if repo.service != service:
+        raise ValueError(
+            f"--features {service!r}: the feature repository {path} declares service {repo.service!r}"
+        )
+    if args.feature_entity is None:
+        args.feature_entity = repo.entity
+    if args.feature_max_age_s is None:
+        args.feature_max_age_s = repo.ttl.total_seconds()
+    if not args.feature_server:
+        settings = FeastSettings()
+        try:
+            server = FeatureServer(
+                environment.find(settings), path, settings, path / "data" / "feast-serve.log"
+            )
+            stack.enter_context(server)
+        except FeastError as exc:
+            raise ValueError(f"--features {service}: {exc}") from exc
+        args.feature_server = server.address
+    print(
+        f"Features: service {service!r} of {path} from http://{args.feature_server} "
+        f"(entity {args.feature_entity!r}, max age {float(args.feature_max_age_s):.0f} s)",
+        flush=True,
+    )
+
+    def check(model: Any) -> None:
+        missing = [name for name in model.spec.names if name not in repo.features]
+        if missing:
+            raise ValueError(
+                f"feature service {service!r} lacks the model's input feature(s) {missing} (it has "
+                f"{list(repo.features)}); serve a service that holds them all, or retrain on its features"
+            )
+
+    return check
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,6 +34,14 @@ LOG_TAIL = 2000
 class MissingEntityError(FeastError):
     """An entity id has no (or only stale) online values; its message names the id and the features."""
 
+    def __init__(self, message: str, entity_id: Any = None) -> None:
+        super().__init__(message)
+        self.entity_id = entity_id
+
+
+class StaleEntityError(MissingEntityError):
+    """An entity id's online values are older than the feature view's TTL (``max_age``)."""
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -148,7 +156,8 @@ class OnlineClient:
             if all(status == NOT_FOUND for status in statuses.values()):
                 raise MissingEntityError(
                     f"{entity}={entity_id!r} has no features in the online store of service {service!r} "
-                    "(not in the feature table, or not materialized yet: `mlops features materialize`)"
+                    "(not in the feature table, or not materialized yet: `mlops features materialize`)",
+                    entity_id,
                 )
             stale = sorted(name for name, status in statuses.items() if status == STALE)
             if max_age is not None:
@@ -159,9 +168,10 @@ class OnlineClient:
                     if statuses[name] == "PRESENT" and _moment(column["event_timestamps"][position]) < oldest
                 )
             if stale:
-                raise MissingEntityError(
+                raise StaleEntityError(
                     f"{entity}={entity_id!r}: the online values of {', '.join(stale)} are older than their feature "
-                    "view's TTL; load newer values (`mlops features materialize`) or lengthen the view's ttl"
+                    "view's TTL; load newer values (`mlops features materialize`) or lengthen the view's ttl",
+                    entity_id,
                 )
             rows.append({name: column["values"][position] for name, column in columns.items()})
         return rows
@@ -174,7 +184,7 @@ class OnlineClient:
                 self.connection.request("POST", path, body, {"Content-Type": "application/json"})
                 response = self.connection.getresponse()
                 payload = response.read()
-            except (http.client.HTTPException, ConnectionError) as exc:
+            except (http.client.HTTPException, OSError) as exc:  # refused, reset, timed out
                 self.close()
                 if attempt == 2:
                     raise FeastError(f"feature server {self.host}:{self.port} did not answer: {exc}") from exc

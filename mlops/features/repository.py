@@ -11,6 +11,7 @@ refers to by name (``view:feature`` references, join keys) must be a plain ident
 
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 from dataclasses import dataclass
@@ -227,3 +228,57 @@ view = FeatureView(
 
 service = FeatureService(name={service!r}, features=[view])
 '''
+
+
+def read_repository(path: Path) -> FeatureRepo:
+    """The names a repository declares, read back from its ``features.py`` without importing Feast: the
+    entity's join key, the timestamp field, the view (its TTL and features) and the service, as ``init``
+    writes them (string literals); a file edited past that shape is refused naming what was not found."""
+    source = path / FEATURES_FILE
+    if not source.is_file():
+        raise FeastError(f"{path} holds no {FEATURES_FILE}: not a feature repository (`mlops features init`)")
+    calls: dict[str, list[ast.Call]] = {}
+    for node in ast.walk(ast.parse(source.read_text(), str(source))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.setdefault(node.func.id, []).append(node)
+
+    def one(kind: str) -> ast.Call:
+        found = calls.get(kind, [])
+        if len(found) != 1:
+            raise FeastError(f"{source} declares {len(found)} {kind}s; serving by entity reads exactly one")
+        return found[0]
+
+    def literal(call: ast.Call, name: str) -> object:
+        for keyword in call.keywords:
+            if keyword.arg == name:
+                try:
+                    return ast.literal_eval(keyword.value)
+                except ValueError:
+                    break
+        raise FeastError(f"{source}: {call.func.id}(...) has no literal {name}=")  # type: ignore[attr-defined]
+
+    view = one("FeatureView")
+    ttl = timedelta(0)
+    for keyword in view.keywords:
+        if keyword.arg == "ttl" and isinstance(keyword.value, ast.Call):
+            ttl = timedelta(**{k.arg: ast.literal_eval(k.value) for k in keyword.value.keywords if k.arg})
+    fields = [call for call in calls.get("Field", [])]
+    keys = literal(one("Entity"), "join_keys")
+    if not isinstance(keys, list) or len(keys) != 1:
+        raise FeastError(f"{source}: the entity has join keys {keys!r}; serving by entity reads exactly one")
+    project = "mlops"
+    store = path / STORE_FILE
+    if store.is_file():
+        for line in store.read_text().splitlines():
+            if line.startswith("project:"):
+                project = line.split(":", 1)[1].strip()
+    return FeatureRepo(
+        path,
+        project,
+        str(keys[0]),
+        str(literal(one("FileSource"), "timestamp_field")),
+        str(literal(view, "name")),
+        str(literal(one("FeatureService"), "name")),
+        tuple(str(literal(field, "name")) for field in fields),
+        ttl,
+    )
