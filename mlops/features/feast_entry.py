@@ -26,7 +26,7 @@ def definition(spec, repo):  # noqa: ANN001, ANN201
         if source.HasField("file_options"):
             root = os.path.abspath(str(repo)) + os.sep
             if source.file_options.uri.startswith(root):
-                source.file_options.uri = source.file_options.uri[len(root):]
+                source.file_options.uri = source.file_options.uri[len(root) :]
     return spec.SerializeToString(deterministic=True)
 
 
