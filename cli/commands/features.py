@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mlops.workspace import Workspace
@@ -98,7 +98,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "Exit 0: no feature skewed; 1: a feature skewed; 3: not conclusive (too few rows had an offline value).",
     )
     skew.add_argument("--service", required=True, help="the feature service the server looked up")
-    skew.add_argument("--served", required=True, help="the served rows: CSV or Parquet")
+    skew.add_argument(
+        "--served",
+        required=True,
+        help="the served rows: CSV or Parquet, or a request-log folder (<workspace>/request-logs/<model>)",
+    )
     skew.add_argument("--entity", required=True, help="the entity id column")
     skew.add_argument("--timestamp", default="timestamp", help="the column of each request's time")
     skew.add_argument(
@@ -211,7 +215,6 @@ SKEW_EXIT = {"pass": 0, "fail": 1, "not conclusive": 3}
 
 
 def skew_command(args: argparse.Namespace, workspace: Workspace) -> int:
-    from mlops.data.dataset import load_table
     from mlops.features import environment
     from mlops.features.config import FeastSettings
     from mlops.features.skew import SkewPolicy, measure_skew
@@ -219,7 +222,7 @@ def skew_command(args: argparse.Namespace, workspace: Workspace) -> int:
     given = {"max_share": args.max_share, "min_rows": args.min_rows, "sample_rows": args.sample}
     policy = SkewPolicy(**{key: value for key, value in given.items() if value is not None})
     settings = FeastSettings()
-    served, _ = load_table(args.served)
+    served = _served_rows(args.served)
     report = measure_skew(
         environment.find(settings),
         _repo(args, workspace),
@@ -233,3 +236,21 @@ def skew_command(args: argparse.Namespace, workspace: Workspace) -> int:
     )
     print("\n".join(report.lines()))
     return SKEW_EXIT[report.verdict]
+
+
+def _served_rows(where: str) -> Any:
+    """A table of served rows, or a request-log folder (``<workspace>/request-logs/<model>``: its Parquet
+    files, which hold each request's looked-up features, the entity id as subject and the time)."""
+    import pandas as pd
+
+    from mlops.data.dataset import load_table
+
+    folder = Path(where)
+    if not folder.is_dir():
+        return load_table(where)[0]
+    files = sorted(folder.glob("*.parquet"))
+    if not files:
+        raise ValueError(
+            f"--served {where}: a folder without Parquet files (a request log holds requests-*.parquet)"
+        )
+    return pd.concat([pd.read_parquet(file) for file in files], ignore_index=True)

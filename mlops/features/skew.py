@@ -150,6 +150,7 @@ def measure_skew(
             f"the served rows have no column(s) {absent} (they have {list(served.columns)}); a skew check needs "
             "the entity id, the time of each request and the features the server looked up"
         )
+    served = served[served[entity].notna()]  # rows scored from values sent inline: nothing was looked up
     if served.empty:
         return SkewReport(
             service, 0, 0, [FeatureSkew(name, 0, 0, "not conclusive") for name in features or ()]

@@ -74,6 +74,16 @@ def test_init_apply_materialize_and_a_training_set(
     assert f"fail            Contract: 1 of 2 differ (50.0%); e.g. {LATE} at" in shown
     assert "online 'Two year', offline 'One year'" in shown and "pass            tenure" in shown
 
+    # A request-log folder: its Parquet files; a row scored from inline values (no entity id) is not compared.
+    log = tmp_path / "request-logs"
+    log.mkdir()
+    rows = frame.drop(columns=["Churn"]).assign(Contract=["Month-to-month", "One year"])
+    rows.iloc[:1].to_parquet(log / "requests-1.parquet")
+    rows.iloc[1:].assign(customerID=[None]).to_parquet(log / "requests-2.parquet")
+    skew[skew.index("--served") + 1] = str(log)
+    assert main([*workspace, *skew, "--min-rows", "1"]) == 0
+    assert "pass (1 of 1 served rows joined offline)" in capsys.readouterr().out
+
 
 def test_a_bad_column_and_a_missing_feast_are_errors_that_say_what_to_do(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
