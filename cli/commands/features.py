@@ -158,7 +158,7 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
     )
     print(f"wrote feature repository {repo.path}")
     print(
-        f"  entity {repo.entity!r}, feature view {repo.view!r} ({len(repo.features)} features, ttl {repo.ttl})"
+        f"  entity {repo.entity!r}, feature view {repo.view!r} ({len(repo.features)} features, ttl {args.ttl})"
     )
     print(f"  feature service {repo.service!r}")
     print("next: mlops features apply && mlops features materialize")
