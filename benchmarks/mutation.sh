@@ -48,7 +48,9 @@ for module in $(targets); do
   slug=$(echo "$module" | tr '/.' '__')
   work="$ROOT/benchmarks/.out/mutation-$slug"
   rm -rf "$work" && mkdir -p "$work"
-  rsync -a --exclude .git --exclude .venv --exclude mutants --exclude benchmarks/.out --exclude .mlops ./ "$work/"
+  # tar, not rsync: rsync is not on every machine (Debian's base images lack it)
+  tar -C . --exclude=./.git --exclude=./.venv --exclude=./mutants --exclude=./benchmarks/.out --exclude=./.mlops \
+    -cf - . | tar -C "$work" -xf -
   python - "$work/pyproject.toml" "$module" $tests <<'PY'
 import re, sys
 path, module, tests = sys.argv[1], sys.argv[2], sys.argv[3:]

@@ -2,13 +2,15 @@
 
 import math
 
+import pytest
+
 from components.model_validation.behavioural import BehaviouralResult
 from components.model_validation.checks import Violation
 from components.model_validation.explainability import ExplainabilityResult, Stability
 from components.model_validation.fairness import AttributeFairness
 from components.model_validation.gate_result import GATE
-from components.model_validation.model_validation import decide
-from mlops.gates import PROMOTE, REJECT
+from components.model_validation.model_validation import POLICY_ADDRESS, _decide, decide, holding
+from mlops.gates import FAIL, NOT_CONCLUSIVE, PASS, PROMOTE, REJECT
 
 UNFAIR = Violation("fairness", "sex", "demographic_parity_difference", 0.25, 0.125, "max", "a vs b")
 WRONG_WAY = Violation("behavioural", "directional:x:+1:non_decreasing", "pass_fraction", 0.5, 0.75, "min")
@@ -111,3 +113,63 @@ def test_two_violations_of_one_family_are_joined_in_its_reason() -> None:
     second = Violation("fairness", "age", "equalized_odds_difference", 0.5, 0.25, "max")
     decisions = decide([fairness("sex", UNFAIR), fairness("age", second)], explained(), [])
     assert decisions["fairness"].reason == f"{UNFAIR.message}; {second.message}"
+
+
+def test_a_violation_fails_and_still_names_the_undecided_checks() -> None:
+    made = _decide("fairness", [UNFAIR], "ok", {"m": 1.0}, " (note)", undecided=["age: 3 rows"])
+    assert (made.decision, made.status, made.undecided) == (REJECT, FAIL, ("age: 3 rows",))
+    assert made.reason == UNFAIR.message + " (note)" and made.metrics == {"m": 1.0}
+
+
+def test_undecided_checks_the_policy_lets_through_promote_as_not_conclusive() -> None:
+    made = _decide("fairness", [], "ok", {}, " (note)", undecided=["age: 3 rows", "sex: 5 rows"])
+    assert (made.decision, made.status, made.undecided) == (
+        PROMOTE,
+        NOT_CONCLUSIVE,
+        ("age: 3 rows", "sex: 5 rows"),
+    )
+    assert made.reason == (
+        f"not conclusive: age: 3 rows; sex: 5 rows; passed as not conclusive, listed ({POLICY_ADDRESS} lets them "
+        "through) (note)"
+    )
+
+
+def test_undecided_checks_the_policy_holds_reject_as_not_conclusive_and_count_them() -> None:
+    made = _decide(
+        "fairness", [], "ok", {}, undecided=["age: 3 rows", "sex: 5 rows"], holding=["sex: 5 rows"]
+    )
+    assert (made.decision, made.status) == (REJECT, NOT_CONCLUSIVE)
+    assert made.reason == (
+        f"not conclusive: age: 3 rows; sex: 5 rows; not promoted: 1 of them may not pass undecided under "
+        f"{POLICY_ADDRESS} (test on more rows to decide them, or change the setting)"
+    )
+
+
+def test_nothing_undecided_and_no_violation_passes_with_its_sentence() -> None:
+    made = _decide("fairness", [], "all fair", {"m": 0.5}, " (note)")
+    assert (made.decision, made.status, made.reason, made.undecided) == (PROMOTE, PASS, "all fair (note)", ())
+
+
+@pytest.mark.parametrize(
+    ("policy", "held"),
+    [
+        ("always", []),
+        ("estimate_within_limit", ["sex dp: beyond"]),
+        ("never", ["sex dp: within", "sex dp: beyond"]),
+    ],
+)
+def test_which_undecided_checks_hold_the_model_back_under_each_policy(policy: str, held: list[str]) -> None:
+    from dataclasses import replace
+
+    attribute = replace(
+        fairness("sex"), undecided=("sex dp: within", "sex dp: beyond"), undecided_outside=("sex dp: beyond",)
+    )
+    assert holding([attribute], policy) == held
+
+
+def test_an_unknown_policy_is_refused_with_the_ones_there_are() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^pass_not_conclusive 'sometimes': expected never, estimate_within_limit or always$",
+    ):
+        holding([fairness("sex")], "sometimes")

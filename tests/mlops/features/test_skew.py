@@ -33,6 +33,9 @@ FEATURES = ["tenure", "MonthlyCharges", "TotalCharges", "Contract"]
         (True, 1, False),  # a boolean served for a number is a type that changed on the way
         ("One year", "One year", True),
         ("One year", "one year", False),
+        ("None", None, False),  # the text "None" served where the store has no value
+        (1.0, True, False),  # a boolean where a number was (bool is an int in Python)
+        ("1e3", 1000.0, False),  # a number arriving as text is a type that changed on the way
     ],
 )
 def test_values_compare_by_kind(online: object, offline: object, same: bool) -> None:
