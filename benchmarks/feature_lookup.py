@@ -17,7 +17,8 @@ Figures are per request (p50/p99 over ``--requests``), for each ``--rows`` per r
         [--customers 1000] [--write-results]
 
 ``--requests 5 --customers 50`` is a smoke run. ``--write-results`` appends the table, the command and the
-load average before and after to ``benchmarks/RESULTS.md`` (PostgreSQL's online store: not measured yet).
+load average before and after to ``benchmarks/RESULTS.md``; ``--online-store postgresql://…`` measures a
+PostgreSQL online store instead of SQLite.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def table(customers: int) -> Any:
     )
 
 
-def feature_repository(root: Path, frame: Any) -> Any:
+def feature_repository(root: Path, frame: Any, online_store: str = "sqlite") -> Any:
     from mlops.features import environment, feast_cli
     from mlops.features.config import FeastSettings
     from mlops.features.repository import init_repository
@@ -84,6 +85,7 @@ def feature_repository(root: Path, frame: Any) -> Any:
         entity=ENTITY,
         timestamp="event_timestamp",
         ttl=timedelta(days=7),
+        online_store=online_store,
     )
     feast_cli.apply(env, repo.path, settings)
     feast_cli.materialize(env, repo.path, settings, start=datetime.now(UTC) - timedelta(days=3))
@@ -162,7 +164,7 @@ def measure(args: argparse.Namespace, root: Path) -> list[dict[str, Any]]:
     from mlops.features.online import FeatureServer, OnlineClient
 
     frame = table(args.customers)
-    env, repo, settings = feature_repository(root, frame)
+    env, repo, settings = feature_repository(root, frame, args.online_store)
     onnx = train(root / "model.onnx", frame)
     values = frame.set_index(ENTITY)[list(FEATURES)]
     results = []
@@ -243,6 +245,13 @@ def load_average() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
+def store_name(online_store: str) -> str:
+    """The online store as the results say it (a PostgreSQL URL without its host: it names a test server)."""
+    if online_store.strip().lower() == "sqlite":
+        return "SQLite (Feast's local provider)"
+    return "PostgreSQL (local server, `--online-store postgresql://…`)"
+
+
 def write_results(path: Path, command: str, lines: list[str], loads: tuple[str, str], args: Any) -> None:
     """Append this run under :data:`HEADING` (created the first time)."""
     text = path.read_text() if path.exists() else "# Benchmark results\n"
@@ -251,7 +260,7 @@ def write_results(path: Path, command: str, lines: list[str], loads: tuple[str, 
     entry = [
         "",
         f"Command ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs; load average "
-        f"before {loads[0]}, after {loads[1]}): `{command}`. Online store: SQLite (Feast's local provider), "
+        f"before {loads[0]}, after {loads[1]}): `{command}`. Online store: {store_name(args.online_store)}, "
         f"{args.customers} customers; `feast serve` and the model server each in a process of their own; one "
         "client, one request at a time, the three kinds alternating.",
         "",
@@ -276,6 +285,11 @@ def main() -> int:
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 16], help="entity ids per request")
     parser.add_argument("--requests", type=int, default=500, help="requests of each kind per row count")
     parser.add_argument("--customers", type=int, default=1000, help="ids in the online store")
+    parser.add_argument(
+        "--online-store",
+        default="sqlite",
+        help="sqlite, or postgresql://USER@HOST:PORT/DB?sslmode=disable (as mlops features init --online-store)",
+    )
     parser.add_argument(
         "--write-results", action="store_true", help="append the table to benchmarks/RESULTS.md"
     )
