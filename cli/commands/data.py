@@ -243,6 +243,7 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
         ignore=ignore,
         repeated=repeated_names(data),
         settings=settings,
+        subjects=(subject,) if subject else (),
     )
     not_features = [c for c in allowed if c not in found.schema.features]
     if not_features:

@@ -320,10 +320,12 @@ def profile(
     ignore: tuple[str, ...] = (),
     repeated: dict[str, str] | None = None,
     settings: ProfileSettings | None = None,
+    subjects: tuple[str, ...] = (),
 ) -> Profile:
     """Declare ``frame``: column roles, missing markers, label values, and the suite the data passes.
 
-    ``ignore`` names columns the user drops; ``repeated`` maps the names pandas gave repeated
+    ``ignore`` names columns the user drops (``subjects``, those of them that identify the person, noted as
+    such); ``repeated`` maps the names pandas gave repeated
     header names (``x.1``) to the name they repeat (ignored, with a note).
     """
     settings = settings or ProfileSettings()
@@ -344,7 +346,8 @@ def profile(
     values = sorted({label_text(v) for v in table[label].dropna()})
     pos, neg = positive_value(values, positive, label)
     roles = column_roles(table, label, protected, settings, skip)
-    notes = [f"{c}: ignored, as --ignore asked" for c in ignore]
+    notes = [f"{c}: ignored, as --ignore asked" for c in ignore if c not in subjects]
+    notes += [f"{c}: ignored, the subject key (an identifier is never a model input)" for c in subjects]
     notes += [
         f"{m}: ignored, a repeat of column name {o!r} in the header (pandas renamed it)"
         for m, o in repeats.items()

@@ -216,7 +216,12 @@ def test_subject_key_is_written_and_left_out_of_the_features_and_a_wrong_one_is_
     declared = parse_schema_file((tmp_path / "decl" / "bank-ids.schema.yaml").read_text(), "schema")
     assert declared.subject_key == "client_id"
     assert "client_id" in declared.ignored_columns and "client_id" not in declared.features
-    capsys.readouterr()
+    printed = capsys.readouterr().out
+    assert "client_id: ignored, the subject key (an identifier is never a model input)" in printed
+    assert (
+        "client_id: ignored, as --ignore asked" not in printed
+        and f"{LEAK}: ignored, as --ignore asked" in printed
+    )
     assert main([*base, "--force", "--subject-key", "clientid"]) == 2
     assert "--subject-key clientid is not a column of this data" in capsys.readouterr().err
     assert main([*base, "--force", "--subject-key", "y"]) == 2
