@@ -92,7 +92,12 @@ def _run_register(
                 "registration.model_name": model_name,
             }
         ),
-        {"dataset_digest": "d" * 64, "suite_version": "1.0.0", "run_id": "train-run-in-pod"},
+        {
+            "dataset_digest": "d" * 64,
+            "suite_version": "1.0.0",
+            "run_id": "train-run-in-pod",
+            "feature_lineage": "",
+        },
         run_id,
     )
     executor = executor_input(
