@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,19 @@ class EpochMetrics:
     """Training rows per second of that epoch."""
 
 
+PARTS = {
+    "split": "the row-hash split into train, validation and test",
+    "encode": "fitting the feature encoding and building the tensors",
+    "ranks": "the launcher: starting the ranks, their epochs, collecting the result",
+    "loop": "of ranks: the epochs (training, validation, checkpoints, logging)",
+    "validation": "of loop: scoring the validation split each epoch",
+    "checkpoints": "of loop: copying each epoch's state, waiting for the last write",
+    "logging": "of loop: handing each epoch's metrics to the logger",
+    "save": "saving the best epoch's weights and logging them as an artifact",
+}
+"""The parts :attr:`TrainResult.seconds` times, and what each holds."""
+
+
 @dataclass(frozen=True)
 class TrainResult:
     model_dir: Path
@@ -71,6 +85,8 @@ class TrainResult:
     """Training rows per second over this session's epochs, validation and checkpointing included."""
     system_info: dict[str, str]
     """Where it ran: torch version, device, processes, precision, CPU count, CUDA device name."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time by part of the call (:data:`PARTS`): where a training run's time went."""
 
     @property
     def epochs_run(self) -> int:
@@ -115,8 +131,12 @@ def train(
     schema.check(frame, "training data")
     logger = logger or NullLogger()
     runtime = resolve_runtime(config)
+    started = time.perf_counter()
     splits = split_frame(frame, schema, config)
+    seconds = {"split": time.perf_counter() - started}
+    started = time.perf_counter()
     data = encode_splits(splits, schema)
+    seconds["encode"] = time.perf_counter() - started
     info = system_info(config, runtime)
     logger.log_params(
         {
@@ -135,8 +155,17 @@ def train(
         checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir is not None else None,
         logger=logger,
     )
+    started = time.perf_counter()
     outcome = (launcher or local_launcher(config.nproc)).run(job)
+    seconds["ranks"] = time.perf_counter() - started
+    seconds.update(
+        loop=outcome.loop_seconds,
+        validation=outcome.validation_seconds,
+        checkpoints=outcome.checkpoint_seconds,
+        logging=outcome.logging_seconds,
+    )
 
+    started = time.perf_counter()
     model = TabularNet(data.spec, config.model)
     model.load_state_dict(outcome.best_model)
     model.eval()
@@ -159,6 +188,7 @@ def train(
         step=len(history),
     )
     logger.log_artifacts(Path(output_dir), "model")
+    seconds["save"] = time.perf_counter() - started
     return TrainResult(
         model_dir=Path(output_dir),
         model=model,
@@ -173,4 +203,5 @@ def train(
         resumed_from_epoch=outcome.resumed_from_epoch,
         samples_per_second=speed,
         system_info=info,
+        seconds=seconds,
     )

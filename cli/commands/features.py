@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,20 +102,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     skew.add_argument(
         "--served",
         required=True,
-        help="the served rows: CSV or Parquet, or a request-log folder (<workspace>/request-logs/<model>)",
+        help="the served rows: CSV or Parquet, or a model's request-log folder (<workspace>/request-logs/<model>, "
+        "or its s3:// prefix)",
+    )
+    skew.add_argument(
+        "--since",
+        default="",
+        help="with a request-log folder: only rows logged at or after this time, ISO 8601 (default: the whole log)",
     )
     skew.add_argument("--entity", required=True, help="the entity id column")
     skew.add_argument("--timestamp", default="timestamp", help="the column of each request's time")
     skew.add_argument(
         "--features", default="", help="features to compare, comma-separated (default: the service's)"
     )
-    skew.add_argument(
-        "--max-share", type=float, default=None, help="largest share of rows that may differ (0.01)"
-    )
-    skew.add_argument("--min-rows", type=int, default=None, help="fewest compared rows for a verdict (20)")
-    skew.add_argument(
-        "--sample", type=int, default=None, help="most served rows compared, a seeded sample (1000)"
-    )
+    for flag, field, kind in SKEW_FLAGS:
+        skew.add_argument(f"--{flag}", type=kind, default=None, help=_policy_help(field))
     _repo_option(skew)
     skew.set_defaults(handler=skew_command)
 
@@ -211,18 +213,35 @@ def training_set_command(args: argparse.Namespace, workspace: Workspace) -> int:
     return 0
 
 
+SKEW_FLAGS = (
+    ("max-share", "max_share", float),
+    ("min-rows", "min_rows", int),
+    ("sample", "sample_rows", int),
+)
+"""The skew command's policy flags and the SkewPolicy fields they set."""
+
+
+def _policy_help(field: str) -> str:
+    """A policy flag's help: the field's docstring and its default, read from SkewPolicy itself."""
+    from mlops.features.config import SkewPolicy
+
+    info = SkewPolicy.model_fields[field]
+    return f"{(info.description or '').rstrip('.')} (default {info.default})"
+
+
 SKEW_EXIT = {"pass": 0, "fail": 1, "not conclusive": 3}
 
 
 def skew_command(args: argparse.Namespace, workspace: Workspace) -> int:
-    from mlops.features import environment
-    from mlops.features.config import FeastSettings
-    from mlops.features.skew import SkewPolicy, measure_skew
+    from mlops.features import environment, feast_cli
+    from mlops.features.config import FeastSettings, SkewPolicy
+    from mlops.features.skew import measure_skew
 
-    given = {"max_share": args.max_share, "min_rows": args.min_rows, "sample_rows": args.sample}
+    given = {field: getattr(args, flag.replace("-", "_")) for flag, field, _ in SKEW_FLAGS}
     policy = SkewPolicy(**{key: value for key, value in given.items() if value is not None})
     settings = FeastSettings()
-    served = _served_rows(args.served)
+    since = feast_cli.parse_time(args.since, "--since") if args.since else None
+    served = served_rows(args.served, since)
     report = measure_skew(
         environment.find(settings),
         _repo(args, workspace),
@@ -238,19 +257,23 @@ def skew_command(args: argparse.Namespace, workspace: Workspace) -> int:
     return SKEW_EXIT[report.verdict]
 
 
-def _served_rows(where: str) -> Any:
-    """A table of served rows, or a request-log folder (``<workspace>/request-logs/<model>``: its Parquet
-    files, which hold each request's looked-up features, the entity id as subject and the time)."""
+def served_rows(where: str, since: datetime | None = None) -> Any:
+    """A table of served rows (CSV or Parquet), or a model's request log: the Parquet files of a folder or an
+    ``s3://`` prefix (``<request-logs>/<model>``), each request's looked-up features with the entity id and
+    the time, read as the monitor reads them (files written before ``since`` skipped unopened)."""
     import pandas as pd
 
     from mlops.data.dataset import load_table
+    from mlops.monitoring.logs import log_files, read_log
 
-    folder = Path(where)
-    if not folder.is_dir():
+    if Path(where).is_file():
         return load_table(where)[0]
-    files = sorted(folder.glob("*.parquet"))
+    root, _, model = where.rstrip("/").rpartition("/")
+    files = log_files(root or ".", model, since or datetime.min.replace(tzinfo=UTC)) if model else []
     if not files:
         raise ValueError(
-            f"--served {where}: a folder without Parquet files (a request log holds requests-*.parquet)"
+            f"--served {where}: neither a CSV/Parquet file nor a request-log folder holding requests-*.parquet"
+            + (f" written at or after {since.isoformat()}" if since else "")
+            + " (a served model's log is <workspace>/request-logs/<model>)"
         )
-    return pd.concat([pd.read_parquet(file) for file in files], ignore_index=True)
+    return pd.concat([read_log(uri, since).to_pandas() for uri in files], ignore_index=True)

@@ -105,17 +105,20 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from components.batch_score.batch_shard import score_shard
     from mlops.tracking.context import resolve_tracking
 
-    if args.model is None:
-        from cli.model_choice import workspace_model
-
-        args.model = workspace_model(None, resolve_tracking(workspace).tracking_uri, "--model") + "@champion"
     if (args.data is None) == (args.features is None):
         raise ValueError(
             "give either --data FILE (feature values) or --features SERVICE --entities FILE (entity ids)"
         )
+    resolved = dict(vars(args))  # what the flags leave open, settled here; the caller's namespace untouched
+    if args.model is None:
+        from cli.model_choice import workspace_model
+
+        resolved["model"] = (
+            workspace_model(None, resolve_tracking(workspace).tracking_uri, "--model") + "@champion"
+        )
     if args.features is not None:
-        args.data, args.overrides = _joined_entities(args, workspace)
-    settings = settings_of(args)
+        resolved["data"], resolved["overrides"] = _joined_entities(args, workspace)
+    settings = settings_of(argparse.Namespace(**resolved))
     # The command's own setting, made at its entry point (as `mlops serve` does): the rows/s bar is the
     # only progress shown, not MLflow's per-file download bars.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -141,7 +144,9 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
 
 def _joined_entities(args: argparse.Namespace, workspace: Workspace) -> tuple[str, list[str]]:
     """The entity table joined point-in-time with ``--features`` (refusing rows without values within the
-    views' TTL, as a training set does), written under the workspace; the overrides with the entity as the
+    views' TTL, as a training set does), written under the workspace and kept there: it is the job's input,
+    which the scoring record names and hashes (the next join of the same service and table replaces it); the
+    overrides with the entity as the
     output's id column and the time passed through, unless ``--set`` says otherwise."""
     import hashlib
 
@@ -168,7 +173,8 @@ def _joined_entities(args: argparse.Namespace, workspace: Workspace) -> tuple[st
     keys = sorted({key for view in built.record["feature_views"].values() for key in view["join_keys"]})
     print(
         f"joined {len(built.frame)} entity row(s) point-in-time with feature service {args.features!r} "
-        f"(views {', '.join(built.record['feature_views'])}; record {built.record_path})"
+        f"(views {', '.join(built.record['feature_views'])}) into {out} (the job's input, kept; record "
+        f"{built.record_path})"
     )
     overrides = list(args.overrides or [])
     given = {item.split("=", 1)[0] for item in overrides}

@@ -8,6 +8,7 @@ test split for the evaluation and export steps.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,17 @@ if TYPE_CHECKING:
 
 TASK_NAME = "train"
 CHECKPOINT_SUBDIR = "checkpoints"
+SECONDS_PREFIX = "seconds."
+"""The run's metrics of where the step's time went: ``seconds.read``, ``seconds.loop``, … (each part in
+:data:`training.trainer.PARTS`, plus ``read`` and ``test_split``)."""
+
+
+def time_line(seconds: dict[str, float]) -> str:
+    """The step log's line of where the time went: each part once, the loop's own parts after it."""
+    inner = ("validation", "checkpoints", "logging")
+    top = [f"{part} {value:.2f}" for part, value in seconds.items() if part not in inner]
+    within = ", ".join(f"{part} {seconds[part]:.2f}" for part in inner if part in seconds)
+    return "train-model seconds: " + ", ".join(top) + (f" (of loop: {within})" if within else "")
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,9 @@ def run_training(
     from training.tracking import MlflowLogger, ProgressLogger
     from training.trainer import train
 
+    started = time.perf_counter()
     frame, digest = load_table(dataset_path)
+    seconds = {"read": time.perf_counter() - started}
     rule = split_rule(schema, config).to_json()
     with store.task_run(TASK_NAME) as run:
         mlflow.set_tags({DATASET_DIGEST_TAG: digest, DATASET_URI_TAG: dataset_path, SPLIT_TAG: rule})
@@ -101,8 +115,12 @@ def run_training(
         result = train(
             frame, schema, config, model_dir, checkpoint_dir=checkpoint_dir, logger=logger, launcher=launcher
         )
+        started = time.perf_counter()
         test_data_path.parent.mkdir(parents=True, exist_ok=True)
         result.test_frame.to_parquet(test_data_path, index=False)
+        seconds = {**seconds, **result.seconds, "test_split": time.perf_counter() - started}
+        mlflow.log_metrics({f"{SECONDS_PREFIX}{part}": value for part, value in seconds.items()})
+        print(time_line(seconds), flush=True)
         mlflow.set_tags(
             {"mlops.best_epoch": str(result.best_epoch), "mlops.stopped_early": str(result.stopped_early)}
         )

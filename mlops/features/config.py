@@ -1,4 +1,5 @@
-"""Where the Feast environment lives and how long its commands may take."""
+"""Where the Feast environment lives, how long its commands may take, and how much training/serving skew a
+feature may show."""
 
 from __future__ import annotations
 
@@ -39,3 +40,20 @@ class FeastSettings(BaseModel):
     @property
     def venv(self) -> Path:
         return self.home.expanduser() / f"venv-{FEAST_PIN}"
+
+
+class SkewPolicy(BaseModel):
+    """How much online/offline disagreement a feature may show, and how many rows a verdict needs."""
+
+    model_config = SETTINGS_CONFIG
+
+    max_share: float = Field(default=0.01, ge=0.0, le=1.0)
+    """Largest share of compared rows whose online value may differ from the offline one before the feature fails."""
+    min_rows: int = Field(default=20, ge=1)
+    """Fewest rows with an offline value for a feature to be judged at all; fewer is not conclusive."""
+    sample_rows: int = Field(default=1000, ge=1)
+    """Most served rows compared (a seeded random sample of the window): the offline join costs seconds per thousand."""
+    relative_tolerance: float = Field(default=1e-6, ge=0.0)
+    """Numbers closer than this (relative to the larger) are equal: float32 on one side, float64 on the other."""
+    seed: int = 0
+    """Seed of the sample, so a report can be reproduced."""

@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from mlops.features.config import FeastSettings
+from mlops.features.config import FeastSettings, SkewPolicy
 from mlops.features.environment import FeastEnvironment, FeastError
 from mlops.features.repository import to_utc
 from mlops.features.training_set import FEAST_TIMESTAMP, historical_join
@@ -35,23 +33,6 @@ if TYPE_CHECKING:
 
 Verdict = Literal["pass", "fail", "not conclusive"]
 SHOWN = 3
-
-
-class SkewPolicy(BaseModel):
-    """How much online/offline disagreement a feature may show, and how many rows a verdict needs."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    max_share: float = Field(default=0.01, ge=0.0, le=1.0)
-    """Largest share of compared rows whose online value may differ from the offline one before the feature fails."""
-    min_rows: int = Field(default=20, ge=1)
-    """Fewest rows with an offline value for a feature to be judged at all; fewer is not conclusive."""
-    sample_rows: int = Field(default=1000, ge=1)
-    """Most served rows compared (a seeded random sample of the window): the offline join costs seconds per thousand."""
-    relative_tolerance: float = Field(default=1e-6, ge=0.0)
-    """Numbers closer than this (relative to the larger) are equal: float32 on one side, float64 on the other."""
-    seed: int = 0
-    """Seed of the sample, so a report can be reproduced."""
 
 
 @dataclass(frozen=True)

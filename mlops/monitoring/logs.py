@@ -92,6 +92,25 @@ def read_range(
     return in_range(table, start, end)
 
 
+def read_log(uri: str, since: datetime | None = None) -> pa.Table:
+    """Every column of one request-log file (what was served, as logged), its rows at or after ``since``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(storage.read_bytes(uri)))
+    except pa.ArrowInvalid as exc:
+        raise WindowError(f"request log {uri} is not a readable Parquet file: {exc}") from exc
+    if "timestamp" not in table.column_names:
+        raise WindowError(f"{uri} is not a request log: it has no timestamp column")
+    if since is None:
+        return table
+    import pyarrow.compute as pc
+
+    stamps = table.column("timestamp")
+    return table.filter(pc.greater_equal(stamps, pa.scalar(since, stamps.type)))
+
+
 def in_range(table: pa.Table, start: datetime, end: datetime) -> pa.Table:
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -74,28 +74,22 @@ def test_init_apply_materialize_and_a_training_set(
     assert f"fail            Contract: 1 of 2 differ (50.0%); e.g. {LATE} at" in shown
     assert "online 'Two year', offline 'One year'" in shown and "pass            tenure" in shown
 
-    # A request-log folder: its Parquet files; a row scored from inline values (no entity id) is not compared.
-    log = tmp_path / "request-logs"
-    log.mkdir()
+    # A model's request-log folder, read as the monitor reads it; a row scored from inline values (no entity
+    # id) is not compared; --since leaves out the rows logged before it (and files written before it unopened).
+    log = tmp_path / "request-logs" / "churn-model"
+    log.mkdir(parents=True)
     rows = frame.drop(columns=["Churn"]).assign(Contract=["Month-to-month", "One year"])
-    rows.iloc[:1].to_parquet(log / "requests-1.parquet")
-    rows.iloc[1:].assign(customerID=[None]).to_parquet(log / "requests-2.parquet")
+    rows = rows.rename(columns={"label_time": "timestamp"})
+    for name, day, part in (("a", 6, rows.iloc[:1]), ("b", 12, rows.iloc[1:].assign(customerID=[None]))):
+        part.to_parquet(
+            log / f"requests-{(BASE + timedelta(days=day)).strftime('%Y%m%dT%H%M%S%f')}Z-{name}.parquet"
+        )
     skew[skew.index("--served") + 1] = str(log)
+    skew[skew.index("--timestamp") + 1] = "timestamp"
     assert main([*workspace, *skew, "--min-rows", "1"]) == 0
     assert "pass (1 of 1 served rows joined offline)" in capsys.readouterr().out
-
-
-def test_a_bad_column_and_a_missing_feast_are_errors_that_say_what_to_do(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    table = tmp_path / "t.csv"
-    pd.DataFrame({"id": ["a"], "event_timestamp": ["2024-01-01"], "monthly charges": [1.0]}).to_csv(
-        table, index=False
-    )
-    workspace = ["--workspace", str(tmp_path / "ws")]
-    assert main([*workspace, "features", "init", "--data", str(table), "--entity", "id"]) == 2
-    assert "feature column 'monthly charges' is not a plain identifier" in capsys.readouterr().err
-    monkeypatch.setenv("MLOPS_FEAST_HOME", str(tmp_path / "nowhere"))
-    assert main([*workspace, "features", "apply"]) == 2
-    err = capsys.readouterr().err
-    assert "no Feast 0.67.0 environment at" in err and "mlops features setup" in err
+    since = (BASE + timedelta(days=8)).isoformat()
+    assert main([*workspace, *skew, "--min-rows", "1", "--since", since]) == 3
+    capsys.readouterr()
+    assert main([*workspace, *skew, "--since", (BASE + timedelta(days=30)).isoformat()]) == 2
+    assert "written at or after" in capsys.readouterr().err

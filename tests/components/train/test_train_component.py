@@ -7,13 +7,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from components.train.train import resolve_checkpoint_dir, run_training
+from components.train.train import SECONDS_PREFIX, resolve_checkpoint_dir, run_training, time_line
 from mlops.data.dataset import DatasetSchema
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking.store import TrackingStore
 from training.config import ModelConfig, TrainConfig
 from training.model import load_model
 from training.row_split import SplitRule
+from training.trainer import PARTS
 
 CONFIG = TrainConfig(
     epochs=3,
@@ -74,6 +75,18 @@ def test_run_training_logs_params_metrics_and_model(
     assert (rule.assign(test) == "test").all()  # the rule reproduces this run's test rows
     assert model.spec.names == SAMPLE_SCHEMA.features
     assert (tmp_path / "out" / "checkpoints" / "last.pt").is_file()
+
+    # where the step's time went: every part once, the loop's own parts inside the loop, inside the ranks
+    seconds = {
+        k.removeprefix(SECONDS_PREFIX): v for k, v in run.data.metrics.items() if k.startswith(SECONDS_PREFIX)
+    }
+    assert set(seconds) == {"read", "test_split", *PARTS}
+    assert all(value >= 0 for value in seconds.values())
+    inside = seconds["validation"] + seconds["checkpoints"] + seconds["logging"]
+    assert 0 < inside <= seconds["loop"] <= seconds["ranks"]
+    line = time_line(seconds)
+    assert line.startswith("train-model seconds: read ") and "(of loop: validation " in line
+    assert line.count("validation") == 1
 
 
 def test_failed_training_marks_the_run_failed(dataset: Path, tracking: TrackingStore, tmp_path: Path) -> None:

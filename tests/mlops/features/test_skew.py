@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlops.features.config import SkewPolicy
 from mlops.features.environment import FeastEnvironment, FeastError
 from mlops.features.repository import FeatureRepo
-from mlops.features.skew import SkewPolicy, _same, judge, measure_skew
+from mlops.features.skew import _same, judge, measure_skew
 from tests.support.feast_table import BASE, EARLY, LATE, SETTINGS, STALE_ONLY, TTL, churn_features
 
 FEATURES = ["tenure", "MonthlyCharges", "TotalCharges", "Contract"]
