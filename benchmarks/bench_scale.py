@@ -222,6 +222,8 @@ class PipelineRun:
     peak_total: int
     train_samples_per_second: float | None
     returncode: int
+    train_seconds: dict[str, float] = field(default_factory=dict)
+    """Where the train step's time went, as it recorded it (``seconds.*`` metrics of its MLflow run)."""
 
 
 def run_pipeline(rows: int, epochs: int, interval: float, log_dir: Path) -> PipelineRun:
@@ -244,7 +246,31 @@ def run_pipeline(rows: int, epochs: int, interval: float, log_dir: Path) -> Pipe
         for name in (ORCHESTRATOR, TRACKING_SERVER):  # their wall time is the run's
             if name in steps:
                 steps[name].started = steps[name].last_seen - seconds
-        return PipelineRun(rows, seconds, steps, sampler.peak_total, _train_speed(workspace), returncode)
+        return PipelineRun(
+            rows,
+            seconds,
+            steps,
+            sampler.peak_total,
+            _train_speed(workspace),
+            returncode,
+            _train_seconds(workspace),
+        )
+
+
+def _train_seconds(workspace: Path) -> dict[str, float]:
+    """The train step's ``seconds.*`` metrics, read from the workspace's MLflow store (SQLite)."""
+    import sqlite3
+
+    from components.train.train import SECONDS_PREFIX
+
+    database = workspace / "mlflow.db"
+    if not database.is_file():
+        return {}
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute(
+            "SELECT key, value FROM latest_metrics WHERE key LIKE ?", (f"{SECONDS_PREFIX}%",)
+        ).fetchall()
+    return {key.removeprefix(SECONDS_PREFIX): float(value) for key, value in rows}
 
 
 def _train_speed(workspace: Path) -> float | None:
@@ -351,6 +377,14 @@ def table(runs: list[PipelineRun], bare: dict[int, dict[str, float]]) -> list[st
             f"| {run.rows:,} | {speed} | {bare_speed} | {ratio} | {_mb(step_peak):,.0f} "
             f"| {_mb(run.peak_total):,.0f} | {run.returncode} |"
         )
+    from training.trainer import PARTS  # torch: not in the sampling process while the pipelines run
+
+    parts = [part for part in ("read", *PARTS, "test_split") if any(part in run.train_seconds for run in runs)]
+    if parts:
+        lines += ["", "| rows | train step s: " + " | ".join(parts) + " |", "|---:|" + "---:|" * len(parts)]
+        for run in runs:
+            cells = [f"{run.train_seconds[p]:.2f}" if p in run.train_seconds else "n/a" for p in parts]
+            lines.append(f"| {run.rows:,} | " + " | ".join(cells) + " |")
     return lines
 
 
