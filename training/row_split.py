@@ -31,12 +31,12 @@ def cell_text(value: Any) -> str:
     """A cell as the same text however it was read: 3, 3.0 and '3' alike; missing as ''."""
     if value is None:
         return ""
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars: np.float64 is a float whose repr
+        return cell_text(value.item())  # is "np.float64(3.5)", so first the Python value
     if isinstance(value, float):
         if math.isnan(value):
             return ""
         return str(int(value)) if value.is_integer() else repr(value)
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return cell_text(value.item())
     text = str(value).strip()
     if text.lower() in {"nan", "<na>", "nat"}:
         return ""
