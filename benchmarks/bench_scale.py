@@ -18,7 +18,15 @@ and torch's default threads, in a fresh process like the train task. The
 train step's own ``samples_per_second`` (validation and checkpoints included)
 over the bare loop's is the training throughput ratio (goal ≥ 0.9).
 
+The sampler costs about half a core (every process's ``/proc`` files ten times a second), and on two cores
+that slows a two-thread training loop by half; so ``--throughput`` measures the training ratio in runs of its
+own, unsampled, with the steps as a user's run has them (warm: forked from one process), and shows where the
+train step's time went (its ``seconds.*`` metrics) and each step's wall time (the run's own step lines). The
+sampled runs use ``--cold-steps``: a step forked from the warm process keeps that process's command line, so
+only a step of its own interpreter can be told apart in ``/proc``.
+
     python benchmarks/bench_scale.py                                  # 50k, 500k, 5M rows, 1 epoch
+    python benchmarks/bench_scale.py --throughput                     # the training ratio, unsampled
     python benchmarks/bench_scale.py --rows 5000,20000 --epochs 1     # smoke run, about a minute
 
 Writes ``scale.md`` (table, command, load average before and after) and
@@ -226,22 +234,33 @@ class PipelineRun:
     """Where the train step's time went, as it recorded it (``seconds.*`` metrics of its MLflow run)."""
 
 
-def run_pipeline(rows: int, epochs: int, interval: float, log_dir: Path) -> PipelineRun:
-    """One ``mlops run training`` in a fresh workspace, sampled; its console output kept in ``log_dir``."""
+def run_pipeline(rows: int, epochs: int, interval: float | None, log_dir: Path) -> PipelineRun:
+    """One ``mlops run training`` in a fresh workspace, its console output kept in ``log_dir``: sampled every
+    ``interval`` seconds with cold steps, or with ``interval`` None unsampled as a user runs it (warm steps)."""
     with tempfile.TemporaryDirectory(prefix=f"bench-scale-{rows}-") as scratch:
         workspace = Path(scratch) / "workspace"
         command = [sys.executable, "-m", "cli.main", "--workspace", str(workspace), "run", "training"]
+        command += ["--cold-steps"] if interval is not None else []
         for address, value in pipeline_settings(rows, epochs).items():
             command += ["--set", f"{address}={value}"]
-        log_path = log_dir / f"scale-{rows}.log"
+        log_path = log_dir / f"scale-{rows}{'' if interval is not None else '-unsampled'}.log"
         start = time.perf_counter()
         with log_path.open("w") as log:
             process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-            sampler = TreeSampler(process.pid, interval)
-            sampler.start()
+            sampler = TreeSampler(process.pid, interval) if interval is not None else None
+            if sampler is not None:
+                sampler.start()
             returncode = process.wait()
-            sampler.stop()
+            if sampler is not None:
+                sampler.stop()
         seconds = time.perf_counter() - start
+        if sampler is None:
+            steps = {
+                name: StepUsage(started=0.0, last_seen=wall) for name, wall in step_lines(log_path).items()
+            }
+            return PipelineRun(
+                rows, seconds, steps, 0, _train_speed(workspace), returncode, _train_seconds(workspace)
+            )
         steps = dict(sampler.steps)
         for name in (ORCHESTRATOR, TRACKING_SERVER):  # their wall time is the run's
             if name in steps:
@@ -255,6 +274,18 @@ def run_pipeline(rows: int, epochs: int, interval: float, log_dir: Path) -> Pipe
             returncode,
             _train_seconds(workspace),
         )
+
+
+def step_lines(log_path: Path) -> dict[str, float]:
+    """Each step's wall time as the run printed it (``  ok     train-model     3m04s  …``)."""
+    import re
+
+    found = {}
+    for line in log_path.read_text().splitlines():
+        match = re.match(r"\s+ok\s+(\S+)\s+(?:(\d+)m)?([\d.]+)s\b", line)
+        if match:
+            found[match.group(1)] = 60 * float(match.group(2) or 0) + float(match.group(3))
+    return found
 
 
 def _train_seconds(workspace: Path) -> dict[str, float]:
@@ -348,9 +379,11 @@ def table(runs: list[PipelineRun], bare: dict[int, dict[str, float]]) -> list[st
             run.steps.items(), key=lambda item: (item[0] in (ORCHESTRATOR, TRACKING_SERVER), item[1].started)
         )
         for name, usage in ordered:
+            peaks = (
+                f"{_mb(usage.peak_rss):,.0f} | {_mb(usage.peak_hwm):,.0f}" if usage.peak_rss else "n/a | n/a"
+            )
             lines.append(
-                f"| {run.rows:,} | {name} | {usage.seconds:.1f} | {usage.seconds / millions:.1f} "
-                f"| {_mb(usage.peak_rss):,.0f} | {_mb(usage.peak_hwm):,.0f} |"
+                f"| {run.rows:,} | {name} | {usage.seconds:.1f} | {usage.seconds / millions:.1f} | {peaks} |"
             )
         lines.append(
             f"| {run.rows:,} | **whole run** | {run.seconds:.1f} | {run.seconds / millions:.1f} "
@@ -379,7 +412,9 @@ def table(runs: list[PipelineRun], bare: dict[int, dict[str, float]]) -> list[st
         )
     from training.trainer import PARTS  # torch: not in the sampling process while the pipelines run
 
-    parts = [part for part in ("read", *PARTS, "test_split") if any(part in run.train_seconds for run in runs)]
+    parts = [
+        part for part in ("read", *PARTS, "test_split") if any(part in run.train_seconds for run in runs)
+    ]
     if parts:
         lines += ["", "| rows | train step s: " + " | ".join(parts) + " |", "|---:|" + "---:|" * len(parts)]
         for run in runs:
@@ -434,6 +469,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--out", type=Path, default=REPO / "benchmarks" / ".out", help="where scale.md/.png go"
     )
+    parser.add_argument(
+        "--throughput",
+        action="store_true",
+        help="unsampled runs (warm steps) for the training ratio and the train step's parts, no memory figures",
+    )
     parser.add_argument("--no-bare-loop", action="store_true", help="skip the bare PyTorch baseline")
     parser.add_argument("--bare-loop", action="store_true", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
@@ -448,7 +488,7 @@ def main(argv: list[str] | None = None) -> None:
     load_before = os.getloadavg()
     runs, bare = [], {}
     for rows in sizes:
-        runs.append(run_pipeline(rows, args.epochs, args.interval, args.out))
+        runs.append(run_pipeline(rows, args.epochs, None if args.throughput else args.interval, args.out))
         print(f"{rows:,} rows: {runs[-1].seconds:.1f} s, peak {_mb(runs[-1].peak_total):,.0f} MB", flush=True)
         if not args.no_bare_loop:
             bare[rows] = run_bare_loop(rows, args.epochs)
@@ -460,7 +500,12 @@ def main(argv: list[str] | None = None) -> None:
         f"Command: `{command}` ({args.epochs} epoch(s); per-step logs in scale-<rows>.log)",
         f"Load average before: {' '.join(f'{v:.2f}' for v in load_before)}; "
         f"after: {' '.join(f'{v:.2f}' for v in load_after)} (a figure taken at load > 1.5 is not a result)",
-        f"CPUs: {os.cpu_count()}; /proc sampled every {args.interval} s",
+        f"CPUs: {os.cpu_count()}; "
+        + (
+            "unsampled runs, warm steps (step wall times: the run's step lines)"
+            if args.throughput
+            else f"/proc sampled every {args.interval} s, cold steps"
+        ),
         "",
         *table(runs, bare),
         "",
@@ -471,10 +516,12 @@ def main(argv: list[str] | None = None) -> None:
             for rows, b in bare.items()
         ),
     ]
-    (args.out / "scale.md").write_text("\n".join(report) + "\n")
-    plot(runs, args.out / "scale.png")
+    name = "scale-throughput" if args.throughput else "scale"
+    (args.out / f"{name}.md").write_text("\n".join(report) + "\n")
+    if not args.throughput:
+        plot(runs, args.out / "scale.png")
     print("\n".join(report))
-    print(f"\nwrote {args.out / 'scale.md'} and {args.out / 'scale.png'}")
+    print(f"\nwrote {args.out / name}.md" + ("" if args.throughput else f" and {args.out / 'scale.png'}"))
 
 
 if __name__ == "__main__":
