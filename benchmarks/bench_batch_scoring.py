@@ -183,6 +183,24 @@ def run_serve(workspace: str, onnx: str, files: list[str], clients: int) -> dict
     return {"rows": len(x), "seconds": seconds, "peak_rss_mb": rss}
 
 
+def profile_score(workspace: str, data: str, out: str, args: argparse.Namespace) -> list[str]:
+    """The request-logged ``mlops score`` path in a fresh interpreter under py-spy: its largest shares."""
+    from benchmarks.pyspy_shares import record_command, table
+
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from benchmarks.bench_batch_scoring import run_score; "
+        "run_score(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), True, int(sys.argv[6]))"
+    )
+    path = REPO / "benchmarks" / ".out" / "batch_scoring.pyspy.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-c", code, str(REPO), workspace, data, out]
+    if record_command([*command, str(args.chunk_rows), str(args.intra_op_threads)], path):
+        raise SystemExit(f"the profiled mlops score run failed; its profile so far: {path}")
+    lines = table(path, top=12)
+    print("\n".join(lines))
+    return lines
+
+
 def in_child(function: Any, *args: Any) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
@@ -241,6 +259,8 @@ def write_results(path: Path, command: str, figures: dict[str, Any], loads: tupl
         "",
         f"`mlops score` fixed cost (registry client import, alias resolved, model fetched and verified): "
         f"{score['setup_s']:.1f} s of its {score['seconds']:.1f} s.",
+        *(["", "Where `mlops score`'s time goes (a further run, under py-spy, not timed):", ""] if "profile" in figures else []),
+        *figures.get("profile", []),
     ]
     lines = text.split("\n")
     at = lines.index(heading) + 1
@@ -267,6 +287,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     parser.add_argument(
         "--write-results", action="store_true", help="append the figures to benchmarks/RESULTS.md"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the timed paths, `mlops score` once more under py-spy (not timed): where its time goes",
     )
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
@@ -298,6 +323,8 @@ def main() -> int:
         figures["ceiling"] = in_child(run_ceiling, str(onnx), files, args.chunk_rows, threads)
         if not args.skip_serve:
             figures["serve"] = in_child(run_serve, space, str(onnx), files, args.clients)
+        if args.profile:
+            figures["profile"] = profile_score(space, str(root / "in"), str(root / "out-profiled"), args)
     if figures["ceiling"]["onnx_sha256"] != figures["score"]["onnx_sha256"]:
         raise SystemExit("the ceiling did not load the bytes mlops score scored with; the comparison is void")
     if figures["ceiling"]["rows"] != figures["score"]["rows"]:
