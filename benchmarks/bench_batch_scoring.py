@@ -259,7 +259,11 @@ def write_results(path: Path, command: str, figures: dict[str, Any], loads: tupl
         "",
         f"`mlops score` fixed cost (registry client import, alias resolved, model fetched and verified): "
         f"{score['setup_s']:.1f} s of its {score['seconds']:.1f} s.",
-        *(["", "Where `mlops score`'s time goes (a further run, under py-spy, not timed):", ""] if "profile" in figures else []),
+        *(
+            ["", "Where `mlops score`'s time goes (a further run, under py-spy, not timed):", ""]
+            if "profile" in figures
+            else []
+        ),
         *figures.get("profile", []),
     ]
     lines = text.split("\n")

@@ -193,6 +193,25 @@ def measure(
     return results
 
 
+def profile_server(
+    server: subprocess.Popen[bytes], url: str, body: bytes, args: argparse.Namespace
+) -> list[str]:
+    """py-spy on the server's process while it answers one more c=32 load; the frames' largest shares."""
+    import signal
+
+    from benchmarks.pyspy_shares import record, table
+
+    path = OUT / "serving.pyspy.txt"
+    spy = record(server.pid, path)
+    time.sleep(1.0)  # py-spy attached before the load starts
+    run_load(url, body, 32, args.duration)
+    spy.send_signal(signal.SIGINT)
+    _, errors = spy.communicate(timeout=60)
+    if not path.is_file():
+        raise RuntimeError(f"py-spy wrote no profile of pid {server.pid}: {errors.decode()[-500:]}")
+    return table(path, top=15)
+
+
 def rows_per_second(session: Any, x: np.ndarray, seconds: float = 1.0) -> float:
     session.run(["probability"], {"features": x})
     calls, started_at = 0, time.perf_counter()
@@ -276,6 +295,11 @@ def main() -> int:
         "--kserve-python", type=Path, default=Path.home() / ".cache/mlops-bench/kserve-venv/bin/python"
     )
     parser.add_argument("--skip-mlflow", action="store_true")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after our server's points, one more c=32 load under py-spy (not timed): where its time goes",
+    )
     parser.add_argument("--wide", default="1024,1024,512", help="hidden units of the wider INT8 model")
     args = parser.parse_args()
     if 32 not in args.concurrency:
@@ -364,6 +388,7 @@ def main() -> int:
         targets.append(Target(MLFLOW, command, "/ping", "/invocations", mlflow_body, check, env))
 
     servers: dict[str, list[tuple[LoadResult, float]]] = {}
+    profile_lines: list[str] = []
     for target in targets:
         port = free_port()
         print(f"{target.label} on :{port}")
@@ -373,6 +398,8 @@ def main() -> int:
             servers[target.label] = measure(
                 process, base + target.infer_path, target.body, target.check, expected, args
             )
+            if args.profile and target.label == OURS:
+                profile_lines = profile_server(process, base + target.infer_path, target.body, args)
 
     print("raw in-process ONNX Runtime ...")
     fp32_session = session(fp32_path)
@@ -387,6 +414,9 @@ def main() -> int:
     }
 
     report = summarise(servers, raw, int8)
+    if args.profile:
+        report += "\n\nWhere our server's time goes (one more c=32 load under py-spy, not timed):\n\n"
+        report += "\n".join(profile_lines) + "\n"
     print(report)
     (OUT / "serving.md").write_text(report)
     results = {

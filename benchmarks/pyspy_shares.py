@@ -51,10 +51,11 @@ def record_command(command: list[str], path: Path, rate: int = 100) -> int:
     return subprocess.run([spy, "record", *flags, "--", *command], stdout=subprocess.DEVNULL).returncode
 
 
-def _frame(text: str) -> str:
+def _frame(text: str) -> str | None:
+    """``function (dir/file)``; None for a frame without a file (a ``python -c`` line: its source text)."""
     match = _FRAME.match(text.strip())
     if match is None:
-        return text.strip()
+        return None
     file = "/".join(Path(match.group("file")).parts[-2:])
     return f"{match.group('function')} ({file})"
 
@@ -69,9 +70,8 @@ def shares(path: Path) -> tuple[int, list[Share]]:
         if not stack or not count_text.isdigit():
             continue
         count = int(count_text)
-        frames = [
-            _frame(part) for part in stack.split(";") if part and not part.startswith(("thread ", "process "))
-        ]
+        named = (_frame(part) for part in stack.split(";") if not part.startswith(("thread ", "process ")))
+        frames = [frame for frame in named if frame is not None]
         if not frames:
             continue
         total += count
