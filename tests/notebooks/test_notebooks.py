@@ -28,7 +28,12 @@ def _tool(module: str) -> Any:
 
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-EXPECTED = ["01_compose_pipeline.ipynb", "02_compare_runs.ipynb", "03_drift.ipynb"]
+EXPECTED = [
+    "01_compose_pipeline.ipynb",
+    "02_compare_runs.ipynb",
+    "03_drift.ipynb",
+    "04_feature_store.ipynb",
+]
 
 
 def read(name: str) -> Any:
@@ -135,6 +140,22 @@ def test_drift_notebook_serves_monitors_and_retrains_on_the_drifted_window(tmp_p
     decided = re.search(r"canary verdict after (\d+) labelled requests per model: (promote|rollback)", text)
     assert decided and int(decided.group(1)) < 20_000, text
     print(f"03_drift ran in {seconds:.0f}s; canary decided after {decided.group(1)} requests")
+
+
+@pytest.mark.slow
+def test_feature_store_notebook_trains_on_a_point_in_time_join(tmp_path: Path) -> None:
+    notebook, seconds = execute("04_feature_store.ipynb", tmp_path)
+
+    text, _ = outputs(notebook)
+    assert "1501 feature rows (20 features), 1500 labels" in text
+    # the value dated after C00000's label (income 1e9) is not what the join gave it
+    joined = re.search(r"joined 1500 rows; C00000's income at its label time: (\d+)", text)
+    assert joined and float(joined.group(1)) != 1e9, text
+    assert re.search(r"test ROC AUC, trained from the feature store: 0\.\d+", text)
+    assert "feature service: customer_features_service" in text
+    assert re.search(r"view customer_features: [0-9a-f]{16}…, ttl 7776000 s, 20 features", text), text
+    assert list(tmp_path.iterdir()) == [], "the notebook must write to its own temp workspace, not the cwd"
+    print(f"04_feature_store ran in {seconds:.0f}s")
 
 
 @pytest.mark.parametrize(
