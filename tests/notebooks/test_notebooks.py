@@ -147,13 +147,13 @@ def test_feature_store_notebook_trains_on_a_point_in_time_join(tmp_path: Path) -
     notebook, seconds = execute("04_feature_store.ipynb", tmp_path)
 
     text, _ = outputs(notebook)
-    assert "1501 feature rows (20 features), 1500 labels" in text
+    assert "1501 feature rows (21 features), 1500 labels" in text
     # the value dated after C00000's label (income 1e9) is not what the join gave it
     joined = re.search(r"joined 1500 rows; C00000's income at its label time: (\d+)", text)
     assert joined and float(joined.group(1)) != 1e9, text
     assert re.search(r"test ROC AUC, trained from the feature store: 0\.\d+", text)
     assert "feature service: customer_features_service" in text
-    assert re.search(r"view customer_features: [0-9a-f]{16}…, ttl 7776000 s, 20 features", text), text
+    assert re.search(r"view customer_features: [0-9a-f]{16}…, ttl 7776000 s, 21 features", text), text
     assert list(tmp_path.iterdir()) == [], "the notebook must write to its own temp workspace, not the cwd"
     print(f"04_feature_store ran in {seconds:.0f}s")
 
