@@ -56,7 +56,11 @@ def _rank_main(
     except BaseException as exc:
         # Stamped before this rank's sockets close, i.e. before the other ranks' follow-on errors.
         record = {"time": time.time(), "error": f"{type(exc).__name__}: {exc}"}
-        (Path(error_dir) / f"rank{rank}.json").write_text(json.dumps(record))
+        # Whole or not at all: a rank terminated while writing (the others are, once one fails) leaves no
+        # half-written record for the parent to read.
+        partial = Path(error_dir) / f"rank{rank}.json.partial"
+        partial.write_text(json.dumps(record))
+        partial.replace(partial.with_suffix(""))
         raise
     finally:
         dist.destroy_process_group()
@@ -66,8 +70,11 @@ def _root_cause(error_dir: str) -> tuple[int, str] | None:
     """The rank that failed first and its error: the others usually fail only because it left."""
     records = []
     for path in Path(error_dir).glob("rank*.json"):
-        record = json.loads(path.read_text())
-        records.append((record["time"], int(path.stem.removeprefix("rank")), record["error"]))
+        try:
+            record = json.loads(path.read_text())
+            records.append((record["time"], int(path.stem.removeprefix("rank")), record["error"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # not a whole record: that rank says nothing about the cause
     if not records:
         return None
     _, rank, error = min(records)

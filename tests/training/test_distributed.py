@@ -130,3 +130,16 @@ def test_available_cpus_honours_a_pods_cgroup_cpu_limit(tmp_path: Path) -> None:
     limit.write_text("50000 100000\n")  # half a CPU still runs one thread
     assert available_cpus(limit) == 1
     assert available_cpus(tmp_path / "absent") == affinity
+
+
+def test_the_root_cause_skips_a_record_a_terminated_rank_left_unfinished(tmp_path: Path) -> None:
+    """A rank terminated while writing its record (the others are, once one fails) must not hide the cause."""
+    from training.distributed import _root_cause
+
+    (tmp_path / "rank0.json").write_text("")  # truncated by the kill before a byte was written
+    (tmp_path / "rank2.json").write_text('{"time": 1.0')  # cut mid-record
+    (tmp_path / "rank1.json.partial").write_text(json.dumps({"time": 0.5, "error": "not yet published"}))
+    assert _root_cause(str(tmp_path)) is None
+    (tmp_path / "rank3.json").write_text(json.dumps({"time": 2.0, "error": "RuntimeError: boom"}))
+    (tmp_path / "rank4.json").write_text(json.dumps({"time": 3.0, "error": "RuntimeError: follow-on"}))
+    assert _root_cause(str(tmp_path)) == (3, "RuntimeError: boom")

@@ -25,7 +25,11 @@ ODD = pd.DataFrame(
 
 
 def test_a_numpy_scalar_has_the_text_of_its_python_value() -> None:
-    assert [cell_text(np.float64(3.5)), cell_text(np.int64(3)), cell_text(np.float32(0.5))] == ["3.5", "3", "0.5"]
+    assert [cell_text(np.float64(3.5)), cell_text(np.int64(3)), cell_text(np.float32(0.5))] == [
+        "3.5",
+        "3",
+        "0.5",
+    ]
     assert cell_text(np.float64("nan")) == "" and cell_text(np.bool_(True)) == "True"
 
 
