@@ -118,7 +118,8 @@ async def _connection(host: str, port: int, request: bytes, until: float, latenc
             started = time.perf_counter()
             writer.write(request)
             head = await reader.readuntil(b"\r\n\r\n")
-            length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))  # type: ignore[union-attr]
+            # the header line itself: a binary reply's Inference-Header-Content-Length also ends in "content-length"
+            length = int(re.search(rb"(?im)^content-length:\s*(\d+)", head).group(1))  # type: ignore[union-attr]
             await reader.readexactly(length)
             latencies.append(time.perf_counter() - started)
             if not head.startswith(b"HTTP/1.1 200"):
