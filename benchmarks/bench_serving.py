@@ -40,6 +40,7 @@ MODEL = "bench-model"
 OURS = "ours (`mlops serve` defaults: batching, request log 100%)"
 OURS_NO_LOG = "ours, request log off"
 OURS_UNBATCHED = "ours, request log off, batching off"
+OURS_WORKERS = "ours, defaults with --workers 2 (rollout admin off)"
 CEILING = "protocol ceiling (same stack, constant reply)"
 CEILING_RAW = "raw ceiling (JSON parsed, constant reply, no framework)"
 KSERVE = "kserve 0.21 ModelServer (ORT in predict, logging off)"
@@ -296,6 +297,13 @@ def main() -> int:
     )
     parser.add_argument("--skip-mlflow", action="store_true")
     parser.add_argument(
+        "--only",
+        nargs="+",
+        default=[],
+        metavar="TEXT",
+        help="load only the servers whose label contains one of these texts (e.g. ours ceiling)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="after our server's points, one more c=32 load under py-spy (not timed): where its time goes",
@@ -345,6 +353,14 @@ def main() -> int:
             OURS_NO_LOG, [*ours, "--port", "{port}", "--no-request-log"], ready, v2_path, v2_body, v2_check
         ),
         Target(
+            OURS_WORKERS,
+            [*ours, "--port", "{port}", "--workers", "2", "--no-rollout-admin"],
+            ready,
+            v2_path,
+            v2_body,
+            v2_check,
+        ),
+        Target(
             OURS_UNBATCHED,
             [*ours, "--port", "{port}", "--no-request-log", "--max-batch-size", "1"],
             ready,
@@ -387,6 +403,8 @@ def main() -> int:
         check = lambda body: float(np.ravel(body["predictions"]["probability"])[0])  # noqa: E731
         targets.append(Target(MLFLOW, command, "/ping", "/invocations", mlflow_body, check, env))
 
+    if args.only:
+        targets = [t for t in targets if any(text in t.label for text in args.only)]
     servers: dict[str, list[tuple[LoadResult, float]]] = {}
     profile_lines: list[str] = []
     for target in targets:
@@ -451,7 +469,7 @@ def summarise(
         lines.append(f"| {label} | {cells} | {last.p50_ms:.2f} / {last.p99_ms:.2f} | {cpu:.0f} | {errors} |")
 
     lines += ["", "| target | measured | ratio | met |", "|---|---|---|---|"]
-    for label in (OURS, OURS_NO_LOG, OURS_UNBATCHED):
+    for label in (OURS, OURS_WORKERS, OURS_NO_LOG, OURS_UNBATCHED):
         ours = at32.get(label)
         for other, target in ((MLFLOW, TARGET_VS_MLFLOW), (CEILING, TARGET_VS_CEILING), (KSERVE, None)):
             if ours is None or other not in at32:

@@ -56,6 +56,14 @@ class ServerConfig(BaseModel):
         "each call run on the event loop while its thread waits (faster in most runs on a loaded machine, not "
         "yet measured quiet: serving/README.md).",
     )
+    workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Server processes answering on the one port (uvicorn's own workers), each with its own model "
+        "session, batcher and request-log writer; /metrics adds up all of them. More than 1 needs "
+        "--no-rollout-admin (a traffic plan lives in one process).",
+    )
     intra_op_threads: int = Field(
         default=1,
         ge=1,
@@ -210,6 +218,16 @@ class ServerConfig(BaseModel):
                 f"would be served on {self.host}, which is not a loopback interface, without an admin token: "
                 f"pass --admin-token-file (or set {ADMIN_TOKEN_ENV}), or --no-rollout-admin if no rollout "
                 "drives this server"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _one_traffic_plan(self) -> ServerConfig:
+        if self.workers > 1 and self.rollout_admin:
+            raise ValueError(
+                f"workers {self.workers} with the rollout admin route: a PUT of the traffic plan reaches one "
+                "process and the others keep theirs, so requests would split between two plans; pass "
+                "--no-rollout-admin (a rollout across pods, e.g. KServe's canary, still works), or --workers 1"
             )
         return self
 

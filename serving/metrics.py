@@ -6,6 +6,7 @@ so several servers in one process, e.g. in tests, do not share counters.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -21,6 +22,9 @@ SCORE_BUCKETS = tuple(round(0.05 * i, 2) for i in range(1, 20))
 ROLES = ("champion", "challenger", "shadow")
 """Which part a version plays in a rollout: answers by default, answers a canary share, scores a copy."""
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus_client's multiprocess mode: set before the library is imported, each process writes its
+values to files there (read when its module chooses how values are kept, so only a new process can join)."""
 
 
 class ServingMetrics:
@@ -59,6 +63,7 @@ class ServingMetrics:
             "1 for the model version being served, 0 for versions served earlier.",
             ["model", "version", "sha256", "precision"],
             registry=self.registry,
+            multiprocess_mode="max",  # with several workers: 1 while any of them serves the version
         )
         self.reloads = Counter(
             "mlops_serving_reloads",
@@ -201,4 +206,13 @@ class ServingMetrics:
         self.model_info.labels(model, version, sha256, precision).set(1)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The text exposition; with several server processes (``PROMETHEUS_MULTIPROC_DIR`` set before they
+        started, :mod:`serving.workers`) the sum over all of them, read from the directory they share."""
+        directory = os.environ.get(MULTIPROCESS_DIR_ENV)
+        if not directory:
+            return generate_latest(self.registry)
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=directory)
+        return generate_latest(registry)

@@ -7,7 +7,6 @@ that answers health checks but cannot score.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import tempfile
@@ -19,16 +18,10 @@ from starlette.applications import Starlette
 
 from serving.config import ServerConfig
 from serving.model_source import ModelRegistry
-from serving.runtime import LoadedModel, load_model
+from serving.runtime import LoadedModel
+from serving.startup import freeze_long_lived_objects, loader, serving_line
 
 log = logging.getLogger("serving")
-
-
-def loader(config: ServerConfig, registry: ModelRegistry) -> Callable[[str], LoadedModel]:
-    def load(version: str) -> LoadedModel:
-        return load_model(registry.fetch(version), config.intra_op_threads, config.inter_op_threads)
-
-    return load
 
 
 @contextmanager
@@ -69,17 +62,14 @@ def serve(config: ServerConfig, check: Callable[[LoadedModel], None] | None = No
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # The process's own setting, made at its entry point: no download progress bar in server logs.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    if config.workers > 1:
+        from serving.workers import serve_workers
+
+        serve_workers(config, check)
+        return
     with prepared_app(config, check) as (app, model):
-        # MLflow, SQLAlchemy and pydantic leave ~280k long-lived objects; a full collection walking
-        # them took ~175 ms and stalled every in-flight request (p99 170 ms at 32 clients, 5 ms after).
-        gc.collect()
-        gc.freeze()
-        print(
-            f"serving {config.model_uri} = version {model.version} ({model.precision}, sha256 "
-            f"{model.sha256[:12]}) on http://{config.host}:{config.port}"
-            + (f" and grpc://{config.host}:{config.grpc_port}" if config.grpc_port else ""),
-            flush=True,
-        )
+        freeze_long_lived_objects()
+        print(serving_line(config, model), flush=True)
         uvicorn.run(
             app,
             host=config.host,

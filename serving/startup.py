@@ -1,0 +1,53 @@
+"""What every server process does before it answers: open its model, freeze the start's objects, say so.
+
+Shared by the single server (:mod:`serving.server`) and each of several workers (:mod:`serving.workers`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gc
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from serving.runtime import LoadedModel, load_model
+
+if TYPE_CHECKING:
+    from serving.config import ServerConfig
+    from serving.model_source import ModelRegistry
+
+
+def loader(config: ServerConfig, registry: ModelRegistry) -> Callable[[str], LoadedModel]:
+    """Fetch, verify and open a version; one process at a time per cache folder.
+
+    A fetch replaces the cached copy's folder and a load reads its files, so two processes sharing the
+    folder (a server's workers, or servers given the same ``--model-cache-dir``) take turns: the second
+    finds the first's verified copy and opens it without a download."""
+
+    def load(version: str) -> LoadedModel:
+        registry.cache_dir.mkdir(parents=True, exist_ok=True)
+        with open(registry.cache_dir / ".lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return load_model(registry.fetch(version), config.intra_op_threads, config.inter_op_threads)
+
+    return load
+
+
+def freeze_long_lived_objects() -> None:
+    """Keep the start's objects out of every later collection.
+
+    MLflow, SQLAlchemy and pydantic leave ~280k long-lived objects; a full collection walking
+    them took ~175 ms and stalled every in-flight request (p99 170 ms at 32 clients, 5 ms after)."""
+    gc.collect()
+    gc.freeze()
+
+
+def serving_line(config: ServerConfig, model: LoadedModel) -> str:
+    """What the server prints once it has its model: the version, its digest and where it answers."""
+    workers = f" ({config.workers} workers)" if config.workers > 1 else ""
+    return (
+        f"serving {config.model_uri} = version {model.version} ({model.precision}, sha256 "
+        f"{model.sha256[:12]}) on http://{config.host}:{config.port}"
+        + (f" and grpc://{config.host}:{config.grpc_port}" if config.grpc_port else "")
+        + workers
+    )
