@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from serving.config import ServerConfig
 from serving.model_source import ModelRegistry
 from serving.runtime import LoadedModel
-from serving.startup import freeze_long_lived_objects, loader, serving_line
+from serving.startup import UVICORN_OPTIONS, freeze_long_lived_objects, loader, serving_line
 
 log = logging.getLogger("serving")
 
@@ -70,12 +70,4 @@ def serve(config: ServerConfig, check: Callable[[LoadedModel], None] | None = No
     with prepared_app(config, check) as (app, model):
         freeze_long_lived_objects()
         print(serving_line(config, model), flush=True)
-        uvicorn.run(
-            app,
-            host=config.host,
-            port=config.port,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=30,
-        )
+        uvicorn.run(app, host=config.host, port=config.port, **UVICORN_OPTIONS)

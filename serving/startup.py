@@ -8,13 +8,21 @@ from __future__ import annotations
 import fcntl
 import gc
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from serving.runtime import LoadedModel, load_model
 
 if TYPE_CHECKING:
     from serving.config import ServerConfig
     from serving.model_source import ModelRegistry
+
+UVICORN_OPTIONS: dict[str, Any] = {
+    "log_level": "warning",
+    "access_log": False,  # the request log and the metrics record requests; no line per request
+    "lifespan": "on",  # the batchers, the request-log writer and the reload watcher start and stop with it
+    "timeout_graceful_shutdown": 30,
+}
+"""How uvicorn runs every server process, one or several."""
 
 
 def loader(config: ServerConfig, registry: ModelRegistry) -> Callable[[str], LoadedModel]:

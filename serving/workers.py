@@ -42,7 +42,7 @@ def serve_workers(config: ServerConfig, check: Callable[[LoadedModel], None] | N
     import uvicorn
 
     from serving.model_source import ModelRegistry
-    from serving.startup import loader, serving_line
+    from serving.startup import UVICORN_OPTIONS, loader, serving_line
 
     with tempfile.TemporaryDirectory(prefix="mlops-serving-workers-") as private:
         folder = Path(private)  # mode 0700
@@ -66,10 +66,7 @@ def serve_workers(config: ServerConfig, check: Callable[[LoadedModel], None] | N
                 workers=config.workers,
                 host=config.host,
                 port=config.port,
-                log_level="warning",
-                access_log=False,
-                lifespan="on",
-                timeout_graceful_shutdown=30,
+                **UVICORN_OPTIONS,
             )
 
 
