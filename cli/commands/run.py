@@ -241,6 +241,8 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
                     runner=runner,
                     warm=False,  # started above
                 )
+                # Inside the block: a summary reads the registry through the run's tracking server.
+                facts = summaries()[args.pipeline](workspace, settings, result)
     except PipelineFailed as failure:
         print_failure(failure, workspace)
         save_record(args.pipeline, failure.run, "failed", failure=failure)
@@ -248,7 +250,6 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     finally:
         if cache is not None:
             note_store(cache, tracking.tracking_uri, tracking.artifact_root)
-    facts = summaries()[args.pipeline](workspace, settings, result)
     save_record(args.pipeline, result, "succeeded", facts=facts)
     return 0
 

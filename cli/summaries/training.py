@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cli.console.display import duration
 from cli.console.figures import split_reasons, task_outputs
@@ -30,18 +30,34 @@ from mlops.vocabulary import (
 )
 from mlops.workspace import Workspace
 
-if TYPE_CHECKING:
-    from mlops.tracking.store import TrackingStore
-
 KFP_RUN_ID_TAG = f"{TAG_PREFIX}kfp_run_id"  # the Lineage field the register step tags
 
 
-def test_auc(store: TrackingStore, result: LocalRun, experiment: str, kfp_run_id: str) -> float | None:
+def version_facts(tracking_uri: str, model_name: str, version: str) -> tuple[list[str], dict[str, str]]:
+    """A registered version's aliases and tags: through the run's own tracking server while it still answers
+    (:mod:`mlops.tracking.served`; no MLflow import, which with opening the store took about 4 s after
+    the last step), else from the store itself."""
+    from mlops.tracking.rest_client import MlflowRestClient
+    from mlops.tracking.served import served_at
+
+    served = served_at(tracking_uri)
+    if served is not None:
+        return MlflowRestClient(served.url, log_hint=served.log).model_version(model_name, version)
+    from mlops.tracking.store import TrackingStore
+
+    found = TrackingStore.from_uri(tracking_uri).model_version(model_name, version)
+    return list(found.aliases), dict(found.tags)
+
+
+def test_auc(tracking_uri: str, result: LocalRun, experiment: str, kfp_run_id: str) -> float | None:
     """The evaluate step's test ROC AUC: from this run's folder, else (a cached step) from MLflow."""
     if result.run_dir is not None:
         params, _ = task_outputs(result.run_dir / "evaluate-model")
         if isinstance(params.get("test_auc"), int | float):
             return float(params["test_auc"])
+    from mlops.tracking.store import TrackingStore
+
+    store = TrackingStore.from_uri(tracking_uri)
     found = store.experiment_by_name(experiment)
     if found is None or not kfp_run_id:
         return None
@@ -71,16 +87,12 @@ def print_summary(workspace: Workspace, settings: Mapping[str, Any], result: Loc
 
     ``settings``: the run's settings by address (``PipelineForm.values``).
     """
-    from mlops.tracking.store import TrackingStore
-
     version = str(result.output)
     model_name = settings["registration.model_name"]
     tracking_uri = settings["tracking.tracking_uri"]
-    store = TrackingStore.from_uri(tracking_uri)
-    model_version = store.model_version(model_name, version)
-    aliases = ", ".join(sorted(model_version.aliases)) or "none"
-    tags = model_version.tags
-    auc = test_auc(store, result, settings["tracking.experiment"], tags.get(KFP_RUN_ID_TAG, ""))
+    version_aliases, tags = version_facts(tracking_uri, model_name, version)
+    aliases = ", ".join(sorted(version_aliases)) or "none"
+    auc = test_auc(tracking_uri, result, settings["tracking.experiment"], tags.get(KFP_RUN_ID_TAG, ""))
     decision = tags.get(DECISION_TAG, "?")
     run_name = result.run_dir.name if result.run_dir is not None else ""
     overrides, _ = record_limits(workspace, "training", settings, model_name, version, run_name)

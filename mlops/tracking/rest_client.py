@@ -179,8 +179,14 @@ class MlflowRestClient:
 
     def model_version_tags(self, name: str, version: str) -> dict[str, str]:
         """The tags of one registered version (the check before a promotion reads them)."""
+        return self.model_version(name, version)[1]
+
+    def model_version(self, name: str, version: str) -> tuple[list[str], dict[str, str]]:
+        """One registered version's aliases and tags."""
         answer = self.call("GET", "/model-versions/get", query={"name": name, "version": str(version)})
-        return {tag["key"]: tag.get("value", "") for tag in answer["model_version"].get("tags", [])}
+        found = answer["model_version"]
+        tags = {tag["key"]: tag.get("value", "") for tag in found.get("tags", [])}
+        return [str(alias) for alias in found.get("aliases", [])], tags
 
     # --- the wire -----------------------------------------------------------------------------
 

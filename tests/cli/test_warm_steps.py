@@ -286,3 +286,14 @@ def test_what_torch_imports_on_its_first_optimizer_is_taken_last_and_only_with_t
     code = "import sys, torch; torch.optim.AdamW(torch.nn.Linear(2, 1).parameters()); print('torch._dynamo' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True", "torch no longer imports torch._dynamo for an optimizer: drop the companion"
+
+
+def test_the_warm_process_ends_cleanly_when_its_run_closes_it() -> None:
+    source = "def step():\n    import numpy\n"
+    warm = WarmSteps(lambda full_command, env_vars=None: 0, [source]).start()
+    assert warm.is_ready(timeout=60)
+    process = warm._process
+    assert process is not None
+    warm.close()
+    assert process.returncode == 0  # its own exit, not close()'s kill after the wait ran out
+    assert not Path(warm.socket_path).parent.exists()

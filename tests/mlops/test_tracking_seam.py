@@ -321,3 +321,26 @@ def test_a_rollout_on_a_served_store_writes_over_rest_and_reads_back_directly(
     assert version.tags[gate_tag(ROLLOUT_GATE, "reason")] == "error rate 0.2 over 0.05"
     assert ROLLED_BACK_AT_TAG in version.tags
     assert CHALLENGER not in direct.registered_model("rollout-model").aliases
+
+
+def test_the_run_summary_reads_a_version_through_the_runs_server_as_the_store_holds_it(
+    served: tuple[TrackingStore, ServedStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli.summaries.training import version_facts
+
+    direct, server = served
+    direct.tag_version("rollout-model", "1", {"mlops.summary_check": "yes: ü"})
+    direct.point_alias("rollout-model", "summary-check", "1")
+    stored = direct.model_version("rollout-model", "1")
+    monkeypatch.setenv(SERVED_AT_ENV, json.dumps({direct.tracking_uri: {"url": server.url, "log": ""}}))
+
+    def no_store(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the summary opened the store although the run's server answers")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(TrackingStore, "from_uri", no_store)
+        aliases, tags = version_facts(direct.tracking_uri, "rollout-model", "1")
+    assert sorted(aliases) == sorted(stored.aliases) and "summary-check" in aliases
+    assert tags == dict(stored.tags) and tags["mlops.summary_check"] == "yes: ü"
+    monkeypatch.delenv(SERVED_AT_ENV)
+    assert version_facts(direct.tracking_uri, "rollout-model", "1") == (list(stored.aliases), dict(stored.tags))

@@ -1,0 +1,101 @@
+"""Where a second ``mlops run training`` spends its time outside the steps: before the first, after the last.
+
+Runs the training pipeline on the built-in sample (5,000 rows) as ``./run.sh`` does, from this tree and,
+as the baseline in the same session, from another checkout (``--baseline-tree``, e.g. a ``git worktree``
+of an earlier commit, run with this venv: ``PYTHONPATH`` puts its sources first). Each tree gets its own
+workspace, run once untimed (the store is created) and then ``--repeats`` times, alternating between the
+trees. Every output line is stamped with the seconds since the command started, which gives: the header,
+the first step's start (its end minus its duration), the last step's end, the summary ("Run finished")
+and the process's exit.
+
+    ../shared/recipes/quiet.sh .venv/bin/python -m benchmarks.bench_run_timeline --baseline-tree /work/wt-base
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+STEP = re.compile(r"^\s+ok\s+(\S+)\s+([\d.]+)s")
+
+
+def timeline(tree: Path, workspace: Path) -> dict[str, float]:
+    """One run from ``tree``'s sources: seconds since start of each landmark."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONUNBUFFERED": "1"}
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "--workspace", str(workspace), "run", "training"],
+        cwd=tree,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    marks: dict[str, float] = {}
+    for line in process.stdout:
+        at = time.monotonic() - started
+        if line.startswith("Running pipeline"):
+            marks["header"] = at
+        elif (step := STEP.match(line)) is not None:
+            marks.setdefault("first step start", at - float(step.group(2)))
+            marks["last step end"] = at
+        elif line.startswith("Run finished"):
+            marks["summary"] = at
+    if process.wait() != 0:
+        raise RuntimeError(f"mlops run training from {tree} failed (exit {process.returncode})")
+    marks["exit"] = time.monotonic() - started
+    return marks
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--baseline-tree", type=Path, required=True, help="another checkout to compare with")
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    trees = {"baseline": args.baseline_tree.resolve(), "this tree": REPO}
+    root = Path(tempfile.mkdtemp(prefix="bench-run-timeline-"))
+    try:
+        workspaces = {label: root / label.replace(" ", "-") for label in trees}
+        for label, tree in trees.items():
+            print(f"{label}: first run (untimed) from {tree}", flush=True)
+            timeline(tree, workspaces[label])
+        runs: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
+        for repeat in range(args.repeats):
+            for label, tree in trees.items():
+                marks = timeline(tree, workspaces[label])
+                runs[label].append(marks)
+                print(
+                    f"{label} #{repeat + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in marks.items()),
+                    flush=True,
+                )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print()
+    print("| tree | first step starts s | last step ends s | summary printed s | process exits s | "
+          "last step → summary s | last step → exit s |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, done in runs.items():
+        figures = [
+            statistics.median(m[key] for m in done)
+            for key in ("first step start", "last step end", "summary", "exit")
+        ]
+        figures.append(statistics.median(m["summary"] - m["last step end"] for m in done))
+        figures.append(statistics.median(m["exit"] - m["last step end"] for m in done))
+        print(f"| {label} | " + " | ".join(f"{figure:.2f}" for figure in figures) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
