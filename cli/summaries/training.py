@@ -37,16 +37,10 @@ def version_facts(tracking_uri: str, model_name: str, version: str) -> tuple[lis
     """A registered version's aliases and tags: through the run's own tracking server while it still answers
     (:mod:`mlops.tracking.served`; no MLflow import, which with opening the store took about 4 s after
     the last step), else from the store itself."""
-    from mlops.tracking.rest_client import MlflowRestClient
-    from mlops.tracking.served import served_at
-
-    served = served_at(tracking_uri)
-    if served is not None:
-        return MlflowRestClient(served.url, log_hint=served.log).model_version(model_name, version)
     from mlops.tracking.store import TrackingStore
 
-    found = TrackingStore.from_uri(tracking_uri).model_version(model_name, version)
-    return list(found.aliases), dict(found.tags)
+    store = TrackingStore.for_task({"tracking_uri": tracking_uri}, "")
+    return store.version_aliases_and_tags(model_name, version)
 
 
 def test_auc(tracking_uri: str, result: LocalRun, experiment: str, kfp_run_id: str) -> float | None:

@@ -80,6 +80,13 @@ class ModelRegistryStore:
             return self.store.rest.model_version_tags(model_name, version)
         return dict(self.model_version(model_name, version).tags)
 
+    def version_aliases_and_tags(self, model_name: str, version: str) -> tuple[list[str], dict[str, str]]:
+        """One registered version's aliases and tags (over REST on a served store: no MLflow import)."""
+        if self.store.rest is not None:
+            return self.store.rest.model_version(model_name, version)
+        found = self.model_version(model_name, version)
+        return list(found.aliases), dict(found.tags)
+
     def version_by_alias(self, model_name: str, alias: str) -> ModelVersion:
         """The version ``alias`` points at, whole; MLflow's error when the model or the alias does not exist
         (:meth:`alias_version` answers None instead)."""

@@ -138,6 +138,7 @@ class TrackingStore(StoreConnection):
     registered_model = _of_registry(ModelRegistryStore.registered_model)
     model_version = _of_registry(ModelRegistryStore.model_version)
     version_tags = _of_registry(ModelRegistryStore.version_tags)
+    version_aliases_and_tags = _of_registry(ModelRegistryStore.version_aliases_and_tags)
     version_by_alias = _of_registry(ModelRegistryStore.version_by_alias)
     search_versions = _of_registry(ModelRegistryStore.search_versions)
     version_download_uri = _of_registry(ModelRegistryStore.version_download_uri)

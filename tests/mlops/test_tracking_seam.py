@@ -335,12 +335,15 @@ def test_the_run_summary_reads_a_version_through_the_runs_server_as_the_store_ho
     monkeypatch.setenv(SERVED_AT_ENV, json.dumps({direct.tracking_uri: {"url": server.url, "log": ""}}))
 
     def no_store(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("the summary opened the store although the run's server answers")
+        raise AssertionError("the summary asked MLflow's client although the run's server answers")
 
     with monkeypatch.context() as patched:
-        patched.setattr(TrackingStore, "from_uri", no_store)
+        patched.setattr(ModelRegistryStore, "model_version", no_store)
         aliases, tags = version_facts(direct.tracking_uri, "rollout-model", "1")
     assert sorted(aliases) == sorted(stored.aliases) and "summary-check" in aliases
     assert tags == dict(stored.tags) and tags["mlops.summary_check"] == "yes: ü"
     monkeypatch.delenv(SERVED_AT_ENV)
-    assert version_facts(direct.tracking_uri, "rollout-model", "1") == (list(stored.aliases), dict(stored.tags))
+    assert version_facts(direct.tracking_uri, "rollout-model", "1") == (
+        list(stored.aliases),
+        dict(stored.tags),
+    )
