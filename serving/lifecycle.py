@@ -88,8 +88,10 @@ class ServerLifecycle:
 
             self.grpc = create_server(plane, config)
             await self.grpc.start()
+        plane.metrics.process_started()
 
     async def stop(self) -> None:
+        self.plane.metrics.process_stopping()
         if self.grpc is not None:  # in-flight calls finish (they still need the backends below)
             await self.grpc.stop(grace=30)
         if self.watcher is not None:

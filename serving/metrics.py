@@ -65,6 +65,13 @@ class ServingMetrics:
             registry=self.registry,
             multiprocess_mode="max",  # with several workers: 1 while any of them serves the version
         )
+        self.process_up = Gauge(
+            "mlops_serving_process_up",
+            "1 while this server process answers; with --workers N one series per worker (its pid label), so "
+            "a scrape shows how many are up.",
+            registry=self.registry,
+            multiprocess_mode="liveall",
+        )
         self.reloads = Counter(
             "mlops_serving_reloads",
             "Hot reload attempts, by outcome (swapped, refused, registry_error).",
@@ -204,6 +211,17 @@ class ServingMetrics:
         if previous:
             self.model_info.labels(model, *previous).set(0)
         self.model_info.labels(model, version, sha256, precision).set(1)
+
+    def process_started(self) -> None:
+        self.process_up.set(1)
+
+    def process_stopping(self) -> None:
+        """This process no longer answers: its series leaves the scrape (a worker's files too)."""
+        self.process_up.set(0)
+        if os.environ.get(MULTIPROCESS_DIR_ENV):
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(os.getpid())
 
     def render(self) -> bytes:
         """The text exposition; with several server processes (``PROMETHEUS_MULTIPROC_DIR`` set before they

@@ -1,7 +1,8 @@
 """``mlops serve --workers 2``: two real server processes on one port, one request log, metrics summed.
 
-Eight client threads open a new connection per request, so the kernel hands connections to both
-workers. Then: every answer is the model's, ``/metrics`` counts every answered request whichever worker
+Once ``/metrics`` shows both workers up (``mlops_serving_process_up``, one series per worker: the health
+route answers as soon as the first is), eight client threads open a new connection per request, so the
+kernel hands connections to both workers. Then: every answer is the model's, ``/metrics`` counts every answered request whichever worker
 answered it (prometheus_client's multiprocess files), both workers wrote their own request-log files,
 and after SIGTERM the log holds exactly the answered requests.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 import signal
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from serving.config import ServerConfig
 from tests.support.serving import MODEL, DemoStore, direct, encoded, running_server, v2_body
 
 CLIENTS, PER_CLIENT = 8, 25
+UP = r'^mlops_serving_process_up\{pid="\d+"\} 1\.0$'
+"""One series per worker that answers (prometheus_client's multiprocess ``liveall`` gauge)."""
 
 
 def children(pid: int) -> list[int]:
@@ -45,6 +49,11 @@ def test_two_workers_answer_on_one_port_log_every_request_and_sum_their_metrics(
 
     with running_server(store, *flags) as server:
         assert "(2 workers)" in server.log()
+        # /v2/health/ready answers once one worker does: the load starts when both are up.
+        deadline = time.monotonic() + 120
+        while len(re.findall(UP, httpx.get(f"{server.url}/metrics").text, re.M)) < 2:
+            assert time.monotonic() < deadline, f"the second worker never came up:\n{server.log()}"
+            time.sleep(0.2)
 
         def client() -> None:
             for _ in range(PER_CLIENT):
