@@ -17,9 +17,15 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from serving.config import ServerConfig
-from serving.model_source import ModelRegistry
 from serving.runtime import LoadedModel
-from serving.startup import UVICORN_OPTIONS, freeze_long_lived_objects, loader, serving_line
+from serving.startup import (
+    UVICORN_OPTIONS,
+    app_with_first_model,
+    configure_logging,
+    freeze_long_lived_objects,
+    given_cache,
+    serving_line,
+)
 
 log = logging.getLogger("serving")
 
@@ -28,29 +34,13 @@ log = logging.getLogger("serving")
 def prepared_app(
     config: ServerConfig, check: Callable[[LoadedModel], None] | None = None
 ) -> Iterator[tuple[Starlette, LoadedModel]]:
-    """The app with its first model loaded; the model cache lives as long as the context.
-
-    ``check`` is called with the loaded model before the app is built (``mlops serve --features``: do the
-    feature service's features cover the model's inputs); it raises ValueError to refuse."""
-    from serving.app import create_app
-
-    with _cache_dir(config) as cache:
-        registry = ModelRegistry(config.tracking_uri, config.model_name, cache)
-        load = loader(config, registry)
-        model = load(registry.version_for(config.alias))
-        if check is not None:
-            check(model)
-        app = create_app(config, model, resolve=lambda: registry.version_for(config.alias), load=load)
-        yield app, model
-
-
-@contextmanager
-def _cache_dir(config: ServerConfig) -> Iterator[Path]:
+    """The app with its first model loaded (:func:`serving.startup.app_with_first_model`, ``check``
+    included); the model cache lives as long as the context."""
     if config.model_cache_dir:
-        yield Path(config.model_cache_dir).expanduser().resolve()
+        yield app_with_first_model(config, given_cache(config), check)
         return
     with tempfile.TemporaryDirectory(prefix="mlops-serving-") as tmp:
-        yield Path(tmp)
+        yield app_with_first_model(config, Path(tmp), check)
 
 
 def serve(config: ServerConfig, check: Callable[[LoadedModel], None] | None = None) -> None:
@@ -59,7 +49,7 @@ def serve(config: ServerConfig, check: Callable[[LoadedModel], None] | None = No
     ``check``: see :func:`prepared_app`."""
     import uvicorn
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging()
     # The process's own setting, made at its entry point: no download progress bar in server logs.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     if config.workers > 1:

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import fcntl
 import gc
+import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from serving.runtime import LoadedModel, load_model
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
     from serving.config import ServerConfig
     from serving.model_source import ModelRegistry
 
@@ -39,6 +43,42 @@ def loader(config: ServerConfig, registry: ModelRegistry) -> Callable[[str], Loa
             return load_model(registry.fetch(version), config.intra_op_threads, config.inter_op_threads)
 
     return load
+
+
+def first_model(
+    config: ServerConfig, cache: Path
+) -> tuple[ModelRegistry, Callable[[str], LoadedModel], LoadedModel]:
+    """The registry with its copies in ``cache``, its loader, and the version the alias names now, opened."""
+    from serving.model_source import ModelRegistry
+
+    registry = ModelRegistry(config.tracking_uri, config.model_name, cache)
+    load = loader(config, registry)
+    return registry, load, load(registry.version_for(config.alias))
+
+
+def app_with_first_model(
+    config: ServerConfig, cache: Path, check: Callable[[LoadedModel], None] | None = None
+) -> tuple[Starlette, LoadedModel]:
+    """The app serving the alias's version, which it follows (hot reload), and that version.
+
+    ``check`` is called with the loaded model before the app is built (``mlops serve --features``: do the
+    feature service's features cover the model's inputs); it raises ValueError to refuse."""
+    from serving.app import create_app
+
+    registry, load, model = first_model(config, cache)
+    if check is not None:
+        check(model)
+    app = create_app(config, model, resolve=lambda: registry.version_for(config.alias), load=load)
+    return app, model
+
+
+def given_cache(config: ServerConfig) -> Path:
+    """The ``--model-cache-dir`` folder, absolute."""
+    return Path(config.model_cache_dir).expanduser().resolve()
+
+
+def configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
 def freeze_long_lived_objects() -> None:

@@ -18,7 +18,6 @@ verified copy in the cache folder they share (:func:`serving.startup.loader` tak
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -41,16 +40,14 @@ def serve_workers(config: ServerConfig, check: Callable[[LoadedModel], None] | N
     """Run ``config.workers`` server processes until interrupted; ``check`` as :func:`serving.server.serve`."""
     import uvicorn
 
-    from serving.model_source import ModelRegistry
-    from serving.startup import UVICORN_OPTIONS, loader, serving_line
+    from serving.startup import UVICORN_OPTIONS, first_model, given_cache, serving_line
 
     with tempfile.TemporaryDirectory(prefix="mlops-serving-workers-") as private:
         folder = Path(private)  # mode 0700
         shared = config.model_copy(
             update={"model_cache_dir": config.model_cache_dir or str(folder / "models")}
         )
-        registry = ModelRegistry(shared.tracking_uri, shared.model_name, _cache_dir(shared))
-        model = loader(shared, registry)(registry.version_for(shared.alias))
+        _, _, model = first_model(shared, given_cache(shared))
         if check is not None:
             check(model)
         line = serving_line(config, model)
@@ -72,22 +69,18 @@ def serve_workers(config: ServerConfig, check: Callable[[LoadedModel], None] | N
 
 def worker_app() -> Starlette:
     """In a worker: the app :func:`serving.server.serve` would build, from the settings its parent wrote."""
-    from serving.app import create_app
-    from serving.model_source import ModelRegistry
-    from serving.startup import freeze_long_lived_objects, loader
+    from serving.startup import (
+        app_with_first_model,
+        configure_logging,
+        freeze_long_lived_objects,
+        given_cache,
+    )
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging()
     config = ServerConfig.model_validate_json(Path(os.environ[CONFIG_FILE_ENV]).read_text(encoding="utf-8"))
-    registry = ModelRegistry(config.tracking_uri, config.model_name, _cache_dir(config))
-    load = loader(config, registry)
-    model = load(registry.version_for(config.alias))
-    app = create_app(config, model, resolve=lambda: registry.version_for(config.alias), load=load)
+    app, _ = app_with_first_model(config, given_cache(config))
     freeze_long_lived_objects()
     return app
-
-
-def _cache_dir(config: ServerConfig) -> Path:
-    return Path(config.model_cache_dir).expanduser().resolve()
 
 
 @contextlib.contextmanager
