@@ -20,14 +20,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from kfp.dsl.base_component import BaseComponent
+from typing import TYPE_CHECKING, Any
 
 from cli.console.display import Step
 from cli.console.kfp_lines import ANSI
 from mlops.tracking.telemetry import telemetry_off
 from mlops.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kfp.dsl.base_component import BaseComponent
 
 _FAILED_TASK = re.compile(r"Inner task failed: '?([\w.-]+?)'?(?: inside '[\w.-]+')?\.?$")
 """kfp.local's failure message; a task under a ``dsl.If`` or ``ParallelFor`` is named "inside" its group."""

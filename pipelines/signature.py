@@ -24,11 +24,12 @@ import json
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
-from kfp import dsl
-from kfp.dsl.graph_component import GraphComponent
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from kfp.dsl.graph_component import GraphComponent
 
 from mlops.settings import (
     Setting,
@@ -116,6 +117,8 @@ class Parameters:
 
     def tracking(self) -> dict[str, Any]:
         """The keyword arguments every logging task takes: the tracking section and, beside it, the KFP run id."""
+        from kfp import dsl
+
         return {"tracking": self.section("tracking"), "pipeline_run_id": dsl.PIPELINE_JOB_ID_PLACEHOLDER}
 
 
@@ -300,6 +303,8 @@ class PipelineForm:
         pipeline_function.__name__ = body.__name__
         pipeline_function.__qualname__ = body.__qualname__
         pipeline_function.__module__ = body.__module__
+        from kfp import dsl
+
         return dsl.pipeline(name=self.name, description=self.description)(pipeline_function)
 
 

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from mlops.governance.signing import SignatureError, public_key_for, verify_directory
 from mlops.tracking.store import TrackingStore, redact_uri
@@ -27,6 +28,9 @@ from mlops.vocabulary import (
     SIGNATURE_URI_TAG,
     file_sha256,
 )
+
+if TYPE_CHECKING:
+    from mlflow.exceptions import MlflowException
 
 __all__ = ["DIGEST_TAG", "PRECISION_TAG", "QUANTIZED_FROM_TAG", "ModelRegistry", "RegistryError"]
 
@@ -69,11 +73,9 @@ class ModelRegistry:
 
     def version_for(self, alias: str) -> str:
         """The version ``alias`` points at now."""
-        from mlflow.exceptions import MlflowException
-
         try:
             return str(self.store.version_by_alias(self.model_name, alias).version)
-        except MlflowException as exc:
+        except _mlflow_error() as exc:
             if _unreachable(exc):
                 raise RegistryError(
                     f"cannot reach the MLflow registry at {redact_uri(self.tracking_uri)}: {_first_line(exc.message)}; "
@@ -86,11 +88,9 @@ class ModelRegistry:
 
     def fetch(self, version: str) -> ModelArtifact:
         """Download ``version`` (or reuse a verified cached copy) and check its digest."""
-        from mlflow.exceptions import MlflowException
-
         try:
             tags = self.store.version_tags(self.model_name, version)
-        except MlflowException as exc:
+        except _mlflow_error() as exc:
             raise RegistryError(
                 f"model {self.model_name!r} has no version {version!r} in {redact_uri(self.tracking_uri)}: "
                 f"{exc.message}"
@@ -181,11 +181,9 @@ class ModelRegistry:
 
     def _download(self, location: str, staging: Path, version: str) -> Path:
         """Fetch a version's artifacts; any store failure becomes one :class:`RegistryError` line with the fix."""
-        from mlflow.exceptions import MlflowException
-
         try:
             return self.store.download(location, staging)
-        except MlflowException as exc:
+        except _mlflow_error() as exc:
             raise RegistryError(
                 f"cannot download {self.model_name} version {version} from {location}: "
                 f"{_first_line(exc.message)}"
@@ -196,6 +194,22 @@ class ModelRegistry:
             raise RegistryError(
                 f"cannot download {self.model_name} version {version}: {describe_error(exc, 'download', location)}"
             ) from exc
+
+
+class _NotRaised(Exception):
+    """Stands for MLflow's exception while MLflow is not imported: nothing raises it."""
+
+
+def _mlflow_error() -> type[MlflowException]:
+    """MLflow's exception class, looked up when an error is being matched (an ``except`` clause evaluates it
+    then): a read the light reader answered never imported MLflow, and nothing else can raise its error."""
+    import sys
+
+    module = sys.modules.get("mlflow.exceptions")
+    found: type[MlflowException] = (
+        module.MlflowException if module is not None else cast("type[MlflowException]", _NotRaised)
+    )
+    return found
 
 
 def _unreachable(exc: Exception) -> bool:

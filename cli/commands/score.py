@@ -79,12 +79,15 @@ def settings_of(args: argparse.Namespace) -> Any:
     from cli.parameters import parse_overrides
     from components.batch_score.config import ScoreSettings
     from mlops.settings import SettingsError
-    from pipelines.catalog import forms
+    from pipelines.signature import PipelineForm
 
-    given = parse_overrides(forms()[PIPELINE], args.overrides)
-    other = sorted(address for address in given if not address.startswith("score."))
+    assignments = list(args.overrides or [])
+    addresses = [a.partition("=")[0].strip() for a in assignments]
+    other = sorted(a for a in addresses if a != "score" and not a.startswith("score."))
     if other:
         raise SettingsError(f"mlops score takes score.* settings only; got {other}")
+    # The score section alone (the batch_scoring pipeline's form would import the pipeline, and KFP with it).
+    given = parse_overrides(PipelineForm("score", "mlops score", (ScoreSettings(),)), assignments)
     values = {address.removeprefix("score."): value for address, value in given.items()}
     values.update(model=args.model, data_uri=_absolute(args.data), output_uri=_absolute(args.out))
     if getattr(args, "explain", False):
@@ -101,7 +104,7 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
 
     from cli.summaries.batch_scoring import summary_lines
     from components.batch_score.batch_finish import finish_job
-    from components.batch_score.batch_plan import plan_job
+    from components.batch_score.batch_plan import plan_with_model
     from components.batch_score.batch_shard import score_shard
     from mlops.tracking.context import resolve_tracking
 
@@ -126,12 +129,12 @@ def score_command(args: argparse.Namespace, workspace: Workspace) -> int:
     tracking.check()
     store = tracking.store
     cache = workspace.root / "serving-cache"
-    plan = plan_job(settings, store, cache)
+    plan, artifact = plan_with_model(settings, store, cache)
     print(
         f"{plan.model_name}@{plan.alias} = version {plan.version} (verified); {len(plan.files)} input file(s)"
     )
     with _bar(plan.total_rows, disabled=args.no_progress) as advance:
-        results = [score_shard(plan, shard, store, cache, advance) for shard in range(len(plan.shards))]
+        results = [score_shard(plan, s, store, cache, advance, artifact) for s in range(len(plan.shards))]
     summary = finish_job(
         plan,
         results,

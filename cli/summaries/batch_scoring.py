@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cli.local_run import LocalRun
 from cli.summaries.common import run_lines
-from mlops.workspace import Workspace
+
+if TYPE_CHECKING:
+    from cli.local_run import LocalRun
+    from mlops.workspace import Workspace
 
 FINISH_TASK = "finish-batch-scoring"
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from cli.console.display import duration
 from cli.console.figures import MAX_REASONS, REASON_WIDTH, short, split_reasons
-from cli.local_run import LocalRun, PipelineFailed
-from mlops.workspace import Workspace
 
 if TYPE_CHECKING:
+    from cli.local_run import LocalRun, PipelineFailed
     from mlops.tracking.context import ResolvedTracking
+    from mlops.workspace import Workspace
 
 # (task folder, output name, label) of the files a person wants to open after a run.
 REPORTS = (

@@ -16,6 +16,7 @@ from mlops.settings import section_values
 
 if TYPE_CHECKING:
     from mlops.tracking.store import TrackingStore
+    from serving.model_source import ModelArtifact
 
 
 def resolve_version(store: TrackingStore, model_name: str, alias: str, cache_dir: Path) -> str:
@@ -29,6 +30,14 @@ def resolve_version(store: TrackingStore, model_name: str, alias: str, cache_dir
 
 def plan_job(settings: ScoreSettings, store: TrackingStore, cache_dir: Path) -> BatchPlan:
     """Resolve the alias, verify the version, list and check the input, split it into shards."""
+    return plan_with_model(settings, store, cache_dir)[0]
+
+
+def plan_with_model(
+    settings: ScoreSettings, store: TrackingStore, cache_dir: Path
+) -> tuple[BatchPlan, ModelArtifact]:
+    """:func:`plan_job`, and the version it verified: a shard in the same process scores with it
+    (``score_shard(..., artifact=)``) instead of fetching and verifying it a second time."""
     if not settings.output_uri:
         raise BatchInputError("no output given: set --out (score.output_uri) to a folder or an s3:// prefix")
     data_root = settings.data_uri.rstrip("/") + "/"
@@ -61,7 +70,7 @@ def plan_job(settings: ScoreSettings, store: TrackingStore, cache_dir: Path) -> 
     }
     key = out.job_key({**decisive, "version": version, "onnx_sha256": artifact.sha256})
     storage.delete(out.join(settings.output_uri, out.JOB_FILE))  # this run is not done until it says so
-    return BatchPlan(
+    plan = BatchPlan(
         job_id=uuid.uuid4().hex[:12],
         model_name=settings.model_name,
         alias=settings.alias,
@@ -73,6 +82,7 @@ def plan_job(settings: ScoreSettings, store: TrackingStore, cache_dir: Path) -> 
         key=key,
         started=datetime.now(UTC).isoformat(),
     )
+    return plan, artifact
 
 
 def split_shards(files: list[InputFile], shards: int) -> list[list[int]]:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from mlops.tracking.store import TrackingStore
+    from serving.model_source import ModelArtifact
 
 WRITERS = 2
 """Chunks written at once (threads); with the reader and the scorer, 2 + WRITERS chunks are in memory."""
@@ -48,13 +49,17 @@ def score_shard(
     store: TrackingStore,
     cache_dir: Path,
     progress: Progress = lambda rows: None,
+    artifact: ModelArtifact | None = None,
 ) -> ShardResult:
-    """Score the shard's files chunk by chunk; chunks already written by this job are skipped."""
+    """Score the shard's files chunk by chunk; chunks already written by this job are skipped. ``artifact``:
+    the version this process's plan verified (:func:`~components.batch_score.batch_plan.plan_with_model`);
+    None fetches and verifies it here, as a shard in a task of its own must."""
     from mlops.model.onnx_model import OnnxScorer
     from serving.tensors import FeatureBounds
 
     settings = plan.score
-    artifact = fetch_model(store, plan.model_name, plan.version, cache_dir)
+    if artifact is None:
+        artifact = fetch_model(store, plan.model_name, plan.version, cache_dir)
     if artifact.sha256 != plan.onnx_sha256:
         raise ModelRefused(
             f"{plan.model_name} version {plan.version} has SHA-256 {artifact.sha256}, not the {plan.onnx_sha256} "

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from mlops.governance.signing import Signed
     from mlops.model.reference_profile import ReferenceProfile
+    from mlops.tracking.sqlite_registry import RegisteredVersion
     from mlops.tracking.store_connection import StoreConnection
 
 
@@ -78,18 +79,25 @@ class ModelRegistryStore:
         """The tags of one registered version (over REST on a served store); an error when there is none."""
         if self.store.rest is not None:
             return self.store.rest.model_version_tags(model_name, version)
+        if (found := self._light_version(model_name, version)) is not None:
+            return found.tags
         return dict(self.model_version(model_name, version).tags)
 
     def version_aliases_and_tags(self, model_name: str, version: str) -> tuple[list[str], dict[str, str]]:
         """One registered version's aliases and tags (over REST on a served store: no MLflow import)."""
         if self.store.rest is not None:
             return self.store.rest.model_version(model_name, version)
+        if (light := self._light_version(model_name, version)) is not None:
+            return light.aliases, light.tags
         found = self.model_version(model_name, version)
         return list(found.aliases), dict(found.tags)
 
-    def version_by_alias(self, model_name: str, alias: str) -> ModelVersion:
-        """The version ``alias`` points at, whole; MLflow's error when the model or the alias does not exist
-        (:meth:`alias_version` answers None instead)."""
+    def version_by_alias(self, model_name: str, alias: str) -> ModelVersion | RegisteredVersion:
+        """The version ``alias`` points at (its ``version``, ``tags``, ``aliases``, ``run_id``); MLflow's error
+        when the model or the alias does not exist (:meth:`alias_version` answers None instead)."""
+        reader = self.store.sqlite_reads
+        if reader is not None and (found := reader.version_by_alias(model_name, alias)) is not None:
+            return found
         return self.store._client.get_model_version_by_alias(model_name, alias)
 
     def search_versions(self, filter_string: str) -> list[ModelVersion]:
@@ -99,7 +107,15 @@ class ModelRegistryStore:
     def version_download_uri(self, model_name: str, version: str) -> str:
         """Where a version's files are stored, resolved in this store's registry (never the process-wide
         one, which MLflow's ``models:/`` download would ask)."""
+        reader = self.store.sqlite_reads
+        if reader is not None and (found := reader.download_uri(model_name, version)) is not None:
+            return found
         return str(self.store._client.get_model_version_download_uri(model_name, version))
+
+    def _light_version(self, model_name: str, version: str) -> RegisteredVersion | None:
+        """The version as the SQLite store's light reader finds it; None: ask MLflow (not found, or not SQLite)."""
+        reader = self.store.sqlite_reads
+        return None if reader is None else reader.version(model_name, version)
 
     # --- tags, gates, aliases -----------------------------------------------------------------
 
@@ -194,6 +210,9 @@ class ModelRegistryStore:
         """The version ``alias`` points at, or None when the model or the alias does not exist."""
         if self.store.rest is not None:
             return self.store.rest.alias_version(model_name, alias)
+        reader = self.store.sqlite_reads
+        if reader is not None and (found := reader.version_by_alias(model_name, alias)) is not None:
+            return found.version
         from mlflow.exceptions import MlflowException
 
         try:
@@ -254,7 +273,13 @@ class ModelRegistryStore:
     # --- artifacts, signatures, profiles ------------------------------------------------------
 
     def download(self, artifact_uri: str, dst_path: str | Path | None = None) -> Path:
-        """Download an artifact (``runs:/…``, ``s3://…``, ``mlflow-artifacts:/…``) of this store."""
+        """Download an artifact (``runs:/…``, ``s3://…``, ``mlflow-artifacts:/…``) of this store: into
+        ``dst_path/<its last name>``, as MLflow does. One stored on this machine's disk (a ``file:`` location, or
+        a ``runs:/`` path of a run whose artifacts are, read through the light reader) is copied without
+        importing MLflow."""
+        local = self._local_artifact(artifact_uri)
+        if local is not None and dst_path is not None:
+            return copy_artifact(local, Path(dst_path))
         import mlflow
 
         return Path(
@@ -265,6 +290,19 @@ class ModelRegistryStore:
                 registry_uri=self.store.mlflow_uris[1],
             )
         )
+
+    def _local_artifact(self, artifact_uri: str) -> Path | None:
+        """The file or folder ``artifact_uri`` names on this machine's disk; None when it is elsewhere, or
+        not known without MLflow."""
+        if artifact_uri.startswith("runs:/"):
+            reader = self.store.sqlite_reads
+            run_id, _, path = artifact_uri.removeprefix("runs:/").partition("/")
+            root = None if reader is None else reader.run_artifact_uri(run_id)
+            if root is None:
+                return None
+            artifact_uri = f"{root.rstrip('/')}/{path}" if path else root
+        local = file_path(artifact_uri)
+        return local if local is not None and local.exists() else None
 
     def download_version(self, model_name: str, version: str, dst_path: str | Path | None = None) -> Path:
         """A registered version's files, found through this store's registry (MLflow's own ``models:/``
@@ -329,3 +367,28 @@ class ModelRegistryStore:
                 f"cannot read the reference profile of {model_name} v{version} at {uri}: {exc}"
             ) from exc
         return ReferenceProfile.from_json(text, f"profile of {model_name} v{version}")
+
+
+def file_path(uri: str) -> Path | None:
+    """The local path of a ``file:`` URI or an absolute path; None for any other scheme."""
+    from urllib.parse import unquote, urlparse
+
+    if uri.startswith("/"):
+        return Path(uri)
+    parts = urlparse(uri)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+        return None
+    return Path(unquote(parts.path))
+
+
+def copy_artifact(source: Path, dst: Path) -> Path:
+    """``source`` (a file or a folder) copied to ``dst/<its name>``, as MLflow's download lays it out."""
+    import shutil
+
+    target = dst / source.name
+    dst.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    else:
+        shutil.copy2(source, target)
+    return target

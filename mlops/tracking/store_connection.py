@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from mlops.tracking.rest_client import MlflowRestClient
+    from mlops.tracking.sqlite_registry import SqliteRegistryReader
 
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 """MLflow's own variable: the tracking server a task's environment names when the settings leave it empty."""
@@ -185,6 +186,16 @@ class StoreConnection:
         from mlops.tracking.served import START_WAIT_S
 
         return MlflowRestClient(self.served_url, wait_s=START_WAIT_S, log_hint=self.served_log)
+
+    @cached_property
+    def sqlite_reads(self) -> SqliteRegistryReader | None:
+        """The light reader of a SQLite store this process opens itself (not served, its own registry): the
+        registry reads it finds answer without importing MLflow; None for any other store."""
+        if self.served_url:
+            return None
+        from mlops.tracking.sqlite_registry import reader_for
+
+        return reader_for(self.tracking_uri, self.registry_uri)
 
     @property
     def experiment_location(self) -> str:
