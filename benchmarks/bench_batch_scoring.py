@@ -73,7 +73,7 @@ def run_score(
     workspace: str, data: str, out: str, chunk_rows: int, request_log: bool, intra_op_threads: int
 ) -> dict[str, Any]:
     from components.batch_score.batch_finish import finish_job
-    from components.batch_score.batch_plan import plan_job
+    from components.batch_score.batch_plan import plan_with_model
     from components.batch_score.batch_shard import score_shard
     from components.batch_score.config import ScoreSettings
     from mlops.tracking.store import TrackingStore
@@ -90,9 +90,10 @@ def run_score(
         intra_op_threads=intra_op_threads,
     )
     started, cpu = time.perf_counter(), time.process_time()
-    plan = plan_job(settings, store, space.root / "serving-cache")
+    plan, artifact = plan_with_model(settings, store, space.root / "serving-cache")  # as mlops score does
     planned = time.perf_counter()
-    results = [score_shard(plan, s, store, space.root / "serving-cache") for s in range(len(plan.shards))]
+    cache = space.root / "serving-cache"
+    results = [score_shard(plan, s, store, cache, artifact=artifact) for s in range(len(plan.shards))]
     looped = time.perf_counter()
     summary = finish_job(plan, results, workspace_root=space.root)
     seconds = time.perf_counter() - started

@@ -220,17 +220,22 @@ def request_log_table(
     if clash:
         raise ValueError(f"feature(s) {clash} collide with request-log columns {list(RESERVED)}; rename them")
     n = len(x)
+    # One pass and one allocation: each feature a contiguous float64 row (the log's type), which Arrow then
+    # wraps without a copy; a column of the row-major matrix would be a strided read and an array per feature.
+    by_feature = np.array(x.T, dtype=np.float64, order="C")
     columns: dict[str, pa.Array] = {}
     for i, name in enumerate(spec.numeric):
-        values = x[:, i].astype(np.float64)
+        values = by_feature[i]
         missing = np.isnan(values)
         columns[name] = pa.array(values, mask=missing if missing.any() else None)  # NaN -> null
     offset = len(spec.numeric)
     with np.errstate(invalid="ignore"):
         for j, (name, vocab) in enumerate(zip(spec.categorical, spec.vocabularies, strict=True)):
-            codes = x[:, offset + j]
+            codes = by_feature[offset + j]
             unknown = ~((codes >= 1) & (codes <= len(vocab)))  # 0 = missing/unseen; NaN too
-            indices = np.where(unknown, 1, codes).astype(np.int32) - 1
+            indices = codes.astype(np.int32)  # a NaN's integer is masked out below
+            indices -= 1
+            indices[unknown] = 0
             columns[name] = pa.DictionaryArray.from_arrays(
                 pa.array(indices, mask=unknown if unknown.any() else None), pa.array(vocab, type=pa.string())
             )
