@@ -76,7 +76,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def settings_of(args: argparse.Namespace) -> Any:
     """The ``score`` section from the flags and ``--set`` (flags win); local paths made absolute."""
-    from cli.parameters import parse_overrides
+    from cli.parameters import invalid_settings, parse_overrides
     from components.batch_score.config import ScoreSettings
     from mlops.settings import SettingsError
     from pipelines.signature import PipelineForm
@@ -87,12 +87,16 @@ def settings_of(args: argparse.Namespace) -> Any:
     if other:
         raise SettingsError(f"mlops score takes score.* settings only; got {other}")
     # The score section alone (the batch_scoring pipeline's form would import the pipeline, and KFP with it).
-    given = parse_overrides(PipelineForm("score", "mlops score", (ScoreSettings(),)), assignments)
-    values = {address.removeprefix("score."): value for address, value in given.items()}
-    values.update(model=args.model, data_uri=_absolute(args.data), output_uri=_absolute(args.out))
+    form = PipelineForm(PIPELINE, "mlops score", (ScoreSettings(),))
+    given = parse_overrides(form, assignments)
+    given.update({"score.model": args.model, "score.data_uri": _absolute(args.data)})
+    given["score.output_uri"] = _absolute(args.out)
     if getattr(args, "explain", False):
-        values["explain"] = True
-    return ScoreSettings.model_validate(values)
+        given["score.explain"] = True
+    problems = invalid_settings(form, given)
+    if problems:  # one line per bad setting, named by its address
+        raise SettingsError("; ".join(problems))
+    return ScoreSettings.model_validate({address.removeprefix("score."): v for address, v in given.items()})
 
 
 def _absolute(uri: str) -> str:

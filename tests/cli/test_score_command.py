@@ -140,3 +140,23 @@ def test_settings_other_than_score_are_refused(
     code = score(model, tmp_path / "in.parquet", tmp_path / "out", "--set", "tracking.experiment=x")
     assert code == 2
     assert "mlops score takes score.* settings only" in capsys.readouterr().err
+
+
+def test_each_bad_score_setting_is_named_with_the_value_given_and_nothing_is_written(
+    model: Monitored, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = score(
+        model,
+        tmp_path / "in.parquet",
+        tmp_path / "out",
+        "--set",
+        "score.chunk_rows=0",
+        "--set",
+        "score.threshold=2",
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "score.chunk_rows: Input should be greater than or equal to 1 (got 0)" in err
+    assert "score.threshold: Input should be less than or equal to 1 (got 2.0)" in err
+    assert "errors.pydantic.dev" not in err
+    assert not (tmp_path / "out").exists()
