@@ -13,7 +13,6 @@ and the process's exit.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -24,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks import tree_comparison
+
 STEP = re.compile(r"^\s+ok\s+(\S+)\s+([\d.]+)s")
 
 
@@ -58,28 +58,15 @@ def timeline(tree: Path, workspace: Path) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--baseline-tree", type=Path, required=True, help="another checkout to compare with")
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
-    trees = {"baseline": args.baseline_tree.resolve(), "this tree": REPO}
+    args = tree_comparison.parser(__doc__, repeats=2).parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-run-timeline-"))
     try:
-        workspaces = {label: root / label.replace(" ", "-") for label in trees}
-        for label, tree in trees.items():
-            print(f"{label}: first run (untimed) from {tree}", flush=True)
-            timeline(tree, workspaces[label])
-        runs: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
-        for repeat in range(args.repeats):
-            for label, tree in trees.items():
-                marks = timeline(tree, workspaces[label])
-                runs[label].append(marks)
-                print(
-                    f"{label} #{repeat + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in marks.items()),
-                    flush=True,
-                )
+        runs = tree_comparison.alternate(
+            args.baseline_tree,
+            args.repeats,
+            lambda label, tree: timeline(tree, root / label.replace(" ", "-")),
+            lambda marks: ", ".join(f"{k} {v:.2f}" for k, v in marks.items()),
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print()

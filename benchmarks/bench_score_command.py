@@ -14,7 +14,6 @@ difference is the command's fixed cost: start-up, settings, registry reads, the 
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -24,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks import tree_comparison
+
 MODEL = "bench-model"  # benchmarks.bench_serving.MODEL, which register_model registers
 
 
@@ -43,31 +43,23 @@ def score(tree: Path, workspace: Path, data: Path, out: Path) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--baseline-tree", type=Path, required=True, help="another checkout to compare with")
+    parser = tree_comparison.parser(__doc__, repeats=3)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--file-rows", type=int, default=500_000)
-    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
     from benchmarks.bench_batch_scoring import write_input
     from benchmarks.bench_serving import register_model, train_and_export
 
-    trees = {"baseline": args.baseline_tree.resolve(), "this tree": REPO}
     root = Path(tempfile.mkdtemp(prefix="bench-score-command-"))
     try:
         write_input(root / "in", args.rows, args.file_rows)
         register_model(root / "workspace", train_and_export(root / "onnx", (64, 32), steps=50))
-        for label, tree in trees.items():
-            print(f"{label}: first run (untimed) from {tree}", flush=True)
-            score(tree, root / "workspace", root / "in", root / "out")
-        seconds: dict[str, list[float]] = {label: [] for label in trees}
-        for repeat in range(args.repeats):
-            for label, tree in trees.items():
-                seconds[label].append(score(tree, root / "workspace", root / "in", root / "out"))
-                print(f"{label} #{repeat + 1}: {seconds[label][-1]:.2f} s", flush=True)
+        seconds = tree_comparison.alternate(
+            args.baseline_tree,
+            args.repeats,
+            lambda label, tree: score(tree, root / "workspace", root / "in", root / "out"),
+            lambda figure: f"{figure:.2f} s",
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print()
