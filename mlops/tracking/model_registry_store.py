@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlops.tracking.registry_writer import RegistryWriter
+from mlops.tracking.uris import local_path
 from mlops.vocabulary import PROFILE_TAG, PROMOTED_AT_TAG, REPLACED_BY_TAG, clip, gate_tag
 
 if TYPE_CHECKING:
@@ -95,8 +96,7 @@ class ModelRegistryStore:
     def version_by_alias(self, model_name: str, alias: str) -> ModelVersion | RegisteredVersion:
         """The version ``alias`` points at (its ``version``, ``tags``, ``aliases``, ``run_id``); MLflow's error
         when the model or the alias does not exist (:meth:`alias_version` answers None instead)."""
-        reader = self.store.sqlite_reads
-        if reader is not None and (found := reader.version_by_alias(model_name, alias)) is not None:
+        if (found := self._light_alias(model_name, alias)) is not None:
             return found
         return self.store._client.get_model_version_by_alias(model_name, alias)
 
@@ -111,6 +111,11 @@ class ModelRegistryStore:
         if reader is not None and (found := reader.download_uri(model_name, version)) is not None:
             return found
         return str(self.store._client.get_model_version_download_uri(model_name, version))
+
+    def _light_alias(self, model_name: str, alias: str) -> RegisteredVersion | None:
+        """The version ``alias`` points at as the SQLite store's light reader finds it; None: ask MLflow."""
+        reader = self.store.sqlite_reads
+        return None if reader is None else reader.version_by_alias(model_name, alias)
 
     def _light_version(self, model_name: str, version: str) -> RegisteredVersion | None:
         """The version as the SQLite store's light reader finds it; None: ask MLflow (not found, or not SQLite)."""
@@ -210,8 +215,7 @@ class ModelRegistryStore:
         """The version ``alias`` points at, or None when the model or the alias does not exist."""
         if self.store.rest is not None:
             return self.store.rest.alias_version(model_name, alias)
-        reader = self.store.sqlite_reads
-        if reader is not None and (found := reader.version_by_alias(model_name, alias)) is not None:
+        if (found := self._light_alias(model_name, alias)) is not None:
             return found.version
         from mlflow.exceptions import MlflowException
 
@@ -301,7 +305,7 @@ class ModelRegistryStore:
             if root is None:
                 return None
             artifact_uri = f"{root.rstrip('/')}/{path}" if path else root
-        local = file_path(artifact_uri)
+        local = local_path(artifact_uri)
         return local if local is not None and local.exists() else None
 
     def download_version(self, model_name: str, version: str, dst_path: str | Path | None = None) -> Path:
@@ -367,18 +371,6 @@ class ModelRegistryStore:
                 f"cannot read the reference profile of {model_name} v{version} at {uri}: {exc}"
             ) from exc
         return ReferenceProfile.from_json(text, f"profile of {model_name} v{version}")
-
-
-def file_path(uri: str) -> Path | None:
-    """The local path of a ``file:`` URI or an absolute path; None for any other scheme."""
-    from urllib.parse import unquote, urlparse
-
-    if uri.startswith("/"):
-        return Path(uri)
-    parts = urlparse(uri)
-    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
-        return None
-    return Path(unquote(parts.path))
 
 
 def copy_artifact(source: Path, dst: Path) -> Path:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlops.tracking import uris
 from mlops.tracking.uris import TrackingError, redact_uri
 
 API = "/api/2.0/mlflow"
@@ -134,8 +135,8 @@ class MlflowRestClient:
         a copy when the run's artifacts are a local directory, an upload when the server proxies them."""
         parts = urllib.parse.urlsplit(artifact_uri)
         relative = "/".join(p for p in (artifact_path.strip("/"), local_path.name) if p)
-        if parts.scheme in ("file", ""):
-            target = Path(urllib.parse.unquote(parts.path)) / relative
+        if (directory := uris.local_path(artifact_uri)) is not None:
+            target = directory / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(local_path, target)
             return

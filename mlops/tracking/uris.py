@@ -8,7 +8,7 @@ them, where callers have always found them.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 
 class TrackingError(ValueError):
@@ -35,3 +35,10 @@ def redact_uri(uri: str) -> str:
     port = f":{parts.port}" if parts.port else ""
     netloc = f"{parts.username}:***@{host}{port}"
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def local_path(uri: str) -> Path | None:
+    """The path a ``file:`` URI or a plain path names on this machine, as MLflow reads one (the host part
+    unread, percent-escapes decoded); None for any other scheme (``s3://``, ``mlflow-artifacts:/``, ``runs:/``)."""
+    parts = urlsplit(uri)
+    return Path(unquote(parts.path)) if parts.scheme in ("file", "") else None
