@@ -26,6 +26,9 @@ from pathlib import Path
 from benchmarks import tree_comparison
 
 STEP = re.compile(r"^\s+ok\s+(\S+)\s+([\d.]+)s")
+FINISHED = re.compile(r"^Run finished in ([\d.]+)s")
+STEP_PREFIX = "step "
+"""Marks that are a step's own duration (``step <name>``), not a time since start."""
 
 
 def timeline(tree: Path, workspace: Path) -> dict[str, float]:
@@ -49,8 +52,11 @@ def timeline(tree: Path, workspace: Path) -> dict[str, float]:
         elif (step := STEP.match(line)) is not None:
             marks.setdefault("first step start", at - float(step.group(2)))
             marks["last step end"] = at
+            marks[STEP_PREFIX + step.group(1)] = float(step.group(2))
         elif line.startswith("Run finished"):
             marks["summary"] = at
+            if (finished := FINISHED.match(line)) is not None:
+                marks["pipeline"] = float(finished.group(1))
     if process.wait() != 0:
         raise RuntimeError(f"mlops run training from {tree} failed (exit {process.returncode})")
     marks["exit"] = time.monotonic() - started
@@ -65,7 +71,9 @@ def main() -> int:
             args.baseline_tree,
             args.repeats,
             lambda label, tree: timeline(tree, root / label.replace(" ", "-")),
-            lambda marks: ", ".join(f"{k} {v:.2f}" for k, v in marks.items()),
+            lambda marks: ", ".join(
+                f"{k} {v:.2f}" for k, v in marks.items() if not k.startswith(STEP_PREFIX)
+            ),
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -81,6 +89,14 @@ def main() -> int:
         figures.append(statistics.median(m["summary"] - m["last step end"] for m in done))
         figures.append(statistics.median(m["exit"] - m["last step end"] for m in done))
         print(f"| {label} | " + " | ".join(f"{figure:.2f}" for figure in figures) + " |")
+    print()
+    labels = list(runs)
+    steps = [key for key in runs[labels[0]][0] if key.startswith(STEP_PREFIX)]
+    print("| step, median s | " + " | ".join(labels) + " |")
+    print("|---|" + "---:|" * len(labels))
+    for key in [*steps, "pipeline"]:
+        cells = [statistics.median(m.get(key, float("nan")) for m in runs[label]) for label in labels]
+        print(f"| {key.removeprefix(STEP_PREFIX)} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
     return 0
 
 

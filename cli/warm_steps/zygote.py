@@ -32,6 +32,7 @@ import socket
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -142,11 +143,25 @@ def _reseed() -> None:
         numpy.random.seed()
 
 
+@dataclass
+class StepRequest:
+    """A step asked for: its request, the connection its status goes back on, its output pipe, and the
+    modules of the warm process's list that it imports (it forks once each of them was tried)."""
+
+    request: dict[str, Any]
+    conn: socket.socket
+    output: int
+    needs: tuple[str, ...]
+
+
 def serve(path: str, sources_file: str) -> int | None:
     """Answer step requests until stdin closes; in a forked child, the step's exit status (else None).
 
-    The socket listens before the imports start, and requests are answered between two imports: a step
-    asked for early forks with what is imported so far and imports the rest itself, as a cold one would.
+    The socket listens before the imports start, and requests are taken between two imports. A step
+    forks once the warm process has tried every module of its list that the step imports; until then the
+    warm process imports those first, the earliest request's first. A step forked earlier would import them
+    itself beside the warm process importing them too: on two cores that made Great Expectations' import
+    the larger part of the first validation step.
     """
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -155,33 +170,55 @@ def serve(path: str, sources_file: str) -> int | None:
     atexit.register(_end_of_step)  # before the imports register theirs, so it runs after all of them
     print("ready", flush=True)
     sources = json.loads(Path(sources_file).read_text(encoding="utf-8"))
-    modules = preloadable_imports(sources, module_source)
+    remaining = preloadable_imports(sources, module_source)
+    listed = frozenset(remaining)
+    needs_by_source: dict[str, tuple[str, ...]] = {}
+    tried: set[str] = set()
     imported: list[str] = []
-    for name in modules:
-        started = time.monotonic()
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a step that imports it fails as it would cold
-            continue
-        imported.append(f"{name} ({time.monotonic() - started:.1f} s)")
-        status = _answer(listener, imported, timeout=0.0)
-        if status is not None:
-            return status
+    waiting: list[StepRequest] = []
+
+    def needs(source: str) -> tuple[str, ...]:
+        if source not in needs_by_source:
+            own = preloadable_imports([source], module_source)
+            needs_by_source[source] = tuple(name for name in own if name in listed)
+        return needs_by_source[source]
+
     while True:
-        status = _answer(listener, imported, timeout=None)
-        if status is not None:
-            return status
+        for step in _accept(listener, timeout=0.0 if remaining or waiting else None):
+            step.needs = needs(step.request["source"])
+            waiting.append(step)
+        for step in [step for step in waiting if tried.issuperset(step.needs)]:
+            waiting.remove(step)
+            status = _fork(step, listener, imported)
+            if status is not None:
+                return status
+        if remaining:
+            name = next_import(remaining, [step.needs for step in waiting], tried)
+            remaining.remove(name)
+            started = time.monotonic()
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a step that imports it fails as it would cold
+                pass
+            else:
+                imported.append(f"{name} ({time.monotonic() - started:.1f} s)")
+            tried.add(name)
 
 
-def _answer(listener: socket.socket, imported: list[str], timeout: float | None) -> int | None:
-    """Fork for each pending request (waiting up to ``timeout``); in a child, its step's status.
+def next_import(remaining: list[str], waiting: list[tuple[str, ...]], tried: set[str]) -> str:
+    """Which of ``remaining`` (in the run's order) to import next: the first one not yet tried that the
+    earliest waiting step imports, else the first of the list."""
+    return next((name for needs in waiting for name in needs if name not in tried), remaining[0])
 
-    Ends the warm process itself (:func:`_leave`) once its parent closed stdin.
-    """
+
+def _accept(listener: socket.socket, timeout: float | None) -> list[StepRequest]:
+    """The step requests pending (waiting up to ``timeout`` for one); ends the warm process itself
+    (:func:`_leave`) once its parent closed stdin."""
+    steps: list[StepRequest] = []
     while True:
-        readable, _, _ = select.select([listener, sys.stdin], [], [], timeout)
+        readable, _, _ = select.select([listener, sys.stdin], [], [], 0.0 if steps else timeout)
         if not readable:
-            return None
+            return steps
         if sys.stdin in readable and not os.read(sys.stdin.fileno(), 4096):
             listener.close()
             _leave()
@@ -194,27 +231,33 @@ def _answer(listener: socket.socket, imported: list[str], timeout: float | None)
             print(f"bad step request: {exc}", file=sys.stderr, flush=True)
             conn.close()
             continue
-        request["preloaded"] = list(imported)
-        if threads := python_threads_at_fork():
-            print(f"warning: Python threads at fork: {threads}", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if os.fork() == 0:
-            _child_connection[:] = [conn]
-            listener.close()
-            devnull = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(devnull, 0)  # the step reads no input, as under kfp.local
-            os.close(devnull)
-            try:
-                _status[0] = run_step(request, conn, output)
-            except BaseException:  # what a cold interpreter prints for an uncaught exception
-                import traceback
+        steps.append(StepRequest(request, conn, output, ()))
 
-                traceback.print_exc()
-                _status[0] = 1
-            return _status[0]
-        os.close(output)
-        conn.close()
+
+def _fork(step: StepRequest, listener: socket.socket, imported: list[str]) -> int | None:
+    """Fork the step's process; in the child, its status (else None)."""
+    step.request["preloaded"] = list(imported)
+    if threads := python_threads_at_fork():
+        print(f"warning: Python threads at fork: {threads}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() == 0:
+        _child_connection[:] = [step.conn]
+        listener.close()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)  # the step reads no input, as under kfp.local
+        os.close(devnull)
+        try:
+            _status[0] = run_step(step.request, step.conn, step.output)
+        except BaseException:  # what a cold interpreter prints for an uncaught exception
+            import traceback
+
+            traceback.print_exc()
+            _status[0] = 1
+        return _status[0]
+    os.close(step.output)
+    step.conn.close()
+    return None
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""One ``mlflow server`` on the workspace's store for the length of a local run, and how tasks find it.
+"""One MLflow tracking server on the workspace's store for the length of a local run, and how tasks find it.
 
 Why: every task of a local run is a fresh process; opening the SQLite store directly costs each
 one MLflow's import and the store's start-up (~3 s) for a gate's milliseconds of work. The run
@@ -84,7 +84,7 @@ def _store_key(uri: str) -> str:
 
 @dataclass
 class ServedStore:
-    """A running ``mlflow server`` on one store (what :func:`serve_store` yields)."""
+    """A running MLflow tracking server on one store (what :func:`serve_store` yields)."""
 
     tracking_uri: str
     url: str
@@ -125,7 +125,7 @@ class ServedStore:
             time.sleep(0.1)
 
     def stop(self) -> None:
-        """SIGTERM to the server's process group (the CLI and its uvicorn worker), then SIGKILL if it lingers."""
+        """SIGTERM to the server's process group, then SIGKILL if it lingers."""
         if self.watchdog is not None:  # stopped here: the watchdog must not signal a group id reused later
             self.watchdog.kill()
             self.watchdog.wait()
@@ -177,8 +177,8 @@ def wait_until_answering(
 
 
 def mlflow_server_command(backend_store_uri: str, host: str, port: int, *options: str) -> list[str]:
-    """``mlflow server`` on ``backend_store_uri`` at ``host:port`` with one worker (``mlops ui`` and a local
-    run's served store both start it so), then ``options``."""
+    """``mlflow server`` on ``backend_store_uri`` at ``host:port`` with one worker (``mlops ui`` starts it
+    so), then ``options``."""
     return [
         sys.executable,
         "-m",
@@ -204,7 +204,9 @@ def serve_store(
     *,
     environ: MutableMapping[str, str] = os.environ,
 ) -> Iterator[ServedStore]:
-    """Serve ``tracking_uri`` (a ``sqlite:///`` store) with ``mlflow server`` on 127.0.0.1 for the block.
+    """Serve ``tracking_uri`` (a ``sqlite:///`` store) with MLflow's server app on 127.0.0.1 for the block
+    (:mod:`mlops.tracking.mlflow_app`: what ``mlflow server --workers 1 --no-serve-artifacts`` serves, in one
+    process).
 
     Does not wait for it to answer (tasks wait, :data:`START_WAIT_S`); call
     :meth:`ServedStore.wait_until_healthy` to. Sets :data:`SERVED_AT_ENV` in ``environ`` for the
@@ -217,16 +219,21 @@ def serve_store(
     port = _free_port()
     prefix = f"/mlops-{secrets.token_hex(8)}"
     url = f"http://127.0.0.1:{port}{prefix}"
-    command = mlflow_server_command(
+    command = [
+        sys.executable,
+        "-m",
+        "mlops.tracking.mlflow_app",  # MLflow's app in one process: `mlflow server` imports MLflow twice
+        "--backend-store-uri",
         tracking_uri,
-        "127.0.0.1",
-        port,
         "--registry-store-uri",
         tracking_uri,
-        "--no-serve-artifacts",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
         "--static-prefix",
         prefix,
-    )
+    ]
     if artifact_root:
         command += ["--default-artifact-root", artifact_root]
     log.parent.mkdir(parents=True, exist_ok=True)

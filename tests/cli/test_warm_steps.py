@@ -18,8 +18,10 @@ from kfp import dsl
 from kfp.dsl import Output
 
 from cli.local_run import PipelineFailed, run_locally
+from cli.warm_steps import step_runner
 from cli.warm_steps.program import LIGHTWEIGHT_SCRIPT, lightweight_program, module_source, preloadable_imports
 from cli.warm_steps.step_runner import WarmSteps, component_sources
+from cli.warm_steps.zygote import next_import
 from mlops.workspace import Workspace
 
 
@@ -100,6 +102,21 @@ def fails(how: str) -> str:
 @dsl.pipeline(name="failing")
 def failing(how: str) -> str:
     return fails(how=how).output
+
+
+@dsl.component(base_image="python:3.11", install_kfp_package=False)
+def finds_its_library_imported() -> str:
+    import sys
+
+    found = "pandas" in sys.modules  # before the step imports it itself
+    import pandas  # noqa: F401
+
+    return str(found)
+
+
+@dsl.pipeline(name="finds")
+def finds() -> str:
+    return finds_its_library_imported().output
 
 
 def run(pipeline: Any, arguments: dict[str, Any], workspace: Workspace, warm: bool) -> Any:
@@ -209,6 +226,32 @@ def test_the_warm_process_imports_what_the_steps_reach_in_the_order_they_run() -
     position = preload.index
     assert position("components.prepare_data.prepare_data") < position("components.train.train")
     assert position("great_expectations") < position("torch")  # validate-data runs before train-model
+
+
+def test_a_step_asked_for_early_waits_for_what_it_imports_and_that_is_imported_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm process's list starts with torch (another component's, a few seconds); the step, asked for
+    while it runs, imports pandas: pandas is taken next and the step forks with it, so no two processes
+    import it side by side."""
+    real = component_sources
+    monkeypatch.setattr(
+        step_runner,
+        "component_sources",
+        lambda pipeline: ["def other():\n    import torch\n", *real(pipeline)],
+    )
+    result = run(finds, {}, Workspace(tmp_path / "ws"), True)
+    log = (result.log_path("finds-its-library-imported") or Path()).read_text()
+    assert result.output == "True", log[:600]
+    assert "imported once for the run: kfp.dsl.executor_main" in log and "pandas (" in log, log[:600]
+
+
+def test_the_next_import_is_the_earliest_waiting_steps_first_untried_one() -> None:
+    remaining = ["torch", "pandas", "sklearn", "great_expectations"]
+    assert next_import(remaining, [], set()) == "torch"  # nobody waits: the run's order
+    assert next_import(remaining, [("kfp", "pandas", "great_expectations")], {"kfp"}) == "pandas"
+    assert next_import(remaining, [("great_expectations",), ("sklearn",)], set()) == "great_expectations"
+    assert next_import(["sklearn"], [("pandas",), ("sklearn",)], {"pandas"}) == "sklearn"
 
 
 def test_a_users_own_modules_are_left_to_the_step_and_nothing_is_imported_to_decide() -> None:

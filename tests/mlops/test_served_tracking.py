@@ -1,6 +1,6 @@
 """The workspace's store served once per local run, and the light REST client trivial tasks record with.
 
-Against a real ``mlflow server`` on a SQLite store (the one :func:`serve_store` starts for ``mlops run``):
+Against MLflow's real server app on a SQLite store (the one :func:`serve_store` starts for ``mlops run``):
 what the gate, combine and promote code records over REST reads back through ``MlflowClient`` the same as
 what it records with the store opened directly; a task doing it never imports MLflow; a server that is
 gone is named in the error.
@@ -294,20 +294,24 @@ def test_a_recording_run_that_raises_ends_failed_over_rest(served: tuple[Trackin
     assert direct.get_run(run.run_id).info.status == "FAILED"
 
 
-def test_the_server_is_the_web_app_alone_without_mlflows_job_runners(
+def test_the_server_is_mlflows_web_app_alone_in_one_process(
     served: tuple[TrackingStore, ServedStore],
 ) -> None:
+    """No job runners, and no second process that imports MLflow again to serve what the first imported."""
     _, server = served
-    group = []
+    group, children = [], []
     for entry in Path("/proc").iterdir():
         try:
-            stat = (entry / "stat").read_text()
-            if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[2]) == server.process.pid:
-                group.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except (OSError, ValueError, IndexError):
             continue
-    assert any("uvicorn" in command for command in group), group
-    assert not [command for command in group if "huey" in command or "_job_runner" in command], group
+        if entry.name.isdigit() and int(fields[2]) == server.process.pid:  # its session: the server's group
+            group.append(command)
+        if entry.name.isdigit() and int(fields[1]) == server.process.pid:
+            children.append(command)
+    assert len(group) == 1 and "mlops.tracking.mlflow_app" in group[0], group
+    assert not children, children
 
 
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
