@@ -92,6 +92,12 @@ def imported_by(source: str) -> list[str]:
     return names
 
 
+@functools.lru_cache(maxsize=4096)
+def _imported_by_module(source: str) -> tuple[str, ...]:
+    """:func:`imported_by` of a module's text, kept: the warm process asks again for each step's request."""
+    return tuple(imported_by(source))
+
+
 def preloadable_imports(sources: Iterable[str], module_source: Callable[[str], str | None]) -> list[str]:
     """What the warm process imports for steps of the components' ``sources``, in the order they need it.
 
@@ -116,7 +122,7 @@ def preloadable_imports(sources: Iterable[str], module_source: Callable[[str], s
             text = module_source(current)
             if text is None:
                 continue
-            for imported in imported_by(text):
+            for imported in _imported_by_module(text):
                 top = imported.split(".")[0]
                 if top in HEAVY_LIBRARIES:  # a name that is no module (``from torch import nn``) fails there
                     wanted.setdefault(imported, None)

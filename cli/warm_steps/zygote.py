@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib
 import json
 import os
@@ -170,7 +171,8 @@ def serve(path: str, sources_file: str) -> int | None:
     atexit.register(_end_of_step)  # before the imports register theirs, so it runs after all of them
     print("ready", flush=True)
     sources = json.loads(Path(sources_file).read_text(encoding="utf-8"))
-    remaining = preloadable_imports(sources, module_source)
+    source_of = functools.cache(module_source)  # read once for the list and every step's request
+    remaining = preloadable_imports(sources, source_of)
     listed = frozenset(remaining)
     needs_by_source: dict[str, tuple[str, ...]] = {}
     tried: set[str] = set()
@@ -178,8 +180,10 @@ def serve(path: str, sources_file: str) -> int | None:
     waiting: list[StepRequest] = []
 
     def needs(source: str) -> tuple[str, ...]:
+        if not remaining:
+            return ()  # everything was tried: nothing to wait for, nothing to work out
         if source not in needs_by_source:
-            own = preloadable_imports([source], module_source)
+            own = preloadable_imports([source], source_of)
             needs_by_source[source] = tuple(name for name in own if name in listed)
         return needs_by_source[source]
 
