@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mlops.tracking.mlflow_app import server_command
 from mlops.tracking.served import SERVER_ENVIRONMENT, mlflow_server_command, wait_until_answering
 
 PREFIX = "/bench"
@@ -36,11 +37,7 @@ def commands(store: str, artifacts: str, port: int) -> dict[str, list[str]]:
             store, "127.0.0.1", port, "--registry-store-uri", store, "--no-serve-artifacts",
             "--static-prefix", PREFIX, "--default-artifact-root", artifacts,
         ),
-        "mlops.tracking.mlflow_app (one process)": [
-            sys.executable, "-m", "mlops.tracking.mlflow_app", "--backend-store-uri", store,
-            "--registry-store-uri", store, "--host", "127.0.0.1", "--port", str(port),
-            "--static-prefix", PREFIX, "--default-artifact-root", artifacts,
-        ],
+        "mlops.tracking.mlflow_app (one process)": server_command(store, "127.0.0.1", port, PREFIX, artifacts),
     }  # fmt: skip
 
 

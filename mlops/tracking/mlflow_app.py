@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,6 +74,20 @@ def uvicorn_log_config() -> str:
             "MLflow is not installed in this environment: pip install the platform's requirements"
         )
     return str(Path(next(iter(spec.submodule_search_locations))) / "server" / "uvicorn_log_config.yaml")
+
+
+def server_command(
+    store_uri: str, host: str, port: int, static_prefix: str, default_artifact_root: str
+) -> list[str]:
+    """The command that serves ``store_uri`` (tracking and registry) this way: the options :func:`command_line`
+    reads, an empty ``default_artifact_root`` left out."""
+    command = [
+        sys.executable, "-m", "mlops.tracking.mlflow_app",
+        "--backend-store-uri", store_uri, "--registry-store-uri", store_uri, "--host", host, "--port", str(port), "--static-prefix", static_prefix,
+    ]  # fmt: skip
+    if default_artifact_root:
+        command += ["--default-artifact-root", default_artifact_root]
+    return command
 
 
 def command_line(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlops.tracking.mlflow_app import server_command
 from mlops.tracking.telemetry import TELEMETRY_OFF
 from mlops.tracking.uris import TrackingError, normalise_location
 
@@ -219,23 +220,8 @@ def serve_store(
     port = _free_port()
     prefix = f"/mlops-{secrets.token_hex(8)}"
     url = f"http://127.0.0.1:{port}{prefix}"
-    command = [
-        sys.executable,
-        "-m",
-        "mlops.tracking.mlflow_app",  # MLflow's app in one process: `mlflow server` imports MLflow twice
-        "--backend-store-uri",
-        tracking_uri,
-        "--registry-store-uri",
-        tracking_uri,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--static-prefix",
-        prefix,
-    ]
-    if artifact_root:
-        command += ["--default-artifact-root", artifact_root]
+    # MLflow's app in one process: `mlflow server` imports MLflow twice
+    command = server_command(tracking_uri, "127.0.0.1", port, prefix, artifact_root)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as handle:
         process = subprocess.Popen(
