@@ -33,6 +33,7 @@ def _stage(directory: Path, rows: int, epochs: int, nproc: int, batch_size: int)
     from training.data import encode_splits, split_frame
     from training.launcher import JOB_FILE
     from training.loop import WorkerJob
+    from training.model import rank_step_macs
     from training.tracking import NullLogger
 
     config = TrainConfig(
@@ -46,7 +47,14 @@ def _stage(directory: Path, rows: int, epochs: int, nproc: int, batch_size: int)
     )
     frame = generate(SampleDataConfig(rows=rows, seed=3))
     data = encode_splits(split_frame(frame, SAMPLE_SCHEMA, config), SAMPLE_SCHEMA)
-    job = WorkerJob(data, config, resolve_runtime(config), "bench", None, NullLogger())
+    job = WorkerJob(
+        data,
+        config,
+        resolve_runtime(config, macs_per_step=rank_step_macs(data.spec, config)),
+        "bench",
+        None,
+        NullLogger(),
+    )
     (directory / JOB_FILE).write_bytes(pickle.dumps(job))
 
 

@@ -116,6 +116,7 @@ def _job(rows: int, epochs: int) -> Any:
     from training.config import ModelConfig, TrainConfig, resolve_runtime
     from training.data import encode_splits, split_frame
     from training.loop import WorkerJob
+    from training.model import rank_step_macs
     from training.tracking import NullLogger
 
     config = TrainConfig(
@@ -125,7 +126,7 @@ def _job(rows: int, epochs: int) -> Any:
     frame = generate(SampleDataConfig(rows=rows, seed=7))
     data = encode_splits(split_frame(frame, SAMPLE_SCHEMA, config), SAMPLE_SCHEMA)
     return WorkerJob(
-        data=data, config=config, runtime=resolve_runtime(config), fingerprint="bench", checkpoint_dir=None,
+        data=data, config=config, runtime=resolve_runtime(config, macs_per_step=rank_step_macs(data.spec, config)), fingerprint="bench", checkpoint_dir=None,
         logger=NullLogger(),
     )  # fmt: skip
 

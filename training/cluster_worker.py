@@ -94,6 +94,7 @@ def run(staging_uri: str) -> None:
 
     from training.config import resolve_runtime
     from training.distributed import TIMEOUT
+    from training.model import rank_step_macs
 
     rank, world = _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
     local_rank, local_world = _env_int("LOCAL_RANK", 0), _env_int("LOCAL_WORLD_SIZE", 1)
@@ -102,7 +103,10 @@ def run(staging_uri: str) -> None:
         raise ValueError(
             f"the job was planned for nproc={job.config.nproc} ranks but torchrun started {world}"
         )
-    runtime = resolve_runtime(job.config.model_copy(update={"nproc": local_world}))
+    runtime = resolve_runtime(
+        job.config.model_copy(update={"nproc": local_world}),
+        macs_per_step=rank_step_macs(job.data.spec, job.config),
+    )
     if runtime.device_type == "cuda":
         torch.cuda.set_device(local_rank)
     if world > 1:

@@ -65,7 +65,7 @@ class TrainConfig(BaseModel):
     nproc: int = Field(default=1, ge=1, le=256)
     """Data-parallel processes (DDP: gloo on CPU, nccl on CUDA); 1 = in-process."""
     precision: Precision = Field(default="auto")
-    """auto: bf16 autocast on CPUs with native bf16, fp16 autocast + GradScaler on CUDA, else fp32. fp16 needs CUDA."""
+    """auto: fp16 autocast + GradScaler on CUDA; on a CPU with native bf16, bf16 autocast once a training step is large enough to gain from it (BF16_MIN_MACS_PER_STEP), else fp32. fp16 needs CUDA."""
     device: Device = Field(default="auto")
     """auto: CUDA when available, else CPU."""
     val_fraction: float = Field(default=0.15, gt=0, le=0.5)
@@ -123,8 +123,17 @@ def cpu_has_native_bf16() -> bool:
     return False
 
 
-def resolve_runtime(config: TrainConfig) -> Runtime:
-    """Resolve ``auto`` device and precision against the machine this runs on."""
+BF16_MIN_MACS_PER_STEP = 16_000_000
+"""``precision: auto`` on a CPU with native bf16 takes bf16 from this many multiply-accumulates per training step
+and rank (the rank's batch × :func:`training.model.matmul_macs_per_row`). Measured on a 2-core AVX512-BF16 CPU
+(``benchmarks/RESULTS.md``, "bf16 autocast on a CPU"): the default network (128-64) at batch 256, 3.4M per step,
+trained 0.84× as fast in bf16 as in fp32; 11M–14M about 1.05×; 29M 1.27×; 39M and more 1.7–2.7×. Below this,
+autocast's per-operation casts cost more than the faster matrix products save."""
+
+
+def resolve_runtime(config: TrainConfig, *, macs_per_step: int) -> Runtime:
+    """Resolve ``auto`` device and precision against the machine this runs on, for a training step of
+    ``macs_per_step`` multiply-accumulates per rank (0 when not known yet: ``auto`` then stays fp32 on a CPU)."""
     import torch
 
     cuda = torch.cuda.is_available()
@@ -142,7 +151,8 @@ def resolve_runtime(config: TrainConfig) -> Runtime:
     if precision == "auto" and device_type == "cuda":
         precision = "fp16"
     elif precision == "auto":
-        precision = "bf16" if cpu_has_native_bf16() else "fp32"
+        large = macs_per_step >= BF16_MIN_MACS_PER_STEP
+        precision = "bf16" if large and cpu_has_native_bf16() else "fp32"
     if precision == "fp16" and device_type == "cpu":
         raise ValueError(
             "precision 'fp16' needs CUDA but this run resolved to the CPU; use precision 'bf16' or 'fp32' "

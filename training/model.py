@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from mlops.data.features import FeatureSpec
-from training.config import ModelConfig
+from training.config import ModelConfig, TrainConfig
 
 MODEL_FILE = "model.pt"
 SPEC_FILE = "feature_spec.json"
@@ -58,6 +58,22 @@ class TabularNet(nn.Module):
             codes = torch.where((codes < 0) | (codes > self.vocab_max), torch.zeros_like(codes), codes).long()
             parts += [emb(codes[:, i]) for i, emb in enumerate(self.embeddings)]
         return self.mlp(torch.cat(parts, dim=1)).squeeze(-1)
+
+
+def matmul_macs_per_row(spec: FeatureSpec, config: ModelConfig) -> int:
+    """Multiply-accumulates of :class:`TabularNet`'s linear layers for one row's forward pass: the work that
+    decides whether bf16 autocast pays on a CPU (:data:`training.config.BF16_MIN_MACS_PER_STEP`)."""
+    width = len(spec.numeric) + config.embedding_dim * len(spec.vocabularies)
+    total = 0
+    for hidden in (*config.hidden_units, 1):
+        total += width * hidden
+        width = hidden
+    return total
+
+
+def rank_step_macs(spec: FeatureSpec, config: TrainConfig) -> int:
+    """Multiply-accumulates of one training step on one rank: its share of the batch × :func:`matmul_macs_per_row`."""
+    return matmul_macs_per_row(spec, config.model) * max(1, config.batch_size // config.nproc)
 
 
 def save_model(directory: Path, model: TabularNet) -> Path:

@@ -24,7 +24,7 @@ from training.config import Runtime, TrainConfig, resolve_runtime
 from training.data import encode_splits, split_frame
 from training.launcher import Launcher, local_launcher
 from training.loop import WorkerJob, threads_per_rank
-from training.model import TabularNet, save_model
+from training.model import TabularNet, rank_step_macs, save_model
 from training.tracking import MetricsLogger, NullLogger
 
 if TYPE_CHECKING:
@@ -130,14 +130,18 @@ def train(
     """
     schema.check(frame, "training data")
     logger = logger or NullLogger()
-    runtime = resolve_runtime(config)
+    resolve_runtime(
+        config, macs_per_step=0
+    )  # an impossible device or precision fails before the data is read
     started = time.perf_counter()
     splits = split_frame(frame, schema, config)
     seconds = {"split": time.perf_counter() - started}
     started = time.perf_counter()
     data = encode_splits(splits, schema)
     seconds["encode"] = time.perf_counter() - started
-    info = system_info(config, runtime)
+    step_macs = rank_step_macs(data.spec, config)
+    runtime = resolve_runtime(config, macs_per_step=step_macs)
+    info = {**system_info(config, runtime), "macs_per_step": str(step_macs)}
     logger.log_params(
         {
             **config.flat_params(),

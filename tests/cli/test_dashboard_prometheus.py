@@ -37,6 +37,7 @@ from training.kubernetes_config import KubernetesJobSettings, plan
 from training.kubernetes_jobs import environment
 from training.launcher import JOB_FILE
 from training.loop import WorkerJob
+from training.model import rank_step_macs
 from training.tracking import NullLogger
 
 __all__ = ["store"]
@@ -149,10 +150,11 @@ def test_every_training_panel_returns_data_from_a_training_rank(
         patience=0,
     )
     frame = generate(SampleDataConfig(rows=2_000, seed=3))
+    data = encode_splits(split_frame(frame, SAMPLE_SCHEMA, config), SAMPLE_SCHEMA)
     job = WorkerJob(
-        data=encode_splits(split_frame(frame, SAMPLE_SCHEMA, config), SAMPLE_SCHEMA),
+        data=data,
         config=config,
-        runtime=resolve_runtime(config),
+        runtime=resolve_runtime(config, macs_per_step=rank_step_macs(data.spec, config)),
         fingerprint="dashboard",
         checkpoint_dir=None,
         logger=NullLogger(),

@@ -7,7 +7,9 @@ import torch
 from pydantic import ValidationError
 
 from mlops.settings import SettingsError, from_section, section_values
-from training.config import ModelConfig, TrainConfig, cpu_has_native_bf16, resolve_runtime
+from training import config as config_module
+from training.config import BF16_MIN_MACS_PER_STEP, ModelConfig, TrainConfig, resolve_runtime
+from training.model import TabularNet, matmul_macs_per_row, rank_step_macs
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks behaviour on a machine without CUDA")
 
@@ -63,21 +65,53 @@ def test_fp16_on_cpu_is_rejected_at_construction() -> None:
 @no_cuda
 def test_fp16_with_auto_device_fails_when_no_cuda() -> None:
     with pytest.raises(ValueError, match="fp16' needs CUDA but this run resolved to the CPU"):
-        resolve_runtime(TrainConfig(precision="fp16"))
+        resolve_runtime(TrainConfig(precision="fp16"), macs_per_step=0)
 
 
 @no_cuda
 def test_cuda_device_without_cuda_is_an_error() -> None:
     with pytest.raises(ValueError, match="device 'cuda' was requested but torch sees no CUDA device"):
-        resolve_runtime(TrainConfig(device="cuda"))
+        resolve_runtime(TrainConfig(device="cuda"), macs_per_step=0)
 
 
 @no_cuda
-def test_auto_resolves_to_cpu_with_bf16_only_where_native() -> None:
-    runtime = resolve_runtime(TrainConfig())
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_takes_bf16_on_a_cpu_only_where_native_and_from_the_measured_step_size(
+    monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    monkeypatch.setattr(config_module, "cpu_has_native_bf16", lambda: native)
+    at, below = BF16_MIN_MACS_PER_STEP, BF16_MIN_MACS_PER_STEP - 1
+    runtime = resolve_runtime(TrainConfig(), macs_per_step=at)
     assert runtime.device_type == "cpu" and runtime.backend == "gloo"
-    assert runtime.precision == ("bf16" if cpu_has_native_bf16() else "fp32")
-    assert resolve_runtime(TrainConfig(precision="fp32")).precision == "fp32"
+    assert runtime.precision == ("bf16" if native else "fp32")
+    assert resolve_runtime(TrainConfig(), macs_per_step=below).precision == "fp32"
+    assert resolve_runtime(TrainConfig(), macs_per_step=0).precision == "fp32"  # size not known yet
+    for chosen in ("fp32", "bf16"):  # a precision asked for is kept, whatever the size
+        assert resolve_runtime(TrainConfig(precision=chosen), macs_per_step=below).precision == chosen
+        assert resolve_runtime(TrainConfig(precision=chosen), macs_per_step=at).precision == chosen
+
+
+def test_the_default_network_is_below_the_bf16_threshold_and_a_wide_one_above() -> None:
+    """On the sample data (14 numeric, 7 categorical features) the default 128-64 network at batch 256 does
+    3.4M multiply-accumulates per step, where bf16 autocast measured 0.84x fp32; 512-512 does 72M (1.78x)."""
+    from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+    from training.data import encode_splits, split_frame
+
+    config = TrainConfig()
+    spec = encode_splits(
+        split_frame(generate(SampleDataConfig(rows=500)), SAMPLE_SCHEMA, config), SAMPLE_SCHEMA
+    ).spec
+    assert rank_step_macs(spec, config) < BF16_MIN_MACS_PER_STEP
+    wide = config.model_copy(update={"model": ModelConfig(hidden_units=(512, 512))})
+    assert rank_step_macs(spec, wide) >= BF16_MIN_MACS_PER_STEP
+    two_ranks = wide.model_copy(update={"nproc": 2})  # each rank takes half the batch
+    assert rank_step_macs(spec, two_ranks) * 2 == rank_step_macs(spec, wide)
+    for model_config in (config.model, wide.model, ModelConfig(hidden_units=(7,), embedding_dim=3)):
+        built = TabularNet(spec, model_config)  # the count is the network's own linear layers
+        linear = sum(
+            m.in_features * m.out_features for m in built.modules() if isinstance(m, torch.nn.Linear)
+        )
+        assert matmul_macs_per_row(spec, model_config) == linear
 
 
 def test_flat_params_are_scalars_for_trackers_by_address() -> None:

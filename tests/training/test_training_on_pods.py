@@ -43,6 +43,7 @@ from training.kubernetes_launcher import (
 )
 from training.launcher import RESULT_FILE
 from training.loop import WorkerJob
+from training.model import rank_step_macs
 from training.tracking import NullLogger
 from training.trainer import train
 
@@ -263,7 +264,7 @@ def test_a_worker_failing_on_bad_data_fails_the_job_with_its_last_log_lines(
     job = WorkerJob(
         data=replace(data, x_train=corrupted),
         config=config,
-        runtime=resolve_runtime(config),
+        runtime=resolve_runtime(config, macs_per_step=rank_step_macs(data.spec, config)),
         fingerprint="bad-data",
         checkpoint_dir=None,
         logger=NullLogger(),
