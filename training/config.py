@@ -65,7 +65,7 @@ class TrainConfig(BaseModel):
     nproc: int = Field(default=1, ge=1, le=256)
     """Data-parallel processes (DDP: gloo on CPU, nccl on CUDA); 1 = in-process."""
     precision: Precision = Field(default="auto")
-    """auto: fp16 autocast + GradScaler on CUDA; on a CPU with native bf16, bf16 autocast once a training step is large enough to gain from it (BF16_MIN_MACS_PER_STEP), else fp32. fp16 needs CUDA."""
+    """auto: fp16 autocast + GradScaler on CUDA; on a CPU with native bf16, bf16 autocast once a training step does at least 16M multiply-accumulates per rank (smaller ones run faster in fp32), else fp32. fp16 needs CUDA."""
     device: Device = Field(default="auto")
     """auto: CUDA when available, else CPU."""
     val_fraction: float = Field(default=0.15, gt=0, le=0.5)
