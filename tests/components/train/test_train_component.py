@@ -56,6 +56,8 @@ def test_run_training_logs_params_metrics_and_model(
     assert params["train.learning_rate"] == "0.005" and params["train.model.hidden_units"] == "32,16"
     assert params["system.torch_version"].startswith("2.") and params["system.precision"] == "fp32"
     assert params["system.nproc"] == "1" and int(params["system.cpu_count"]) >= 1
+    # 14 numeric features and 6 categorical ones (the protected `sex` is no input) embedded 4 wide: 38 inputs
+    assert params["system.macs_per_step"] == str((38 * 32 + 32 * 16 + 16 * 1) * CONFIG.batch_size)
     auc_history = client.get_metric_history(outcome.run_id, "val_auc")
     assert sorted(m.step for m in auc_history) == list(range(1, outcome.epochs_run + 1))
     assert max(m.value for m in auc_history) == pytest.approx(outcome.val_auc)
