@@ -57,7 +57,7 @@ if ! have etcd "${ETCD_VERSION#v}"; then
   go build -mod=mod -trimpath -ldflags "-s -w" -o "$OUT/etcd" . >>"$W/etcd-build.log" 2>&1 \
     || { echo "etcd build failed (go build in $W/etcd):" >&2; tail -30 "$W/etcd-build.log" >&2; exit 1; }
   cd "$W"; rm -rf "$W/etcd"
-  etcd_version=$("$OUT/etcd" --version | head -n 1)
+  etcd_version=$("$OUT/etcd" --version | sed -n 1p)  # sed reads it all: head would close the pipe (SIGPIPE, exit 141 under pipefail)
   echo "etcd: built ($etcd_version) at $(( $(date +%s) - t0 )) s"
 fi
 
@@ -93,5 +93,5 @@ for b in "${BINARIES[@]}"; do
 done
 cd "$W"; rm -rf "$K"  # sources and the build's objects live in the Go caches; the tree goes
 drop_go_caches
-k8s_version=$("$OUT/kube-apiserver" --version); etcd_version=$("$OUT/etcd" --version | head -n 1)
+k8s_version=$("$OUT/kube-apiserver" --version); etcd_version=$("$OUT/etcd" --version | sed -n 1p)  # sed reads it all: head would close the pipe (SIGPIPE, exit 141 under pipefail)
 echo "kubernetes binaries: built in $(( $(date +%s) - t0 )) s ($k8s_version, $etcd_version)"
