@@ -15,25 +15,24 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from training.data import EncodedData
 
 NETWORKS = [((128, 64), 256), ((128, 64), 1024), ((256, 128), 256), ((384, 256), 256), ((512, 512), 256)]
 """(hidden_units, batch): the default network, then wider ones and a larger batch."""
 
 
-def samples_per_second(hidden: tuple[int, ...], batch: int, precision: str, rows: int) -> float:
-    from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
+def samples_per_second(data: EncodedData, hidden: tuple[int, ...], batch: int, precision: str) -> float:
     from training.config import ModelConfig, Runtime, TrainConfig
-    from training.data import encode_splits, split_frame
     from training.gradients import FlatGradients
     from training.model import TabularNet
     from training.steps import epoch_indices, make_optimizer, train_epoch
 
     config = TrainConfig(batch_size=batch, model=ModelConfig(hidden_units=hidden), device="cpu")
-    data = encode_splits(
-        split_frame(generate(SampleDataConfig(rows=rows)), SAMPLE_SCHEMA, config), SAMPLE_SCHEMA
-    )
     torch.manual_seed(0)
     model = TabularNet(data.spec, config.model)
     grads, optimizer = FlatGradients(model.parameters()), make_optimizer(model, config)
@@ -66,8 +65,9 @@ def main(argv: list[str] | None = None) -> None:
     if not cpu_has_native_bf16():
         print("this CPU has no native bf16 (AVX512-BF16 or AMX): auto stays fp32 here, nothing to compare")
         return
-    spec = encode_splits(
-        split_frame(generate(SampleDataConfig(rows=500)), SAMPLE_SCHEMA, TrainConfig()), SAMPLE_SCHEMA
+    # One encoding for every network: the split and the features depend on neither the network nor the batch.
+    data = encode_splits(
+        split_frame(generate(SampleDataConfig(rows=args.rows)), SAMPLE_SCHEMA, TrainConfig()), SAMPLE_SCHEMA
     )
     load_before = os.getloadavg()
     lines = [
@@ -78,11 +78,9 @@ def main(argv: list[str] | None = None) -> None:
         best = {"fp32": 0.0, "bf16": 0.0}
         for _ in range(args.repeats):
             for precision in best:
-                best[precision] = max(
-                    best[precision], samples_per_second(hidden, batch, precision, args.rows)
-                )
+                best[precision] = max(best[precision], samples_per_second(data, hidden, batch, precision))
         config = TrainConfig(batch_size=batch, model=ModelConfig(hidden_units=hidden), device="cpu")
-        macs = rank_step_macs(spec.spec, config)
+        macs = rank_step_macs(data.spec, config)
         picked = resolve_runtime(config, macs_per_step=macs).precision
         ratio = best["bf16"] / best["fp32"]
         faster = "bf16" if ratio > 1 else "fp32"

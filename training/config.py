@@ -127,7 +127,7 @@ BF16_MIN_MACS_PER_STEP = 16_000_000
 """``precision: auto`` on a CPU with native bf16 takes bf16 from this many multiply-accumulates per training step
 and rank (the rank's batch × :func:`training.model.matmul_macs_per_row`). Measured on a 2-core AVX512-BF16 CPU
 (``benchmarks/RESULTS.md``, "bf16 autocast on a CPU"): the default network (128-64) at batch 256, 3.4M per step,
-trained 0.84× as fast in bf16 as in fp32; 11M–14M about 1.05×; 29M 1.27×; 39M and more 1.7–2.7×. Below this,
+trained 0.85× as fast in bf16 as in fp32; 10.9M and 13.4M 0.97× and 1.03×; 29M 1.17×; 72M 1.35×. Below this,
 autocast's per-operation casts cost more than the faster matrix products save."""
 
 

@@ -130,9 +130,8 @@ def train(
     """
     schema.check(frame, "training data")
     logger = logger or NullLogger()
-    resolve_runtime(
-        config, macs_per_step=0
-    )  # an impossible device or precision fails before the data is read
+    # An impossible device or precision fails here, before the data is read; the size is known after encoding.
+    resolve_runtime(config, macs_per_step=0)
     started = time.perf_counter()
     splits = split_frame(frame, schema, config)
     seconds = {"split": time.perf_counter() - started}
