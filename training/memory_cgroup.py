@@ -78,9 +78,10 @@ def killed_because(signal_name: str | None, cgroup: MemoryCgroup | None, kills_b
         and kills_after > kills_before
     ):
         limit = cgroup.limit_bytes()
-        said = f" of {limit / 2**30:.2f} GiB" if limit else ""
+        # No limit of its own now: the kill came from a limit above it, or one since lifted.
+        said = f"limit of {limit / 2**30:.2f} GiB" if limit else "no limit of its own now"
         return (
-            f"the kernel's out-of-memory killer ended it (memory cgroup {cgroup.directory}, limit{said}; "
+            f"the kernel's out-of-memory killer ended it (memory cgroup {cgroup.directory}, {said}; "
             f"{kills_after - kills_before} OOM kill(s) during this run): give the task more memory, or lower "
             "train.batch_size / the rows per process"
         )

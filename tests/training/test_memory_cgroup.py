@@ -50,6 +50,14 @@ def test_an_oom_kill_during_the_run_is_named_with_the_limit(tmp_path: Path) -> N
     assert "limit of 1.00 GiB; 1 OOM kill(s) during this run" in said and str(tmp_path) in said
 
 
+def test_an_oom_kill_in_a_cgroup_without_a_limit_says_so(tmp_path: Path) -> None:
+    """The limit that was hit was a parent's, or it was lifted since: the sentence says there is none here."""
+    before = v1(tmp_path, 0)
+    v1(tmp_path, 2, "9223372036854771712")
+    said = killed_because("SIGKILL", before, 0)
+    assert f"(memory cgroup {tmp_path}, no limit of its own now; 2 OOM kill(s) during this run)" in said
+
+
 @pytest.mark.parametrize(
     ("signal", "kills_before", "kills_now", "expected"),
     [
