@@ -15,6 +15,7 @@ session: with warm steps (forked from the run's warm process, the default) and w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -36,12 +37,13 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     import pandas as pd
 
     from components.data_validation.data_validation import run_validation
-    from components.evaluate.evaluate import run_evaluation
+    from components.evaluate.evaluate import METRICS_FILE, run_evaluation
     from components.export_onnx.export_onnx import run_export
     from components.model_validation.model_validation import run as run_model_validation
     from components.prepare_data.prepare_data import resolve_data
     from components.promotion_gate.combine import combine, record_overall
-    from components.promotion_gate.promotion_gate import decide, promote, record
+    from components.promotion_gate.metrics_gate import judge_metrics
+    from components.promotion_gate.promotion_gate import promote
     from components.register.register import register_onnx_model
     from components.train.train import run_training
     from mlops.settings import section_of
@@ -85,7 +87,10 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
         schema.label,
         params["registration.model_name"],
         context,
-        out / "metrics.json",
+        out / "evaluation",
+        slices=schema.slices,
+        numeric=schema.numeric_features,
+        categorical=schema.categorical_features,
     )
     run_export(out / "model", out / "test.parquet", out / "onnx", settings("export").tolerance)
     lineage = Lineage("plain", "", digest, suite_version, package_version(), training.run_id)
@@ -96,17 +101,22 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
         lineage,
         context,
     )
-    metrics_decision = decide(
+    metrics_decision = judge_metrics(
         settings("gate"),
-        evaluation.test_auc,
-        evaluation.champion_auc,
-        evaluation.has_champion,
-        comparison_auc=evaluation.comparison_auc if evaluation.has_champion else None,
+        json.loads((out / "evaluation" / METRICS_FILE).read_text()),
+        test_auc=evaluation.test_auc,
+        champion_auc=evaluation.champion_auc,
+        has_champion=evaluation.has_champion,
+        comparison_auc=evaluation.comparison_auc,
         top_feature=evaluation.top_feature,
         top_feature_auc=evaluation.top_feature_auc,
-    )
-    record(
-        metrics_decision, params["registration.model_name"], registered.version, context, out / "gate.json"
+        model_dir=out / "model",
+        test_data=out / "test.parquet",
+        schema=schema,
+        model_name=params["registration.model_name"],
+        version=registered.version,
+        store=context,
+        report_path=out / "gate.json",
     )
     validation = run_model_validation(
         model_path=out / "model",
@@ -131,6 +141,7 @@ def run_pipeline(
 ) -> tuple[float, dict[str, float]]:
     """The pipeline through kfp.local, its steps forked warm or each a new interpreter; seconds, per step."""
     from cli.local_run import run_locally
+    from cli.warm_steps.step_runner import warm_steps
     from mlops.governance.signing import workspace_defaults
     from mlops.tracking.served import SERVE_ENV, serve_store
     from mlops.workspace import Workspace
@@ -148,16 +159,18 @@ def run_pipeline(
     if os.environ.get(SERVE_ENV, "1") == "0":  # the store not served: every task opens the SQLite file itself
         run = run_locally(training_pipeline, arguments, workspace, warm=warm)
         return time.perf_counter() - start, step_seconds(run)
-    # As `mlops run` does: one tracking server on the workspace's store for the run (its start counted).
-    # and, as `mlops run` does, the audit trail and signing keys named by the environment (a task's
-    # MLflow client then names the server, not the workspace).
+    # As `mlops run` does: one tracking server on the workspace's store for the run (its start counted),
+    # the audit trail and signing keys named by the environment (a task's MLflow client then names the
+    # server, not the workspace), and the warm process started before the server, so that its imports
+    # overlap the server's start and, on a fresh workspace, the wait for the store's tables.
     log = workspace.pipeline_root / ".mlflow-server.log"
     with (
         workspace_defaults(workspace.create().root, sign=True),
+        warm_steps(training_pipeline, workspace) if warm else contextlib.nullcontext(),
         serve_store(workspace.tracking_uri, workspace.artifact_root, log) as served,
     ):
         served.wait_until_schema_ready()  # a fresh workspace: no step races the server for the tables
-        run = run_locally(training_pipeline, arguments, workspace, warm=warm)
+        run = run_locally(training_pipeline, arguments, workspace, warm=False)
     return time.perf_counter() - start, step_seconds(run)
 
 

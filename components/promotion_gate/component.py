@@ -39,47 +39,28 @@ def metrics_gate(
     from pathlib import Path
 
     from components.promotion_gate.config import MetricsGatePolicy
-    from components.promotion_gate.promotion_gate import decide, record
+    from components.promotion_gate.metrics_gate import judge_metrics
     from mlops.data.dataset import schema_from_metadata
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 
-    policy = from_section(MetricsGatePolicy, gate)
-    schema = schema_from_metadata(test_data.metadata, "metrics-gate's test_data")
-    evaluated = json.loads(Path(evaluation.path).read_text(encoding="utf-8"))
-    decision = decide(
-        policy,
-        test_auc,
-        champion_auc,
-        has_champion,
-        comparison_auc=comparison_auc if has_champion else None,
+    decision = judge_metrics(
+        from_section(MetricsGatePolicy, gate),
+        json.loads(Path(evaluation.path).read_text(encoding="utf-8")),
+        test_auc=test_auc,
+        champion_auc=champion_auc,
+        has_champion=has_champion,
+        comparison_auc=comparison_auc,
         top_feature=top_feature,
         top_feature_auc=top_feature_auc,
-        allowed=schema.allowed_leaks,
-        not_compared=evaluated.get("champion_not_compared") or "",
+        model_dir=Path(model.path),
+        test_data=Path(test_data.path),
+        schema=schema_from_metadata(test_data.metadata, "metrics-gate's test_data"),
+        model_name=model_name,
+        version=version,
+        store=TrackingStore.for_task(tracking, pipeline_run_id),
+        report_path=Path(report.path),
     )
-    store = TrackingStore.for_task(tracking, pipeline_run_id)
-    record(decision, model_name, version, store, Path(report.path))
-    # --- slice floors: recorded as gate "slices"; a rejection rejects this task's verdict ---
-    import tempfile
-
-    from components.promotion_gate.slice_floors import decide_slices, verdict
-
-    slices = decide_slices(policy, evaluated.get("slices"))
-    if slices is not None:
-        with tempfile.TemporaryDirectory(prefix="slices-gate-") as tmp:
-            record(slices, model_name, version, store, Path(tmp) / "slices.json")
-        print(f"gate {slices.gate}: {slices.decision} ({slices.reason})")
-    decision = verdict(decision, slices)
-    # --- leakage: recorded as gate "leakage"; a likely leak rejects this task's verdict ---
-    from components.promotion_gate.leakage import verdict as with_leakage
-    from components.promotion_gate.leakage_gate import judge_leakage
-
-    leakage = judge_leakage(
-        policy.leakage, Path(model.path), Path(test_data.path), schema, evaluated, model_name, version, store
-    )
-    print(f"gate {leakage.gate}: {leakage.decision} ({leakage.reason})")
-    decision = with_leakage(decision, leakage)
     Path(reason).write_text(decision.reason, encoding="utf-8")
     print(f"gate {decision.gate}: {decision.decision} ({decision.reason})")
     return decision.decision
