@@ -100,6 +100,7 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
         params["registration.model_name"],
         lineage,
         context,
+        label=schema.label,  # as the step passes it from the test split's schema
     )
     metrics_decision = judge_metrics(
         settings("gate"),
