@@ -37,6 +37,7 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     import pandas as pd
 
     from components.data_validation.data_validation import run_validation
+    from components.data_validation.declaration import resolve
     from components.evaluate.evaluate import METRICS_FILE, run_evaluation
     from components.export_onnx.export_onnx import run_export
     from components.model_validation.model_validation import run as run_model_validation
@@ -67,7 +68,9 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
         return configs[section]
 
     uri = resolve_data(settings("data"), out / "sample.parquet")
-    schema = settings("schema")
+    schema = resolve(
+        settings("schema"), settings("validation"), sample=True
+    ).schema  # as validate-data declares it
     digest, suite_version = run_validation(
         uri, schema, None, context, out / "validated.parquet", out / "report.html", out / "report.json"
     )

@@ -17,7 +17,7 @@ from components.data_validation.config import DataValidationSettings
 from components.data_validation.suite import DEFAULT_SUITE_PATH
 from mlops.data.behaviour import DirectionalTest, InvarianceTest
 from mlops.data.dataset import DatasetError, DatasetSchema
-from mlops.data.sample_data import SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
+from mlops.data.sample_data import SAMPLE_ALLOWED_LEAKS, SAMPLE_DIRECTIONAL_TESTS, SAMPLE_INVARIANCE_TESTS
 from mlops.data.schema_file import load_schema_file
 
 BEHAVIOURAL_METADATA_KEY = "behavioural"
@@ -88,7 +88,11 @@ def resolve(
                 "file or pass --validation.expectation_suite FILE"
             )
     elif sample:
-        schema, source = parameters, "the built-in sample"
+        known = [
+            c for c in SAMPLE_ALLOWED_LEAKS if c in parameters.features and c not in parameters.allowed_leaks
+        ]
+        schema = parameters.model_copy(update={"allowed_leaks": (*parameters.allowed_leaks, *known)})
+        source = "the built-in sample"
         suite = suite or str(DEFAULT_SUITE_PATH)
         tests = (SAMPLE_INVARIANCE_TESTS, SAMPLE_DIRECTIONAL_TESTS)
     else:

@@ -90,7 +90,9 @@ def test_every_bad_column_is_named_in_one_refusal_with_the_source_and_the_featur
 def test_the_source_of_the_parameters_is_named(schema, sample, suite, source) -> None:
     declared = resolve(schema, DataValidationSettings(expectation_suite=suite), sample)
     assert declared.source == source
-    assert declared.schema == schema
+    # The sample's schema only gains the column it acknowledges (below); everything else is as given.
+    assert declared.schema == schema.model_copy(update={"allowed_leaks": declared.schema.allowed_leaks})
+    assert declared.schema.allowed_leaks == (("credit_score",) if sample else ())
 
 
 def test_the_sample_keeps_a_suite_given_for_it(tmp_path) -> None:
@@ -146,3 +148,29 @@ def test_user_data_without_a_declaration_is_refused_whole() -> None:
         "`mlops data init --data FILE --label COLUMN` and pass --schema FILE (or --validation.expectation_suite "
         "FILE)"
     )
+
+
+def test_the_sample_acknowledges_its_credit_score_and_nothing_else_does(tmp_path) -> None:
+    """The sample's label is drawn mostly from its credit score (known at application time): its declaration
+    allows that one column, as its behavioural tests apply, and user data or a schema file never gets it."""
+    sample = resolve(SAMPLE_SCHEMA, DataValidationSettings(), sample=True).schema
+    assert sample.allowed_leaks == ("credit_score",)
+    assert SAMPLE_SCHEMA.allowed_leaks == ()  # the pipeline's defaults are not the sample's facts
+    given = SAMPLE_SCHEMA.model_copy(update={"allowed_leaks": ("income", "credit_score")})
+    assert resolve(given, DataValidationSettings(), sample=True).schema.allowed_leaks == (
+        "income",
+        "credit_score",
+    )
+    without = DatasetSchema(
+        label="default",
+        numeric_features=tuple(c for c in SAMPLE_SCHEMA.numeric_features if c != "credit_score"),
+        categorical_features=SAMPLE_SCHEMA.categorical_features,
+    )
+    region = InvarianceTest(
+        feature="region", perturbation="permute"
+    )  # the sample's own tests need the column
+    assert resolve(without, DataValidationSettings(), True, (region,)).schema.allowed_leaks == ()
+    user = resolve(SAMPLE_SCHEMA, DataValidationSettings(expectation_suite="/s.json"), sample=False).schema
+    assert user.allowed_leaks == ()
+    declared = resolve(SAMPLE_SCHEMA, DataValidationSettings(schema_uri=str(schema_file(tmp_path))), False)
+    assert declared.schema.allowed_leaks == ()
