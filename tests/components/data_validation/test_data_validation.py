@@ -27,7 +27,14 @@ from components.data_validation.data_validation import (
     write_reports,
 )
 from mlops.data.dataset import DatasetError, DatasetSchema
-from mlops.data.sample_data import CATEGORIES, SAMPLE_SCHEMA, SampleDataConfig, generate, write
+from mlops.data.sample_data import (
+    CATEGORIES,
+    SAMPLE_ALLOWED_LEAKS,
+    SAMPLE_SCHEMA,
+    SampleDataConfig,
+    generate,
+    write,
+)
 from mlops.settings import section_values
 from mlops.tracking.store import TrackingStore
 
@@ -519,7 +526,9 @@ def test_component_runs_under_the_kfp_local_runner(
     dataset = task.outputs["dataset"]
     assert dataset.metadata["sha256"] == task.outputs["dataset_digest"]
     # The schema travels with the data: later steps read it from the artifact, not from parameters.
-    assert DatasetSchema.model_validate(dataset.metadata["schema"]) == SAMPLE_SCHEMA
+    # On the sample, with the column the sample acknowledges (its own fact, as its behavioural tests are).
+    sample = SAMPLE_SCHEMA.model_copy(update={"allowed_leaks": SAMPLE_ALLOWED_LEAKS})
+    assert DatasetSchema.model_validate(dataset.metadata["schema"]) == sample
     # On the sample, the sample's behavioural tests travel with it (nowhere else).
     assert [t["feature"] for t in dataset.metadata["behavioural"]["invariance"]] == [
         "region",
