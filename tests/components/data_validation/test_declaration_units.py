@@ -166,9 +166,8 @@ def test_the_sample_acknowledges_its_credit_score_and_nothing_else_does(tmp_path
         numeric_features=tuple(c for c in SAMPLE_SCHEMA.numeric_features if c != "credit_score"),
         categorical_features=SAMPLE_SCHEMA.categorical_features,
     )
-    region = InvarianceTest(
-        feature="region", perturbation="permute"
-    )  # the sample's own tests need the column
+    # The sample's own behavioural tests need the column: one that does not replaces them.
+    region = InvarianceTest(feature="region", perturbation="permute")
     assert resolve(without, DataValidationSettings(), True, (region,)).schema.allowed_leaks == ()
     user = resolve(SAMPLE_SCHEMA, DataValidationSettings(expectation_suite="/s.json"), sample=False).schema
     assert user.allowed_leaks == ()
