@@ -99,10 +99,10 @@ class Approvers:
 
 
 def private_key_id(private_key: Path) -> str:
-    """The key id (:func:`mlops.governance.signing.key_id`) of a private key's public half."""
-    import hashlib
-
+    """The key id (:func:`mlops.governance.signing.fingerprint`) of a private key's public half."""
     from cryptography.hazmat.primitives import serialization
+
+    from mlops.governance.signing import fingerprint
 
     path = Path(private_key).expanduser()
     if not path.is_file():
@@ -111,10 +111,7 @@ def private_key_id(private_key: Path) -> str:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except (ValueError, TypeError) as exc:
         raise ApprovalError(f"--key {path} is not an unencrypted PEM private key ({exc})") from exc
-    der = key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return hashlib.sha256(der).hexdigest()[:16]
+    return fingerprint(key.public_key())
 
 
 def trusted_approvers(given: Path | None, workspace_root: Path | None) -> Approvers:

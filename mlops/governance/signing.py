@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from mlops.settings import EnvSettings
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
     from mlflow.entities.model_registry import ModelVersion
 
 
@@ -136,11 +137,19 @@ def generate_key_pair(directory: Path) -> tuple[Path, Path]:
 
 
 def key_id(public_key: Path) -> str:
-    """Fingerprint of a public key: SHA-256 of its DER form, first 16 hex digits (safe to log and tag)."""
+    """Fingerprint of a public key file (:func:`fingerprint`)."""
     from cryptography.hazmat.primitives import serialization
 
-    key = serialization.load_pem_public_key(public_key.read_bytes())
-    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return fingerprint(serialization.load_pem_public_key(public_key.read_bytes()))
+
+
+def fingerprint(public_key: PublicKeyTypes) -> str:
+    """A loaded public key's id: SHA-256 of its DER form, first 16 hex digits (safe to log and tag). The one
+    definition, so a key named by its ``.pub`` file and by its private half (an approver's
+    :func:`mlops.governance.approvers.private_key_id`) always get the same id."""
+    from cryptography.hazmat.primitives import serialization
+
+    der = public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return hashlib.sha256(der).hexdigest()[:16]
 
 
