@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.results_log import append_entry
+
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "bench-model"  # benchmarks.bench_serving.MODEL, which register_model registers
 SERVE_BATCH = 1000
@@ -244,10 +246,6 @@ def report(figures: dict[str, Any]) -> list[str]:
 
 def write_results(path: Path, command: str, figures: dict[str, Any], loads: tuple[str, str]) -> None:
     """Append this run to RESULTS.md under the batch-scoring heading (created the first time)."""
-    heading = "## Batch scoring (issue 24)"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    if heading not in text:
-        text = text.rstrip("\n") + f"\n\n{heading}\n"
     score = figures["score"]
     entry = [
         "",
@@ -267,14 +265,7 @@ def write_results(path: Path, command: str, figures: dict[str, Any], loads: tupl
         ),
         *figures.get("profile", []),
     ]
-    lines = text.split("\n")
-    at = lines.index(heading) + 1
-    while at < len(lines) and not lines[at].startswith("## "):  # after this section's earlier runs
-        at += 1
-    while at > 0 and lines[at - 1] == "":
-        at -= 1
-    lines[at:at] = entry
-    path.write_text("\n".join(lines).rstrip("\n") + "\n")
+    append_entry(path, "## Batch scoring (issue 24)", entry)
 
 
 def main() -> int:

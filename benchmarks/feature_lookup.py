@@ -38,6 +38,8 @@ from typing import Any
 
 import httpx
 
+from benchmarks.results_log import append_entry
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / ".out"
 MODEL = "bench-entity"
@@ -254,9 +256,6 @@ def store_name(online_store: str) -> str:
 
 def write_results(path: Path, command: str, lines: list[str], loads: tuple[str, str], args: Any) -> None:
     """Append this run under :data:`HEADING` (created the first time)."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    if HEADING not in text:
-        text = text.rstrip("\n") + f"\n\n{HEADING}\n"
     entry = [
         "",
         f"Command ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs; load average "
@@ -266,14 +265,7 @@ def write_results(path: Path, command: str, lines: list[str], loads: tuple[str, 
         "",
         *lines,
     ]
-    lines_ = text.split("\n")
-    at = lines_.index(HEADING) + 1
-    while at < len(lines_) and not lines_[at].startswith("## "):
-        at += 1
-    while at > 0 and lines_[at - 1] == "":
-        at -= 1
-    lines_[at:at] = entry
-    path.write_text("\n".join(lines_).rstrip("\n") + "\n")
+    append_entry(path, HEADING, entry)
 
 
 def main() -> int:
