@@ -12,11 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli.commands.options import add_entity_table_options, add_feature_repo_option, feature_repo_path
+
 if TYPE_CHECKING:
     from mlops.workspace import Workspace
-
-REPO_DIR = "features"
-"""The feature repository's folder in the workspace (``--repo`` for another)."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -78,11 +77,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "views' TTL); writes OUT and OUT's .features.json lineage record.",
     )
     training.add_argument("--service", required=True, help="the feature service to join")
-    training.add_argument(
-        "--entities", required=True, help="entity table: CSV or Parquet (ids, timestamps, labels)"
-    )
+    add_entity_table_options(training, "ids, timestamps, labels")
     training.add_argument("--out", required=True, type=Path, help="the training set to write (.parquet)")
-    training.add_argument("--timestamp", default="event_timestamp", help="the entity table's time column")
     training.add_argument(
         "--allow-missing",
         action="store_true",
@@ -122,13 +118,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _repo_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--repo", type=Path, default=None, help=f"the feature repository (default <workspace>/{REPO_DIR})"
-    )
+    add_feature_repo_option(parser, "--repo")
 
 
 def _repo(args: argparse.Namespace, workspace: Workspace) -> Path:
-    return Path(args.repo).expanduser().resolve() if args.repo else workspace.root / REPO_DIR
+    return feature_repo_path(args.repo, workspace)
 
 
 def setup_command(args: argparse.Namespace, workspace: Workspace) -> int:

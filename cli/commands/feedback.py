@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from cli.commands.options import add_model_name_option
 from mlops.workspace import Workspace
 
 HELP = "store late labels (request_id, label) for the monitor's realised performance"
@@ -20,12 +21,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--labels", required=True, help="CSV or Parquet file with request_id and label columns"
     )
-    parser.add_argument(
-        "--model-name",
-        dest="model_name",
-        default=None,
-        help="registered model (default: the workspace's, when its registry holds exactly one)",
-    )
+    add_model_name_option(parser)
     parser.add_argument(
         "--request-log-uri",
         dest="request_log_uri",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.commands.options import add_set_option
+from cli.commands.options import add_model_name_option, add_set_option
 from mlops.workspace import Workspace
 
 HELP = "check the request log for drift now and retrain if it drifted (the monitoring pipeline, locally)"
@@ -26,11 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="window start, ISO 8601 (= window.since; default: 24 hours before --until)",
     )
     parser.add_argument("--until", default="", help="window end, ISO 8601 (= window.until; default: now)")
-    parser.add_argument(
-        "--model-name",
-        dest="model_name",
-        help="registered model (= window.model_name; default: the workspace's, when its registry holds exactly one)",
-    )
+    add_model_name_option(parser, setting="window.model_name")
     parser.add_argument(
         "--model-version",
         dest="model_version",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cli.parameters import coerce, describe_sections, find_setting, metavar, shown
 
 if TYPE_CHECKING:
+    from mlops.workspace import Workspace
     from pipelines.signature import PipelineForm
 
 SHORT_SPELLINGS = {
@@ -82,6 +83,62 @@ def add_registry_option(parser: argparse.ArgumentParser) -> None:
     """``--tracking-uri``: the registry a command reads a model's versions from (``args.tracking_uri``)."""
     parser.add_argument(
         "--tracking-uri", default="", help="registry (default: $MLFLOW_TRACKING_URI, else the workspace)"
+    )
+
+
+def add_model_name_option(parser: argparse.ArgumentParser, setting: str = "") -> None:
+    """``--model-name``: the registered model a command acts on (``args.model_name``; None: the workspace's,
+    which :func:`cli.model_choice.workspace_model` finds), declared once so every command that takes it says
+    the same. ``setting``: the pipeline setting the flag stands for, named in the help."""
+    stands_for = f"= {setting}; " if setting else ""
+    parser.add_argument(
+        "--model-name",
+        default=None,
+        help=f"registered model ({stands_for}default: the workspace's, when its registry holds exactly one)",
+    )
+
+
+FEATURE_REPO_DIR = "features"
+"""The feature repository's folder in the workspace, where ``mlops features init`` writes it (a flag made by
+:func:`add_feature_repo_option` names another)."""
+
+
+def add_feature_repo_option(
+    parser: argparse.ArgumentParser, flag: str = "--feature-repo", role: str = "the feature repository"
+) -> None:
+    """The folder of a Feast feature repository (``--feature-repo``; ``--repo`` in ``mlops features``), read
+    with :func:`feature_repo_path`, so the commands that build, join from or serve a repository find the same
+    one by default. ``role``: what the command does with it, said before the default."""
+    parser.add_argument(
+        flag, type=Path, default=None, help=f"{role} (default <workspace>/{FEATURE_REPO_DIR})"
+    )
+
+
+def feature_repo_path(given: str | Path | None, workspace: Workspace) -> Path:
+    """The feature repository a flag names, made absolute (tasks run elsewhere), else the workspace's."""
+    if given is None or not str(given).strip():
+        return workspace.root / FEATURE_REPO_DIR
+    return Path(given).expanduser().resolve()
+
+
+def add_entity_table_options(parser: argparse.ArgumentParser, contents: str, needed_with: str = "") -> None:
+    """``--entities`` and ``--timestamp``: the entity table a point-in-time join with a feature service starts
+    from, and its time column (``args.entities``, ``args.timestamp``). ``mlops features training-set`` joins
+    one into a training set and ``mlops score --features`` into the rows it scores: one spelling for both.
+
+    ``contents``: what the table holds for this command. ``needed_with``: the flag that asks for the table in a
+    command that also works without one (the table is then optional, its help says when it counts);
+    otherwise ``--entities`` is required.
+    """
+    condition = f"with {needed_with}: " if needed_with else ""
+    parser.add_argument(
+        "--entities",
+        required=not needed_with,
+        default=None,
+        help=f"{condition}the entity table: CSV or Parquet ({contents})",
+    )
+    parser.add_argument(
+        "--timestamp", default="event_timestamp", help=f"{condition}the entity table's time column"
     )
 
 

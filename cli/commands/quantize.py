@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli.commands.options import add_model_name_option
 from mlops.workspace import Workspace
 
 # Not the training pipeline's default seed (0), so the default held-out rows are unseen by a sample-trained model.
@@ -22,9 +23,7 @@ HELP = "quantise a registered model to INT8 behind an AUC-parity gate"
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("quantize", help=HELP, description=__doc__.split("\n\n", 1)[1])
-    parser.add_argument(
-        "--model-name", default=None, help="registered model (default: the workspace's, when it holds one)"
-    )
+    add_model_name_option(parser)
     parser.add_argument(
         "--source", default="champion", help="version number or alias to quantise (default %(default)s)"
     )

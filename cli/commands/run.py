@@ -183,10 +183,10 @@ def feature_repo(given: str, workspace: Workspace) -> str:
     """The feature repository a run joins its entity table in: the given folder made absolute (tasks run
     elsewhere), else the workspace's ``features/`` (where ``mlops features init`` writes it); checked here,
     before anything runs."""
-    from cli.commands.features import REPO_DIR
+    from cli.commands.options import feature_repo_path
     from mlops.features.repository import STORE_FILE
 
-    repo = Path(given).expanduser().resolve() if given.strip() else workspace.root / REPO_DIR
+    repo = feature_repo_path(given, workspace)
     if not (repo / STORE_FILE).is_file():
         raise ValueError(
             f"{FEATURE_REPO}: {repo} is not a feature repository (no {STORE_FILE}); write one with "

@@ -19,7 +19,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cli.commands.options import add_set_option
+from cli.commands.options import (
+    add_entity_table_options,
+    add_feature_repo_option,
+    add_set_option,
+    feature_repo_path,
+)
 from mlops.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -50,18 +55,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="score entity ids: join --entities point-in-time with this feature service (as a training set is "
         "built) and score the joined rows; the id column is the service's entity unless score.id_column says",
     )
-    parser.add_argument(
-        "--entities", default=None, help="with --features: the entity table (entity ids and a time column)"
-    )
-    parser.add_argument(
-        "--timestamp", default="event_timestamp", help="with --features: the entity table's time column"
-    )
-    parser.add_argument(
-        "--feature-repo",
-        type=Path,
-        default=None,
-        help="with --features: the feature repository (default <workspace>/features)",
-    )
+    add_entity_table_options(parser, "entity ids and a time column", needed_with="--features")
+    add_feature_repo_option(parser, role="with --features: the feature repository")
     parser.add_argument("--out", required=True, help="output folder or s3:// prefix (= score.output_uri)")
     parser.add_argument(
         "--explain",
@@ -164,7 +159,7 @@ def _joined_entities(args: argparse.Namespace, workspace: Workspace) -> tuple[st
     if args.entities is None:
         raise ValueError("--features needs --entities FILE: the entity ids (and their times) to score")
     settings = FeastSettings()
-    repo = args.feature_repo.expanduser().resolve() if args.feature_repo else workspace.root / "features"
+    repo = feature_repo_path(args.feature_repo, workspace)
     digest = hashlib.sha256(f"{args.features}\0{Path(args.entities).resolve()}".encode()).hexdigest()[:12]
     out = workspace.root / "feature-joins" / f"{args.features}-{digest}.parquet"
     built = build_training_set(

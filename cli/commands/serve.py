@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from cli.commands.options import add_feature_repo_option, feature_repo_path
 from mlops.tracking.context import check_reachable, resolve_tracking
 from mlops.tracking.telemetry import telemetry_off
 from mlops.workspace import DEFAULT_WORKSPACE, Workspace
@@ -75,11 +76,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"read the rollout admin route's token from this file (else ${ADMIN_TOKEN_ENV})",
     )
     parser.add_argument("--no-request-log", action="store_true", help="do not log requests")
-    parser.add_argument(
-        "--feature-repo",
-        type=Path,
-        default=None,
-        help="the feature repository --features reads (entity, TTL, features) and serves (default <workspace>/features)",
+    add_feature_repo_option(
+        parser, role="the feature repository --features reads (entity, TTL, features) and serves"
     )
     parser.set_defaults(handler=serve_command)
 
@@ -167,9 +165,7 @@ def _feature_store(args: argparse.Namespace, workspace: Workspace, stack: ExitSt
     from mlops.features.repository import read_repository
 
     service = args.features
-    path = (
-        Path(args.feature_repo).expanduser().resolve() if args.feature_repo else workspace.root / "features"
-    )
+    path = feature_repo_path(args.feature_repo, workspace)
     try:
         repo = read_repository(path)
     except FeastError as exc:
