@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cli.commands.options import add_model_name_option
 from mlops.workspace import Workspace
 
 HELP = "progressive delivery: shadow, canary steps, automatic promotion or rollback"
@@ -52,8 +53,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     resume.add_argument("--replay", default="", help="as for start: a table replayed during each interval")
     for name, text in (
         ("status", "where the latest rollout of the model is"),
-        ("promote", "promote the rollout's challenger now (alias moves, 100 % traffic)"),
-        ("rollback", "roll the rollout's challenger back now (0 % traffic, challenger alias removed)"),
+        ("promote", "promote the rollout's challenger now (alias moves, 100 %% traffic)"),
+        ("rollback", "roll the rollout's challenger back now (0 %% traffic, challenger alias removed)"),
         ("history", "which version served, with what traffic, when"),
     ):
         action = actions.add_parser(name, help=text)
@@ -66,9 +67,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _target_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model-name", default=None, help="registered model (default: the workspace's, when it holds one)"
-    )
+    add_model_name_option(parser)
     parser.add_argument(
         "--tracking-uri", default=None, help="MLflow store (default: as mlops serve finds it)"
     )
@@ -116,7 +115,8 @@ def _config_flags(parser: argparse.ArgumentParser) -> None:
     from delivery.rollout.config import RolloutConfig
 
     for field, info in RolloutConfig.model_fields.items():
-        text = " ".join((info.description or "").split())
+        # argparse formats help with %: a literal one in a description ("5 % step") must be doubled
+        text = " ".join((info.description or "").split()).replace("%", "%%")
         if info.annotation is bool:
             parser.add_argument(
                 _flag(field), action=argparse.BooleanOptionalAction, default=info.default, help=text
