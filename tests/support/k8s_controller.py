@@ -14,8 +14,8 @@ then its pods appear Pending, then Running; then, by ``outcome``:
 
 What it hides: Kueue's admission and webhooks, the Trainer's and JobSet's reconciling (runtime patches,
 torchrun's rendezvous through the headless Service, restarts), the scheduler and kubelet (resources,
-priority, placement). tests/training/test_training_on_pods.py runs the same TrainJobs on the real
-Kueue, Trainer and JobSet controllers and a real node.
+priority, placement). tests/training/test_training_on_pods.py and test_training_queue_on_pods.py (quota
+and priority) run the same TrainJobs on the real Kueue, Trainer and JobSet controllers and a real node.
 """
 
 from __future__ import annotations

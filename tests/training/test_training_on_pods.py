@@ -10,16 +10,16 @@ laptop's node has none).
 The pods read the staged job from the real S3 (Ceph RGW), find their rendezvous by the names JobSet's
 headless Service gives them (cluster DNS), and write checkpoints and rank 0's result to S3; the launcher
 decides success or failure from the TrainJob's conditions and the pods' real outcomes.
+
+Kueue's queueing (quota and priority) on the same controllers is in test_training_queue_on_pods.py.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -29,48 +29,24 @@ from kubernetes import client
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.services.node import Controllers, K8sNode
 from tests.services.plugin import MlflowService
-from tests.support.k8s_controller import apply_team_rules
-from tests.support.pods import namespace
-from training.config import ModelConfig, TrainConfig, resolve_runtime
+from tests.training.pods_training import CONFIG, POD_TEST_MARKS, RUNTIMES, _launcher
+from training.config import resolve_runtime
 from training.data import encode_splits, split_frame
-from training.kubernetes_config import ClusterPolicyError, KubernetesJobSettings
-from training.kubernetes_jobs import JOB_LABEL, PRIORITY_LABEL, QUEUE_LABEL, TRAINJOB_API
-from training.kubernetes_launcher import (
-    CHECKPOINTS,
-    KUEUE_WORKLOADS,
-    KubernetesLauncher,
-    TrainingJobFailed,
-)
+from training.kubernetes_config import KubernetesJobSettings
+from training.kubernetes_jobs import JOB_LABEL, TRAINJOB_API
+from training.kubernetes_launcher import CHECKPOINTS, KubernetesLauncher, TrainingJobFailed
 from training.launcher import RESULT_FILE
 from training.loop import WorkerJob
 from training.model import rank_step_macs
 from training.tracking import NullLogger
 from training.trainer import train
 
-# The first test of a session may build the platform image (minutes cold) and unpack it on the node.
-pytestmark = [pytest.mark.timeout(2400), pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[2]
-RUNTIMES = REPO / "infra" / "k8s" / "base" / "platform" / "trainingruntime.yaml"
+pytestmark = POD_TEST_MARKS
+
+
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 RANK_INDEX = "batch.kubernetes.io/job-completion-index"
 """The Trainer runs a TrainJob's nodes as one indexed Job: a pod's completion index is its node rank."""
-CONFIG = TrainConfig(
-    epochs=8,
-    batch_size=256,
-    learning_rate=3e-3,
-    model=ModelConfig(hidden_units=(64, 32), dropout=0.0),
-    precision="fp32",
-    device="cpu",
-    patience=0,
-    nproc=2,
-)
-S3_SETTINGS = (
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_DEFAULT_REGION",
-    "MLOPS_S3_SSE",
-    "MLOPS_S3_SSE_KMS_KEY_ID",
-)
 
 
 def max_restarts() -> int:
@@ -80,51 +56,6 @@ def max_restarts() -> int:
         for doc in yaml.safe_load_all(RUNTIMES.read_text(encoding="utf-8"))
     }
     return value
-
-
-@pytest.fixture
-def team(
-    k8s_controllers: Controllers, mlflow_server: MlflowService, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[str, str]]:
-    """A team namespace under the dev overlay's rules, with the S3 credentials Secret the pods read; the
-    platform runtimes applied; the S3 endpoint as pods reach it."""
-    node = k8s_controllers.node
-    node.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(RUNTIMES))
-    s3 = mlflow_server.s3
-    for key in S3_SETTINGS:
-        monkeypatch.setenv(key, s3.env[key])
-    # The task forwards its S3 endpoint to the pods: give it the address they (and this machine) reach.
-    monkeypatch.setenv("MLFLOW_S3_ENDPOINT_URL", node.from_pod(s3.endpoint))
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with namespace(node, "team-train") as ns:
-        # The ClusterQueue serves namespaces labelled as teams (infra/k8s/base/team/namespace.yaml).
-        node.cluster.kubectl("label", "namespace", ns, "mlops.platform/role=team")
-        apply_team_rules(node.cluster, ns)  # the dev overlay's LimitRange, ResourceQuota and queues
-        node.core().create_namespaced_secret(
-            ns,
-            client.V1Secret(
-                metadata=client.V1ObjectMeta(name="mlops-tracking"),
-                string_data={
-                    "aws-access-key-id": s3.env["AWS_ACCESS_KEY_ID"],
-                    "aws-secret-access-key": s3.env["AWS_SECRET_ACCESS_KEY"],
-                },
-            ),
-        )
-        yield ns, f"s3://{s3.bucket}/training-staging"
-
-
-def _launcher(node: K8sNode, ns: str, staging: str, reports: list[str], **changes: Any) -> KubernetesLauncher:
-    settings = KubernetesJobSettings(
-        namespace=ns,
-        staging_uri=staging,
-        workers=2,
-        cpu_per_worker="500m",
-        memory_per_worker="2Gi",
-        training_image=node.image,
-        poll_interval_s=0.5,
-        time_limit_hours=0.5,
-    ).model_copy(update=changes)
-    return KubernetesLauncher(settings, api_client=node.cluster.api_client(), report=reports.append)
 
 
 @dataclass
@@ -317,158 +248,3 @@ def test_a_default_sized_job_is_admitted_and_runs_under_the_teams_rules(
     # The runtime's priority, resolved by the API server's Priority admission from the overlay's class.
     assert (pod.spec.priority_class_name, pod.spec.priority) == ("mlops-experiment", 1000)
     assert pod.status.phase == "Succeeded"
-
-
-QUEUE_MEMORY = "9Gi"
-"""Each job of the queueing test asks this much: two never fit the dev overlay's 16Gi of ClusterQueue quota."""
-
-
-def _quota_holder(node: K8sNode, ns: str) -> str:
-    """A plain Kubernetes Job in the team's queue, at production priority, asking ``QUEUE_MEMORY``: Kueue
-    admits it and it holds that quota until deleted (its pod sleeps). Production priority keeps the
-    production TrainJob from preempting it (the ClusterQueue preempts only lower priorities)."""
-    batch = client.BatchV1Api(node.cluster.api_client())
-    size = {"cpu": "100m", "memory": QUEUE_MEMORY}
-    batch.create_namespaced_job(
-        ns,
-        client.V1Job(
-            metadata=client.V1ObjectMeta(
-                name="quota-holder",
-                labels={QUEUE_LABEL: "training", PRIORITY_LABEL: "mlops-production-training"},
-            ),
-            spec=client.V1JobSpec(
-                suspend=True,
-                backoff_limit=0,
-                template=client.V1PodTemplateSpec(
-                    spec=client.V1PodSpec(
-                        restart_policy="Never",
-                        termination_grace_period_seconds=0,
-                        containers=[
-                            client.V1Container(
-                                name="hold",
-                                image=node.image,
-                                image_pull_policy="Never",
-                                command=["sleep", "3600"],
-                                resources=client.V1ResourceRequirements(requests=size, limits=size),
-                            )
-                        ],
-                    )
-                ),
-            ),
-        ),
-    )
-    return "quota-holder"
-
-
-def _workloads(node: K8sNode, ns: str) -> dict[str, dict[str, Any]]:
-    """Kueue's Workloads of the namespace by the name of the job that owns each."""
-    items = client.CustomObjectsApi(node.cluster.api_client()).list_namespaced_custom_object(
-        *KUEUE_WORKLOADS[:2], ns, KUEUE_WORKLOADS[2]
-    )["items"]
-    return {
-        w["metadata"]["ownerReferences"][0]["name"]: w for w in items if w["metadata"].get("ownerReferences")
-    }
-
-
-def _condition_time(workload: dict[str, Any], kind: str) -> str | None:
-    """When the Workload's condition ``kind`` became True (RFC 3339, seconds), or None."""
-    for cond in (workload.get("status") or {}).get("conditions") or []:
-        if cond["type"] == kind and cond["status"] == "True":
-            return str(cond["lastTransitionTime"])
-    return None
-
-
-def _until(what: str, check: Any, timeout_s: float = 300) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
-
-
-def _trainjob_by_priority(node: K8sNode, ns: str, priority: str) -> str | None:
-    group, version, plural, _ = TRAINJOB_API
-    items = client.CustomObjectsApi(node.cluster.api_client()).list_namespaced_custom_object(
-        group, version, ns, plural, label_selector=f"{PRIORITY_LABEL}={priority}"
-    )["items"]
-    return str(items[0]["metadata"]["name"]) if items else None
-
-
-def test_jobs_wait_for_the_queues_quota_and_the_higher_priority_starts_first(
-    k8s_controllers: Controllers, team: tuple[str, str], tmp_path: Path
-) -> None:
-    """A job that could never fit is refused up front. Then the quota is held; an experiment, then a production
-    retraining, are submitted and wait for it; when it frees, Kueue admits the production job first although it
-    came later, and the experiment after it."""
-    node = k8s_controllers.node
-    ns, staging = team
-    frame = generate(SampleDataConfig(rows=2_000, seed=44))
-    config = CONFIG.model_copy(update={"epochs": 1, "nproc": 1})
-    # A job no quota of the namespace could ever hold is refused before anything is created, naming the limit.
-    never = _launcher(node, ns, staging, [], workers=1, cpu_per_worker="9", memory_per_worker="1Gi")
-    with pytest.raises(ClusterPolicyError, match="could never be admitted") as refused:
-        train(frame, SAMPLE_SCHEMA, config, tmp_path / "never", launcher=never)
-    assert "cpu" in str(refused.value) and "cpu_per_worker=9" in str(refused.value), refused.value
-    assert _trainjob_by_priority(node, ns, "mlops-experiment") is None
-    holder = _quota_holder(node, ns)
-    _until(
-        "Kueue admits the quota holder",
-        lambda: _condition_time(_workloads(node, ns).get(holder, {}), "Admitted"),
-    )
-    reports: dict[str, list[str]] = {"mlops-experiment": [], "mlops-production-training": []}
-    outcomes: dict[str, Any] = {}
-
-    def submit(priority: str) -> threading.Thread:
-        def work() -> None:
-            launcher = _launcher(
-                node, ns, staging, reports[priority], workers=1, cpu_per_worker="1",
-                memory_per_worker=QUEUE_MEMORY, priority_class=priority, keep_job=True,
-            )  # fmt: skip
-            try:
-                outcomes[priority] = train(
-                    frame, SAMPLE_SCHEMA, config, tmp_path / priority, launcher=launcher
-                )
-            except Exception as exc:  # the assertion below shows it
-                outcomes[priority] = exc
-
-        thread = threading.Thread(target=work, daemon=True)
-        thread.start()
-        return thread
-
-    def pending(priority: str) -> str | None:
-        job = _trainjob_by_priority(node, ns, priority)
-        workload = _workloads(node, ns).get(job or "")
-        held = workload and not _condition_time(workload, "QuotaReserved")
-        return job if held and any("waiting for Kueue admission: " in r for r in reports[priority]) else None
-
-    threads = [submit("mlops-experiment")]
-    experiment = _until("the experiment waits for quota", lambda: pending("mlops-experiment"))
-    threads.append(submit("mlops-production-training"))
-    production = _until("the production job waits for quota", lambda: pending("mlops-production-training"))
-    # Both wait, each told why by Kueue through the launcher; the holder keeps its quota (not preempted).
-    for priority in reports:
-        waiting = [r for r in reports[priority] if "waiting for Kueue admission: " in r]
-        assert any("insufficient unused quota for memory" in r for r in waiting), reports[priority]
-    assert _condition_time(_workloads(node, ns)[holder], "Admitted"), "the holder was preempted"
-    client.BatchV1Api(node.cluster.api_client()).delete_namespaced_job(
-        holder, ns, propagation_policy="Background", grace_period_seconds=0
-    )
-    for thread in threads:
-        thread.join(timeout=900)
-    for priority, outcome in outcomes.items():
-        assert not isinstance(outcome, BaseException), f"{priority}: {outcome!r}\n" + "\n".join(
-            reports[priority]
-        )
-    assert len(outcomes) == 2, reports
-    workloads = _workloads(node, ns)
-    production_admitted = _condition_time(workloads[production], "QuotaReserved")
-    production_finished = _condition_time(workloads[production], "Finished")
-    experiment_admitted = _condition_time(workloads[experiment], "QuotaReserved")
-    assert production_admitted and production_finished and experiment_admitted, workloads
-    # Later but higher: the production job got the quota first; the experiment only once it was free again.
-    assert production_admitted <= production_finished <= experiment_admitted, (
-        production_admitted,
-        production_finished,
-        experiment_admitted,
-    )
