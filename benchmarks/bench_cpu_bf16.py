@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from training.data import EncodedData
+    from training.data_splits import EncodedData
 
 NETWORKS = [((128, 64), 256), ((128, 64), 1024), ((256, 128), 256), ((384, 256), 256), ((512, 512), 256)]
 """(hidden_units, batch): the default network, then wider ones and a larger batch."""
@@ -51,7 +51,7 @@ def samples_per_second(data: EncodedData, hidden: tuple[int, ...], batch: int, p
 def main(argv: list[str] | None = None) -> None:
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from training.config import ModelConfig, TrainConfig, cpu_has_native_bf16, resolve_runtime
-    from training.data import encode_splits, split_frame
+    from training.data_splits import encode_splits, split_frame
     from training.model import rank_step_macs
 
     parser = argparse.ArgumentParser(

@@ -37,7 +37,7 @@ MODEL = "bench-explain"
 
 
 def register(workspace_root: Path, onnx_path: Path, references: int) -> None:
-    from components.register.register import register_onnx_model
+    from components.register.version_registration import register_onnx_model
     from mlops.data.sample_data import SampleDataConfig, generate
     from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import Lineage
@@ -87,13 +87,13 @@ def in_process(workspace_root: Path, rows: list[int], repeats: int, references: 
     from mlops.model.row_attribution import attribute
     from mlops.tracking.store import TrackingStore
     from mlops.workspace import Workspace
-    from serving.model_source import ModelRegistry
+    from serving.model_source import RegisteredModelSource
     from serving.runtime import load_model
 
     workspace = Workspace(workspace_root)
     store = TrackingStore(workspace.tracking_uri, "bench", "bench", workspace.artifact_root)
     with tempfile.TemporaryDirectory() as cache:
-        registry = ModelRegistry(store, MODEL, Path(cache))
+        registry = RegisteredModelSource(store, MODEL, Path(cache))
         model = load_model(registry.fetch(registry.version_for("champion")))
     assert model.reference is not None
     reference = model.reference.x[:references]

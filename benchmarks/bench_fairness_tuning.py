@@ -42,7 +42,7 @@ def main() -> None:
     from components.tune.pareto import NoFairTrial
     from components.tune.space import apply
     from components.tune.study import TuneSettings
-    from components.tune.tune import prepare_study, run_worker
+    from components.tune.study_workers import prepare_study, run_worker
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from mlops.tracking.store import TrackingStore
     from training.config import ModelConfig, TrainConfig

@@ -33,7 +33,7 @@ def timed(call: Callable[[], object], repeat: int) -> float:
 
 def bench_load(model_mb: int, repeat: int) -> dict[str, float]:
     from mlops.governance.signing import generate_key_pair, sign_directory, verify_directory
-    from mlops.vocabulary import file_sha256
+    from mlops.origin_facts import file_sha256
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

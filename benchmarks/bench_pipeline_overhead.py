@@ -36,20 +36,21 @@ def run_plain(workspace_dir: Path, rows: int, epochs: int) -> float:
     start = time.perf_counter()
     import pandas as pd
 
-    from components.data_validation.data_validation import run_validation
     from components.data_validation.declaration import resolve
-    from components.evaluate.evaluate import METRICS_FILE, run_evaluation
-    from components.export_onnx.export_onnx import run_export
-    from components.model_validation.model_validation import run as run_model_validation
-    from components.prepare_data.prepare_data import resolve_data
+    from components.data_validation.suite_validation import run_validation
+    from components.evaluate.holdout_evaluation import METRICS_FILE, run_evaluation
+    from components.export_onnx.verified_export import run_export
+    from components.model_validation.validation_gate import run as run_model_validation
+    from components.prepare_data.data_source import resolve_data
     from components.promotion_gate.combine import combine, record_overall
     from components.promotion_gate.metrics_gate import judge_metrics
-    from components.promotion_gate.promotion_gate import promote
-    from components.register.register import register_onnx_model
-    from components.train.train import run_training
+    from components.promotion_gate.promotion import promote
+    from components.register.version_registration import register_onnx_model
+    from components.train.training_task import run_training
+    from mlops.origin_facts import package_version
     from mlops.settings import section_of
     from mlops.tracking.store import TrackingStore
-    from mlops.vocabulary import Lineage, package_version
+    from mlops.vocabulary import Lineage
     from mlops.workspace import Workspace
     from pipelines.training.pipeline import FORM
 

@@ -28,7 +28,7 @@ CASES = {
         [
             "python3",
             "-c",
-            "import kfp, mlflow, great_expectations, components.data_validation.data_validation",
+            "import kfp, mlflow, great_expectations, components.data_validation.suite_validation",
         ],
     ),
 }

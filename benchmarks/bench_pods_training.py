@@ -30,11 +30,11 @@ MASTER_PORT = 29400
 def _stage(directory: Path, rows: int, epochs: int, nproc: int, batch_size: int) -> None:
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from training.config import ModelConfig, TrainConfig, resolve_runtime
-    from training.data import encode_splits, split_frame
+    from training.data_splits import encode_splits, split_frame
     from training.launcher import JOB_FILE
     from training.loop import WorkerJob
+    from training.metrics_logger import NullLogger
     from training.model import rank_step_macs
-    from training.tracking import NullLogger
 
     config = TrainConfig(
         epochs=epochs,

@@ -48,7 +48,7 @@ SPLIT_AIM, SHADOW_AIM = 0.90, 2.0
 
 
 def register_pair(workspace_root: Path, champion: Path, challenger: Path) -> None:
-    from components.register.register import register_onnx_model
+    from components.register.version_registration import register_onnx_model
     from mlops.data.sample_data import SampleDataConfig, generate
     from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import Lineage

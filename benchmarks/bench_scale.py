@@ -292,7 +292,7 @@ def _train_seconds(workspace: Path) -> dict[str, float]:
     """The train step's ``seconds.*`` metrics, read from the workspace's MLflow store (SQLite)."""
     import sqlite3
 
-    from components.train.train import SECONDS_PREFIX
+    from components.train.training_task import SECONDS_PREFIX
 
     database = workspace / "mlflow.db"
     if not database.is_file():
@@ -324,7 +324,7 @@ def bare_loop(rows: int, epochs: int) -> dict[str, float]:
     from mlops.settings import section_of
     from pipelines.training.pipeline import FORM
     from training.config import TrainConfig
-    from training.data import encode_splits, split_frame
+    from training.data_splits import encode_splits, split_frame
 
     configs = {section_of(type(c)): c for c in FORM.configs(FORM.arguments(pipeline_settings(rows, epochs)))}
     config = configs["train"]

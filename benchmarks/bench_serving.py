@@ -99,7 +99,7 @@ def train_and_export(directory: Path, hidden_units: tuple[int, ...], steps: int)
 
 
 def register_model(workspace_root: Path, onnx_path: Path) -> str:
-    from components.register.register import register_onnx_model
+    from components.register.version_registration import register_onnx_model
     from mlops.data.sample_data import SampleDataConfig, generate
     from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import Lineage

@@ -37,16 +37,16 @@ RECORDING_STEPS = ("metrics-gate", "combine-gates", "promote-to-champion")
 
 # component -> the modules its function body imports (components/<name>/component.py)
 TASK_IMPORTS = {
-    "prepare-data": "components.prepare_data.config components.prepare_data.prepare_data mlops.settings",
-    "validate-data": "components.data_validation.config components.data_validation.data_validation mlops.data.dataset "
+    "prepare-data": "components.prepare_data.config components.prepare_data.data_source mlops.settings",
+    "validate-data": "components.data_validation.config components.data_validation.suite_validation mlops.data.dataset "
     "mlops.settings mlops.tracking.store",
-    "train-model": "components.train.config components.train.train mlops.data.dataset mlops.settings mlops.tracking.store "
+    "train-model": "components.train.config components.train.training_task mlops.data.dataset mlops.settings mlops.tracking.store "
     "training.config",
-    "evaluate-model": "components.evaluate.evaluate mlops.data.dataset mlops.tracking.store",
-    "export-onnx-model": "components.export_onnx.config components.export_onnx.export_onnx mlops.settings",
-    "register-model": "components.register.register mlops.vocabulary mlops.tracking.store",
-    "metrics-gate": "components.promotion_gate.promotion_gate mlops.settings mlops.tracking.store",
-    "validate-model": "components.model_validation.config components.model_validation.model_validation mlops.data.dataset "
+    "evaluate-model": "components.evaluate.holdout_evaluation mlops.data.dataset mlops.tracking.store",
+    "export-onnx-model": "components.export_onnx.config components.export_onnx.verified_export mlops.settings",
+    "register-model": "components.register.version_registration mlops.vocabulary mlops.tracking.store",
+    "metrics-gate": "components.promotion_gate.promotion mlops.settings mlops.tracking.store",
+    "validate-model": "components.model_validation.config components.model_validation.validation_gate mlops.data.dataset "
     "mlops.settings mlops.tracking.store",
     "combine-gates": "components.promotion_gate.combine mlops.gates mlops.tracking.store",
 }

@@ -35,9 +35,9 @@ from torch import nn
 
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.config import TrainConfig
-from training.data import EncodedData, encode_splits, split_frame
+from training.data_splits import EncodedData, encode_splits, split_frame
+from training.metrics_logger import NullLogger
 from training.model import TabularNet
-from training.tracking import NullLogger
 from training.trainer import train
 
 TARGET_RATIO = 0.9

@@ -114,10 +114,10 @@ def _team(node: BenchNode, endpoint: str) -> str:
 def _job(rows: int, epochs: int) -> Any:
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from training.config import ModelConfig, TrainConfig, resolve_runtime
-    from training.data import encode_splits, split_frame
+    from training.data_splits import encode_splits, split_frame
     from training.loop import WorkerJob
+    from training.metrics_logger import NullLogger
     from training.model import rank_step_macs
-    from training.tracking import NullLogger
 
     config = TrainConfig(
         epochs=epochs, batch_size=256, learning_rate=3e-3, model=ModelConfig(hidden_units=(64, 32), dropout=0.0),

@@ -120,7 +120,7 @@ def child_serve(onnx: str, port: int, address: str, service: str) -> None:
     """The model server of the run (a child process, so client and server do not share a GIL)."""
     import uvicorn
 
-    from mlops.vocabulary import file_sha256
+    from mlops.origin_facts import file_sha256
     from serving.app import create_app
     from serving.config import ServerConfig
     from serving.model_source import ModelArtifact

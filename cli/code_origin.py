@@ -58,6 +58,6 @@ def _top_level(folder: Path) -> Path | None:
 
 def _not_a_checkout() -> str:
     from cli.step_cache import _code_digest
-    from mlops.vocabulary import package_version
+    from mlops.origin_facts import package_version
 
     return f"{NOT_A_CHECKOUT}: mlops {package_version()}, sources sha256:{_code_digest()[:16]}"

@@ -7,16 +7,10 @@ names them through this module, so a tag is spelt once.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any, ClassVar
-
-from pydantic import BaseModel, Field
-
-from mlops.settings import SETTINGS_CONFIG
+from typing import Any
 
 CHALLENGER = "challenger"
 """Alias of the newest registered version awaiting the gates."""
@@ -191,42 +185,8 @@ class Lineage:
         return tuple(f"{TAG_PREFIX}{name}" for name in cls.__dataclass_fields__)
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def package_version() -> str:
-    """Version of the installed mlops distribution ('unknown' in a bare checkout)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mlops")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 """What a registered model's name (also its request-log folder) and an Optuna study's name may be."""
-
-
-class RegistrationSettings(BaseModel):
-    """Which registered model a run adds a version to, and the code it came from."""
-
-    model_config = SETTINGS_CONFIG
-    section: ClassVar[str] = "registration"
-
-    model_name: str = Field(default="credit-default", pattern=NAME_PATTERN)
-    """Registered model name in the MLflow model registry."""
-    git_commit: str = Field(default="")
-    """Commit of the pipeline code, recorded on the model version."""
-    trigger: str = Field(default="")
-    """Why this run was started, recorded on the model version: empty for a manual run, else set by the monitor."""
-    explain_reference_rows: int = Field(default=64, ge=0, le=10_000)
-    """Rows of the test split stored with the version (explain_reference.parquet, with the subject_key column) that its served reasons are measured against; 0 stores none, and the version then answers no reasons."""
 
 
 # --- the model-validation gate's report, read back by the drift monitor (bias and attribution drift) ---

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from mlops.model.onnx_model import INPUT_NAME, OUTPUT_NAME
-from mlops.vocabulary import package_version
+from mlops.origin_facts import package_version
 from serving.batching import InFlight
 from serving.columns import ColumnReader
 from serving.entity_features import START_HINT

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from mlops.governance.signing import SignatureError, public_key_for, verify_directory
+from mlops.origin_facts import file_sha256
 from mlops.tracking.store import TrackingStore, redact_uri
 from mlops.vocabulary import (
     CHAMPION,
@@ -26,13 +27,12 @@ from mlops.vocabulary import (
     PRECISION_TAG,
     QUANTIZED_FROM_TAG,
     SIGNATURE_URI_TAG,
-    file_sha256,
 )
 
 if TYPE_CHECKING:
     from mlflow.exceptions import MlflowException
 
-__all__ = ["DIGEST_TAG", "PRECISION_TAG", "QUANTIZED_FROM_TAG", "ModelRegistry", "RegistryError"]
+__all__ = ["DIGEST_TAG", "PRECISION_TAG", "QUANTIZED_FROM_TAG", "RegisteredModelSource", "RegistryError"]
 
 
 class RegistryError(ValueError):
@@ -61,8 +61,10 @@ class ModelArtifact:
     """The version's reference rows for served reasons (``explain_reference.parquet``); None without them."""
 
 
-class ModelRegistry:
-    """Reads one registered model's aliases and versions from an MLflow registry."""
+class RegisteredModelSource:
+    """Where a server or a job gets a registered model's files: it resolves aliases to versions and fetches a
+    version's files into a local cache, checking digest and signature (a loader over the registry, not the
+    registry itself: that is :class:`mlops.tracking.store.TrackingStore`'s)."""
 
     def __init__(self, tracking: TrackingStore | str, model_name: str, cache_dir: Path):
         self.store = tracking if isinstance(tracking, TrackingStore) else TrackingStore.from_uri(tracking)

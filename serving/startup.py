@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from serving.config import ServerConfig
-    from serving.model_source import ModelRegistry
+    from serving.model_source import RegisteredModelSource
 
 UVICORN_OPTIONS: dict[str, Any] = {
     "log_level": "warning",
@@ -29,7 +29,7 @@ UVICORN_OPTIONS: dict[str, Any] = {
 """How uvicorn runs every server process, one or several."""
 
 
-def loader(config: ServerConfig, registry: ModelRegistry) -> Callable[[str], LoadedModel]:
+def loader(config: ServerConfig, registry: RegisteredModelSource) -> Callable[[str], LoadedModel]:
     """Fetch, verify and open a version; one process at a time per cache folder.
 
     A fetch replaces the cached copy's folder and a load reads its files, so two processes sharing the
@@ -47,11 +47,11 @@ def loader(config: ServerConfig, registry: ModelRegistry) -> Callable[[str], Loa
 
 def first_model(
     config: ServerConfig, cache: Path
-) -> tuple[ModelRegistry, Callable[[str], LoadedModel], LoadedModel]:
+) -> tuple[RegisteredModelSource, Callable[[str], LoadedModel], LoadedModel]:
     """The registry with its copies in ``cache``, its loader, and the version the alias names now, opened."""
-    from serving.model_source import ModelRegistry
+    from serving.model_source import RegisteredModelSource
 
-    registry = ModelRegistry(config.tracking_uri, config.model_name, cache)
+    registry = RegisteredModelSource(config.tracking_uri, config.model_name, cache)
     load = loader(config, registry)
     return registry, load, load(registry.version_for(config.alias))
 

@@ -110,7 +110,7 @@ def module_name_clashes(root: Path = ROOT) -> dict[str, list[str]]:
     """File names two modules share, each with the modules, except the conventional names and generated code.
 
     A command module (``cli/commands/<command>.py``) is named after its command, so it may share its name
-    with the module outside ``cli/`` that does the work (``components/tune/tune.py``), never with another
+    with a module outside ``cli/`` (``cli/commands/tune.py`` beside a ``tune.py`` elsewhere), never with another
     module of the command line.
     """
     by_name: dict[str, list[Path]] = {}
@@ -152,7 +152,7 @@ def test_a_second_module_of_one_name_is_a_clash(tmp_path: Path) -> None:
         "cli/commands/submit.py",
         "cli/kfp_client/submit.py",
         "cli/commands/tune.py",
-        "components/tune/tune.py",
+        "training/tune.py",
     ):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("")
@@ -160,6 +160,24 @@ def test_a_second_module_of_one_name_is_a_clash(tmp_path: Path) -> None:
         "report.py": ["components/a/report.py", "components/b/report.py"],
         "submit.py": ["cli/commands/submit.py", "cli/kfp_client/submit.py"],
     }
+
+
+def folder_named_modules(root: Path = ROOT) -> list[str]:
+    """Component logic modules named after their folder (``components/train/train.py``): a name that says
+    where the module is, not what it holds."""
+    return sorted(
+        str(folder.relative_to(root) / f"{folder.name}.py")
+        for folder in (root / "components").iterdir()
+        if (folder / f"{folder.name}.py").is_file()
+    )
+
+
+def test_no_component_module_is_named_after_its_folder(tmp_path: Path) -> None:
+    assert folder_named_modules() == []
+    (tmp_path / "components" / "train").mkdir(parents=True)
+    (tmp_path / "components" / "train" / "train.py").write_text("")
+    (tmp_path / "components" / "train" / "training_task.py").write_text("")
+    assert folder_named_modules(tmp_path) == ["components/train/train.py"]
 
 
 def test_the_image_installs_the_dependencies_pyproject_declares() -> None:

@@ -27,7 +27,7 @@ from mlops import storage
 from training.checkpoint import fetch_checkpoint
 from training.launcher import JOB_FILE, RESULT_FILE
 from training.loop import WorkerJob, run_worker
-from training.tracking import ForwardingLogger, MetricsLogger
+from training.metrics_logger import ForwardingLogger, MetricsLogger
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,11 @@ from training.checkpoint import (
     restore_rng,
 )
 from training.config import Runtime, TrainConfig
-from training.data import EncodedData
+from training.data_splits import EncodedData
 from training.gradients import FlatGradients
+from training.metrics_logger import MetricsLogger
 from training.model import TabularNet
 from training.steps import epoch_indices, evaluate, make_optimizer, train_epoch
-from training.tracking import MetricsLogger
 
 
 @dataclass(frozen=True)

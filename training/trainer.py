@@ -21,11 +21,11 @@ import torch
 from mlops.data.dataset import DatasetSchema
 from training.checkpoint import fingerprint
 from training.config import Runtime, TrainConfig, resolve_runtime
-from training.data import encode_splits, split_frame
+from training.data_splits import encode_splits, split_frame
 from training.launcher import Launcher, local_launcher
 from training.loop import WorkerJob, threads_per_rank
+from training.metrics_logger import MetricsLogger, NullLogger
 from training.model import TabularNet, rank_step_macs, save_model
-from training.tracking import MetricsLogger, NullLogger
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -106,7 +106,7 @@ def _signed_decision(args: argparse.Namespace, workspace: Workspace, decision: s
     if not args.promote:
         print(f"  roll it out with `mlops rollout start --challenger {version} --model-name {name}`")
         return 0
-    from components.promotion_gate.promotion_gate import promote
+    from components.promotion_gate.promotion import promote
 
     previous = promote(
         name,

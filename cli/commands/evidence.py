@@ -91,9 +91,10 @@ def export_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from mlops.governance.evidence_pack import EVIDENCE_EXPORTED, EvidenceError, build_pack, segment
     from mlops.governance.provenance import history_lines, lineage_lines
     from mlops.governance.signing import SigningSettings, workspace_defaults
+    from mlops.origin_facts import file_sha256
     from mlops.tracking.context import resolve_tracking
     from mlops.tracking.model_facts import collect, download_signature, resolve_alias
-    from mlops.vocabulary import DATASET_DIGEST_TAG, file_sha256
+    from mlops.vocabulary import DATASET_DIGEST_TAG
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     fields, source = card_fields(args.schema)

@@ -199,7 +199,7 @@ def run_command(args: argparse.Namespace, workspace: Workspace) -> int:
     from cli.local_run import PipelineFailed, run_locally
     from cli.step_cache import forget_entries_of_another_store, note_store
     from cli.summaries import summaries
-    from cli.summaries.common import print_failure, print_start
+    from cli.summaries.run_outline import print_failure, print_start
     from mlops.governance.signing import workspace_defaults
     from pipelines.catalog import forms, pipelines
 
@@ -306,7 +306,7 @@ def docker_step_runner(
 
 
 def print_image(image: ImageInEngine) -> None:
-    from cli.summaries.common import row
+    from cli.summaries.run_outline import row
     from mlops.images import PLATFORM_IMAGE
 
     print(row("steps run in", f"{PLATFORM_IMAGE} (image {image.id}, {image.build_tag}; Docker)"), flush=True)

@@ -78,7 +78,7 @@ def list_lines(runs: list[RunRecord]) -> list[str]:
 
 def show_lines(run: RunRecord, workspace: Workspace) -> list[str]:
     from cli.console.display import Step, duration
-    from cli.summaries.common import reason_lines, row
+    from cli.summaries.run_outline import reason_lines, row
 
     took = f" in {duration(run.seconds)}" if run.seconds else ""
     lines = [f"Run {run.id} ({run.pipeline}): {run.status}{took}, started {run.started}."]

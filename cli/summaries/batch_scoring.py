@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from cli.summaries.common import run_lines
+from cli.summaries.run_outline import run_lines
 
 if TYPE_CHECKING:
     from cli.local_run import LocalRun

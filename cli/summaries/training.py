@@ -8,7 +8,8 @@ from typing import Any
 from cli.console.display import duration
 from cli.console.figures import split_reasons, task_outputs
 from cli.local_run import LocalRun
-from cli.summaries.common import (
+from cli.summaries.limits import COMMAND_LINE, override_text, record_limits
+from cli.summaries.run_outline import (
     SUCCESS_REPORTS,
     data_note_lines,
     decision_lines,
@@ -16,7 +17,6 @@ from cli.summaries.common import (
     row,
     run_lines,
 )
-from cli.summaries.limits import COMMAND_LINE, override_text, record_limits
 from mlops.vocabulary import (
     APPROVAL_STATUS_TAG,
     DECISION_TAG,

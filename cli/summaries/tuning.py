@@ -7,8 +7,8 @@ from typing import Any
 
 from cli.console.display import duration
 from cli.local_run import LocalRun
-from cli.summaries.common import run_lines
-from components.tune.tune import TASK_NAME
+from cli.summaries.run_outline import run_lines
+from components.tune.study_workers import TASK_NAME
 from mlops.vocabulary import TASK_TAG
 from mlops.workspace import Workspace
 

@@ -101,7 +101,7 @@ def _imported_by_module(source: str) -> tuple[str, ...]:
 def preloadable_imports(sources: Iterable[str], module_source: Callable[[str], str | None]) -> list[str]:
     """What the warm process imports for steps of the components' ``sources``, in the order they need it.
 
-    A component imports its logic inside its function (``from components.train.train import run_training``)
+    A component imports its logic inside its function (``from components.train.training_task import run_training``)
     and the platform's modules import their heavy libraries inside theirs: so the platform's modules are
     followed through their source text (``module_source(name)``: None for a name that is no module),
     without importing them, to the :data:`HEAVY_LIBRARIES` they reach. Those and the platform modules named

@@ -5,7 +5,7 @@ chunk by chunk (:mod:`components.batch_score.batch_shard`) and the job is finish
 (:mod:`components.batch_score.batch_finish`). ``mlops score`` runs the three in one process; the
 ``batch_scoring`` pipeline runs the plan, one task per shard (``dsl.ParallelFor``) and the finish. The
 plan resolves ``NAME@ALIAS`` once, so every shard scores with the same version even if the alias moves
-mid-job; every shard fetches that version through :class:`serving.model_source.ModelRegistry`, which
+mid-job; every shard fetches that version through :class:`serving.model_source.RegisteredModelSource`, which
 checks its digest and its signature before ONNX Runtime sees the bytes (the server's loader).
 
 A job is resumable: a chunk whose manifest agrees with the job and the input is skipped
@@ -97,9 +97,9 @@ class ShardResult:
 def fetch_model(store: TrackingStore, model_name: str, version: str, cache_dir: Path) -> ModelArtifact:
     """The verified local copy of ``version`` (digest and signature checked), or :class:`ModelRefused`."""
     from mlops.governance.signing import SignatureError
-    from serving.model_source import ModelRegistry, RegistryError
+    from serving.model_source import RegisteredModelSource, RegistryError
 
-    registry = ModelRegistry(store, model_name, cache_dir)
+    registry = RegisteredModelSource(store, model_name, cache_dir)
     try:
         return registry.fetch(version)
     except (SignatureError, RegistryError) as exc:

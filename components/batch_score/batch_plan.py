@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 
 
 def resolve_version(store: TrackingStore, model_name: str, alias: str, cache_dir: Path) -> str:
-    from serving.model_source import ModelRegistry, RegistryError
+    from serving.model_source import RegisteredModelSource, RegistryError
 
     try:
-        return ModelRegistry(store, model_name, cache_dir).version_for(alias)
+        return RegisteredModelSource(store, model_name, cache_dir).version_for(alias)
     except RegistryError as exc:
         raise ModelRefused(str(exc)) from exc
 

@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.canary.canary`."""
+"""KFP wrapper for :mod:`components.canary.rollout_run`."""
 
 from kfp import dsl
 from kfp.dsl import Artifact, Output
@@ -23,8 +23,8 @@ def canary_rollout(
     """
     from pathlib import Path
 
-    from components.canary.canary import run_rollout
     from components.canary.config import CanarySettings
+    from components.canary.rollout_run import run_rollout
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 

@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.data_validation.data_validation`."""
+"""KFP wrapper for :mod:`components.data_validation.suite_validation`."""
 
 from typing import NamedTuple
 
@@ -35,8 +35,8 @@ def validate_data(
     from pathlib import Path
 
     from components.data_validation.config import DataValidationSettings
-    from components.data_validation.data_validation import run_validation
     from components.data_validation.declaration import BEHAVIOURAL_METADATA_KEY, resolve
+    from components.data_validation.suite_validation import run_validation
     from mlops.data.behaviour import BehaviouralSuite
     from mlops.data.dataset import SCHEMA_METADATA_KEY, DatasetSchema
     from mlops.model.row_attribution import REASONS_DATASET_KEY

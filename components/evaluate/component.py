@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.evaluate.evaluate`."""
+"""KFP wrapper for :mod:`components.evaluate.holdout_evaluation`."""
 
 from typing import NamedTuple
 
@@ -41,7 +41,7 @@ def evaluate_model(
     from collections import namedtuple
     from pathlib import Path
 
-    from components.evaluate.evaluate import CONFUSION_FILE, METRICS_FILE, ROC_FILE, run_evaluation
+    from components.evaluate.holdout_evaluation import CONFUSION_FILE, METRICS_FILE, ROC_FILE, run_evaluation
     from mlops.data.dataset import schema_from_metadata
     from mlops.tracking.store import TrackingStore
 

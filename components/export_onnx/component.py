@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.export_onnx.export_onnx`."""
+"""KFP wrapper for :mod:`components.export_onnx.verified_export`."""
 
 from typing import NamedTuple
 
@@ -20,7 +20,7 @@ def export_onnx_model(
     from pathlib import Path
 
     from components.export_onnx.config import ExportSettings
-    from components.export_onnx.export_onnx import run_export
+    from components.export_onnx.verified_export import run_export
     from mlops.settings import from_section
 
     tolerance = from_section(ExportSettings, export).tolerance

@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.model_validation.model_validation`."""
+"""KFP wrapper for :mod:`components.model_validation.validation_gate`."""
 
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Dataset, Input, Model, Output, OutputPath
@@ -33,7 +33,7 @@ def validate_model(
     from pathlib import Path
 
     from components.model_validation.config import ValidationConfig
-    from components.model_validation.model_validation import run
+    from components.model_validation.validation_gate import run
     from mlops.data.dataset import schema_from_metadata
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore

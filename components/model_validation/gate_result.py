@@ -1,6 +1,6 @@
 """What the model-validation gate found: every check's results and the decisions drawn from them.
 
-Its own module so that the reports (``gate_report.py``) and the gate (``model_validation.py``) both
+Its own module so that the reports (``gate_report.py``) and the gate (``validation_gate.py``) both
 read it without importing each other.
 """
 

@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.prepare_data.prepare_data`."""
+"""KFP wrapper for :mod:`components.prepare_data.data_source`."""
 
 from typing import NamedTuple
 
@@ -26,7 +26,7 @@ def prepare_data(data: dict, data_uri: str, sample: Output[Dataset]) -> NamedTup
     from pathlib import Path
 
     from components.prepare_data.config import DataSettings
-    from components.prepare_data.prepare_data import prepare
+    from components.prepare_data.data_source import prepare
     from mlops.settings import from_section
 
     settings = from_section(DataSettings, data, uri=data_uri)

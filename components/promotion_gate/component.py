@@ -1,4 +1,4 @@
-"""KFP wrappers for :mod:`components.promotion_gate.promotion_gate`."""
+"""KFP wrappers for :mod:`components.promotion_gate.promotion`."""
 
 from kfp import dsl
 from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output, OutputPath
@@ -77,7 +77,7 @@ def promote_to_champion(
     """Moves alias ``champion`` to the version; returns the replaced version or ''. With
     ``gate.require_approval`` (or a version under approval) it refuses unless a valid approval is recorded."""
     from components.promotion_gate.config import MetricsGatePolicy
-    from components.promotion_gate.promotion_gate import promote
+    from components.promotion_gate.promotion import promote
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 

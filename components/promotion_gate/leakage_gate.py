@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.promotion_gate.config import LeakagePolicy
 from components.promotion_gate.leakage import LeakageResult, assess, decide, report, version_tags
-from components.promotion_gate.promotion_gate import record
+from components.promotion_gate.promotion import record
 from mlops.gates import Decision
 
 if TYPE_CHECKING:

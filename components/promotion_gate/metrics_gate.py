@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from components.promotion_gate.config import MetricsGatePolicy
 from components.promotion_gate.leakage import verdict as with_leakage
 from components.promotion_gate.leakage_gate import judge_leakage
-from components.promotion_gate.promotion_gate import decide, record
+from components.promotion_gate.promotion import decide, record
 from components.promotion_gate.slice_floors import decide_slices
 from components.promotion_gate.slice_floors import verdict as with_slices
 from mlops.gates import Decision

@@ -26,7 +26,7 @@ from mlops.vocabulary import (
     TAG_PREFIX,
     Lineage,
 )
-from serving.model_source import ModelRegistry
+from serving.model_source import RegisteredModelSource
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,7 +107,7 @@ def quantize_registered(
     Raises :class:`~components.quantize.quantizer.QuantizationRejected` when the gate fails.
     """
     with tempfile.TemporaryDirectory(prefix="int8-") as tmp:
-        registry = ModelRegistry(store, model_name, Path(tmp) / "cache")
+        registry = RegisteredModelSource(store, model_name, Path(tmp) / "cache")
         version = source if source.isdigit() else registry.version_for(source)
         artifact = registry.fetch(version)
         if artifact.tags.get(PRECISION_TAG, "fp32") != "fp32":

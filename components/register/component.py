@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.register.register`."""
+"""KFP wrapper for :mod:`components.register.version_registration`."""
 
 from typing import NamedTuple
 
@@ -23,7 +23,7 @@ def register_model(
 ) -> NamedTuple("RegisterOutputs", [("version", str), ("onnx_sha256", str)]):  # type: ignore[valid-type]
     """Registers the ONNX model as a new version with lineage tags and alias ``challenger``.
 
-    ``registration`` is that section (:class:`~mlops.vocabulary.RegistrationSettings`: the commit and
+    ``registration`` is that section (:class:`~mlops.registration_settings.RegistrationSettings`: the commit and
     the trigger recorded on the version, the reference rows stored for its reasons) and ``registration_model_name`` its per-run setting
     ``registration.model_name``. ``feature_lineage`` is prepare-data's record of a training set built from
     the feature store (JSON; empty for a plain table): its service, views and entity table become version tags.
@@ -34,11 +34,13 @@ def register_model(
 
     import pandas as pd
 
-    from components.register.register import register_onnx_model
+    from components.register.version_registration import register_onnx_model
     from mlops.model.row_attribution import REASONS_DATASET_KEY
+    from mlops.origin_facts import package_version
+    from mlops.registration_settings import RegistrationSettings
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
-    from mlops.vocabulary import Lineage, RegistrationSettings, feature_lineage_tags, package_version
+    from mlops.vocabulary import Lineage, feature_lineage_tags
 
     settings = from_section(RegistrationSettings, registration, model_name=registration_model_name)
     store = TrackingStore.for_task(tracking, pipeline_run_id)

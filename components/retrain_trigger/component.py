@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.retrain_trigger.retrain_trigger`."""
+"""KFP wrapper for :mod:`components.retrain_trigger.retraining`."""
 
 from kfp import dsl
 
@@ -20,7 +20,7 @@ def trigger_retraining(
     ``retrain`` is that section; ``retrain_workspace`` its per-run setting ``retrain.workspace``.
     """
     from components.retrain_trigger.config import RetrainSettings
-    from components.retrain_trigger.retrain_trigger import maybe_trigger
+    from components.retrain_trigger.retraining import maybe_trigger
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
 

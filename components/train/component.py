@@ -1,4 +1,4 @@
-"""KFP wrapper for :mod:`components.train.train`."""
+"""KFP wrapper for :mod:`components.train.training_task`."""
 
 from typing import NamedTuple
 
@@ -33,7 +33,7 @@ def train_model(
 
     from components.train.champion_check import check_champion_contract
     from components.train.config import TrainTaskSettings
-    from components.train.train import launcher_for, resolve_checkpoint_dir, run_training
+    from components.train.training_task import launcher_for, resolve_checkpoint_dir, run_training
     from mlops.data.dataset import SCHEMA_METADATA_KEY, schema_from_metadata
     from mlops.model.row_attribution import REASONS_DATASET_KEY
     from mlops.settings import from_section

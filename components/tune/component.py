@@ -28,7 +28,7 @@ def create_tuning_study(
 
     from components.tune.config import TuneSettings
     from components.tune.study import resolve_storage
-    from components.tune.tune import prepare_study
+    from components.tune.study_workers import prepare_study
     from mlops.settings import from_section
     from mlops.tracking.store import TrackingStore
     from training.config import TrainConfig
@@ -66,7 +66,7 @@ def run_tuning_worker(
     from pathlib import Path
 
     from components.tune.study import TuningPlan
-    from components.tune.tune import run_worker
+    from components.tune.study_workers import run_worker
     from mlops.data.dataset import load_table, schema_from_metadata
     from mlops.tracking.store import TrackingStore
 

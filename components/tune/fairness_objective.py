@@ -61,7 +61,7 @@ def fairness_gap(y: np.ndarray, probability: np.ndarray, groups: Sequence[np.nda
 
 def trial_gap(result: TrainResult, frame: pd.DataFrame, schema: DatasetSchema, config: TrainConfig) -> float:
     """The trial model's fairness gap on the validation split the training core held out (same seed)."""
-    from training.data import split_frame
+    from training.data_splits import split_frame
     from training.onnx_export import torch_probabilities
 
     if not schema.protected_attributes:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlops.vocabulary import file_sha256
+from mlops.origin_facts import file_sha256
 
 if TYPE_CHECKING:
     from mlops.governance.trusted_key import TrustedKey

@@ -167,7 +167,8 @@ class ModelRegistryStore:
         :func:`mlops.tracking.registration_faults.registration_failure`.
         """
         from mlops.governance.signing import record_signed
-        from mlops.vocabulary import DIGEST_TAG, ONNX_FILE, file_sha256
+        from mlops.origin_facts import file_sha256
+        from mlops.vocabulary import DIGEST_TAG, ONNX_FILE
 
         with tempfile.TemporaryDirectory(prefix="mlops-register-") as tmp:
             stored = self.download(logged.model_uri, tmp)  # what the artifact store holds, not our copy

@@ -33,8 +33,8 @@ from components.train.config import TrainTaskSettings
 from components.tune.component import fixed_train_config
 from components.tune.config import TuneSettings
 from mlops.data.sample_data import SAMPLE_SCHEMA
+from mlops.registration_settings import RegistrationSettings
 from mlops.tracking.context import TrackingSettings
-from mlops.vocabulary import RegistrationSettings
 from pipelines.fragments import prepared_and_validated
 from pipelines.signature import Parameters, PipelineForm
 from pipelines.tuning.pipeline import tuning_stage

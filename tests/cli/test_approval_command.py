@@ -13,7 +13,7 @@ from cli.commands.rollout import _check_approval
 from cli.main import main
 from cli.summaries.training import approval_lines
 from components.promotion_gate.combine import record_overall, verdict_output
-from components.promotion_gate.promotion_gate import promote
+from components.promotion_gate.promotion import promote
 from delivery.rollout.registry_writes import RolloutRegistry
 from mlops.gates import Decision
 from mlops.governance.approvers import ApprovalError, ApproverSettings

@@ -10,7 +10,7 @@ import pytest
 from cli.code_origin import NOT_A_CHECKOUT, code_commit, platform_root
 from cli.commands.run import GIT_COMMIT, local_arguments
 from cli.step_cache import _code_digest
-from mlops.vocabulary import package_version
+from mlops.origin_facts import package_version
 from mlops.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -32,13 +32,13 @@ from tests.services.plugin import PrometheusService, _free_port
 from tests.serving.conftest import store
 from tests.support.serving import DemoStore, encoded, register, running_server, v2_body
 from training.config import ModelConfig, TrainConfig, resolve_runtime
-from training.data import encode_splits, split_frame
+from training.data_splits import encode_splits, split_frame
 from training.kubernetes_config import KubernetesJobSettings, plan
 from training.kubernetes_jobs import environment
 from training.launcher import JOB_FILE
 from training.loop import WorkerJob
+from training.metrics_logger import NullLogger
 from training.model import rank_step_macs
-from training.tracking import NullLogger
 
 __all__ = ["store"]
 pytestmark = pytest.mark.slow

@@ -188,7 +188,7 @@ def test_run_training_refuses_ignored_columns_next_to_schema(
 
 
 def test_the_run_summary_shows_validate_datas_notes(tmp_path: Path) -> None:
-    from cli.summaries.common import data_note_lines
+    from cli.summaries.run_outline import data_note_lines
 
     folder = tmp_path / "validate-data"
     folder.mkdir(parents=True)

@@ -194,7 +194,7 @@ def test_submit_sets_the_kubernetes_launcher_and_the_job_shape(
     fake: FakeKfp, package: Path, tmp_path: Path
 ) -> None:
     from components.train.config import TrainTaskSettings
-    from components.train.train import launcher_for
+    from components.train.training_task import launcher_for
     from mlops.settings import from_section
     from training.kubernetes_launcher import KubernetesLauncher
 

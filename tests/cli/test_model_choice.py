@@ -164,10 +164,10 @@ def test_without_a_schema_file_training_keeps_its_default_and_monitoring_asks(tm
 
 
 def test_serving_a_model_without_a_champion_suggests_the_challenger_flag(tmp_path: Path) -> None:
-    from serving.model_source import ModelRegistry, RegistryError
+    from serving.model_source import RegisteredModelSource, RegistryError
 
     workspace = _workspace(tmp_path, "adult")
-    registry = ModelRegistry(workspace.tracking_uri, "adult", tmp_path / "cache")
+    registry = RegisteredModelSource(workspace.tracking_uri, "adult", tmp_path / "cache")
     with pytest.raises(RegistryError) as raised:
         registry.version_for("champion")
     message = str(raised.value)

@@ -1,7 +1,7 @@
 """A gate reason is shown whole: wrapped, never cut before its figures and interval."""
 
 from cli.console.figures import REASON_WIDTH, split_reasons
-from cli.summaries.common import decision_lines
+from cli.summaries.run_outline import decision_lines
 
 
 def test_a_long_first_reason_keeps_its_interval() -> None:

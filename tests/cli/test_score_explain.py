@@ -42,9 +42,11 @@ def score(model: Monitored, data: Path, out: Path, *extra: str) -> int:
 
 
 def reference_of(model: Monitored, spec: object) -> ExplainReference:
-    from serving.model_source import ModelRegistry
+    from serving.model_source import RegisteredModelSource
 
-    registry = ModelRegistry(model.workspace.tracking_uri, MODEL, model.workspace.root / "explain-test-cache")
+    registry = RegisteredModelSource(
+        model.workspace.tracking_uri, MODEL, model.workspace.root / "explain-test-cache"
+    )
     path = registry.fetch(model.version).reference_path
     assert path is not None
     return ExplainReference.read(path, spec, "test")  # type: ignore[arg-type]

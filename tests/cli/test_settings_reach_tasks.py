@@ -65,8 +65,8 @@ def test_set_and_flags_reach_the_arguments_handed_to_kfp_local(
 @dsl.component(base_image="python:3.11")
 def rebuild(registration: dict, registration_model_name: str) -> str:
     """What a task does with its section and a per-run setting (as the register task does)."""
+    from mlops.registration_settings import RegistrationSettings
     from mlops.settings import addressed, from_section
-    from mlops.vocabulary import RegistrationSettings
 
     settings = from_section(RegistrationSettings, registration, model_name=registration_model_name)
     import json

@@ -224,7 +224,7 @@ def test_the_warm_process_imports_what_the_steps_reach_in_the_order_they_run() -
     for heavy in ("torch", "mlflow", "great_expectations", "onnxruntime", "pandas"):
         assert heavy in preload, preload
     position = preload.index
-    assert position("components.prepare_data.prepare_data") < position("components.train.train")
+    assert position("components.prepare_data.data_source") < position("components.train.training_task")
     assert position("great_expectations") < position("torch")  # validate-data runs before train-model
 
 
@@ -276,12 +276,12 @@ def test_the_platforms_modules_are_found_outside_the_repository(tmp_path: Path) 
         "from cli.warm_steps.step_runner import component_sources\n"
         "from cli.warm_steps.program import module_source, preloadable_imports\n"
         "from pipelines.training.pipeline import training_pipeline\n"
-        "print(sorted({'torch', 'components.train.train'} & set(preloadable_imports(component_sources(training_pipeline), module_source))))\n"
+        "print(sorted({'torch', 'components.train.training_task'} & set(preloadable_imports(component_sources(training_pipeline), module_source))))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert done.stdout.strip() == "['components.train.train', 'torch']", done.stdout + done.stderr
+    assert done.stdout.strip() == "['components.train.training_task', 'torch']", done.stdout + done.stderr
 
 
 def test_without_a_warm_process_a_step_runs_cold_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:

@@ -90,7 +90,7 @@ def register_remote(
     server: MlflowService, onnx: Path, model: str, experiment: str, artifact_root: str = ""
 ) -> str:
     """Register ``onnx`` on the server the way components.register does; alias champion."""
-    from components.register.register import register_onnx_model
+    from components.register.version_registration import register_onnx_model
     from mlops.vocabulary import Lineage
 
     saved = {k: os.environ.get(k) for k in server.s3.env}

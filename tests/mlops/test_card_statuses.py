@@ -12,8 +12,8 @@ from components.model_validation.explainability import ExplainabilityResult, Sta
 from components.model_validation.fairness import evaluate_fairness
 from components.model_validation.gate_report import to_json
 from components.model_validation.gate_result import ModelValidationResult
-from components.model_validation.model_validation import decide
 from components.model_validation.score_summary import summarise_scores
+from components.model_validation.validation_gate import decide
 from mlops.data.card_fields import CardFields
 from mlops.governance.audit import AuditEvent
 from mlops.governance.card_html import render

@@ -21,7 +21,7 @@ from mlops.governance.manifest_signing import (
 )
 from mlops.governance.signing import generate_key_pair, key_id
 from mlops.governance.trusted_key import TrustedKey
-from mlops.vocabulary import file_sha256
+from mlops.origin_facts import file_sha256
 
 OPENSSL = shutil.which("openssl")
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from components.promotion_gate.combine import combine, record_overall
-from components.promotion_gate.promotion_gate import Decision, promote, record
+from components.promotion_gate.promotion import Decision, promote, record
 from mlops.governance.audit import read_events
 from mlops.tracking.rest_client import MlflowRestClient, TrackingServerError
 from mlops.tracking.served import (
@@ -152,7 +152,7 @@ import json, sys, tempfile
 from pathlib import Path
 import kfp.dsl.executor_main
 from components.promotion_gate.combine import combine, record_overall
-from components.promotion_gate.promotion_gate import Decision, promote, record
+from components.promotion_gate.promotion import Decision, promote, record
 from mlops.tracking.store import TrackingStore
 store = TrackingStore.for_task(json.loads(sys.argv[1]), "task-run")
 decision = Decision("metrics", "promote", "fine", {"test_auc": 0.9})

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mlops.vocabulary import file_sha256
+from mlops.origin_facts import file_sha256
 from serving.batching import Batcher, VersionGone
 from serving.model_source import ModelArtifact
 from serving.reload import ModelHolder

@@ -8,16 +8,17 @@ from pathlib import Path
 import pytest
 
 from mlops.governance.signing import SignatureError, generate_key_pair, sign_directory
-from mlops.vocabulary import DIGEST_TAG, SIGNATURE_URI_TAG, file_sha256
-from serving.model_source import ModelRegistry
+from mlops.origin_facts import file_sha256
+from mlops.vocabulary import DIGEST_TAG, SIGNATURE_URI_TAG
+from serving.model_source import RegisteredModelSource
 from tests.support.serving import DemoStore, register
 
 pytestmark = pytest.mark.slow
 
 
-def _cached(store: DemoStore, name: str, tmp_path: Path) -> tuple[ModelRegistry, Path]:
+def _cached(store: DemoStore, name: str, tmp_path: Path) -> tuple[RegisteredModelSource, Path]:
     register(store, name, store.onnx_a, alias=None)
-    registry = ModelRegistry(store.workspace.tracking_uri, name, tmp_path / "cache")
+    registry = RegisteredModelSource(store.workspace.tracking_uri, name, tmp_path / "cache")
     first = registry.fetch("1")
     assert first.path.is_file() and first.path.parent == tmp_path / "cache" / name / "1"
     return registry, first.path

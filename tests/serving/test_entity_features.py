@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 from mlops.data.dataset import DatasetSchema
 from mlops.features.online import FeatureServer, free_port
 from mlops.features.repository import FeatureRepo, read_repository
-from mlops.vocabulary import file_sha256
+from mlops.origin_facts import file_sha256
 from serving.app import create_app
 from serving.config import ServerConfig
 from serving.fast_path import ServingApp

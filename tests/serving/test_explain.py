@@ -17,7 +17,7 @@ from mlops.model.onnx_model import OnnxScorer
 from mlops.model.row_attribution import attribute
 from serving.app import create_app
 from serving.config import ServerConfig
-from serving.model_source import ModelRegistry
+from serving.model_source import RegisteredModelSource
 from serving.runtime import LoadedModel, load_model
 from tests.support.serving import MODEL, DemoStore, encoded, running_server, v2_body
 
@@ -34,7 +34,7 @@ CONFIG = ServerConfig(
 
 def registered(store: DemoStore, name: str, tmp: Path) -> LoadedModel:
     """The latest version of ``name`` as the server loads it: fetched through the registry and verified."""
-    registry = ModelRegistry(store.tracking, name, tmp)
+    registry = RegisteredModelSource(store.tracking, name, tmp)
     return load_model(registry.fetch(registry.version_for("champion")))
 
 
@@ -161,7 +161,7 @@ def test_explained_rows_are_counted(store: DemoStore, client: TestClient) -> Non
 def test_a_version_without_reference_rows_serves_but_refuses_explain_with_the_fix(
     store: DemoStore, tmp_path: Path
 ) -> None:
-    from components.register.register import register_onnx_model
+    from components.register.version_registration import register_onnx_model
     from mlops.vocabulary import Lineage
 
     name = "no-reference"

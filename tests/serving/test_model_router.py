@@ -19,7 +19,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 
-from mlops.vocabulary import file_sha256
+from mlops.origin_facts import file_sha256
 from serving.app import create_app
 from serving.backend import ModelBackend
 from serving.config import ServerConfig

@@ -17,9 +17,9 @@ import pytest
 from mlflow.exceptions import MlflowException
 
 from mlops.governance.signing import SignatureError, generate_key_pair, sign_directory
+from mlops.origin_facts import file_sha256
 from mlops.storage.s3 import describe_error
-from mlops.vocabulary import file_sha256
-from serving.model_source import DigestMismatchError, ModelArtifact, ModelRegistry, RegistryError
+from serving.model_source import DigestMismatchError, ModelArtifact, RegisteredModelSource, RegistryError
 
 MODEL_URI = "s3://bucket/1/models/m-3/artifacts"
 SIG_URI = "runs:/abc/signature/model.sig"
@@ -108,7 +108,7 @@ class Setup:
         self.bundle.parent.mkdir()
         sign_directory(self.model, self.bundle, self.private)
         self.cache = tmp_path / "var" / "cache"  # its parent does not exist yet either
-        self.registry = ModelRegistry(f"sqlite:///{self.workspace}/mlflow.db", "m", self.cache)
+        self.registry = RegisteredModelSource(f"sqlite:///{self.workspace}/mlflow.db", "m", self.cache)
         self.store = Store(self.registry.tracking_uri)
         self.registry.store = self.store  # type: ignore[assignment]
         self.store.sources = {MODEL_URI: self.model, SIG_URI: self.bundle}
@@ -141,9 +141,9 @@ def test_a_store_is_used_as_it_is_and_a_uri_makes_one(tmp_path) -> None:
     from mlops.tracking.store import TrackingStore
 
     store = TrackingStore(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", experiment="serving")
-    registry = ModelRegistry(store, "m", tmp_path / "cache")
+    registry = RegisteredModelSource(store, "m", tmp_path / "cache")
     assert registry.store is store and registry.tracking_uri == store.tracking_uri
-    by_uri = ModelRegistry(f"sqlite:///{tmp_path}/mlflow.db", "m", str(tmp_path / "cache"))  # type: ignore[arg-type]
+    by_uri = RegisteredModelSource(f"sqlite:///{tmp_path}/mlflow.db", "m", str(tmp_path / "cache"))  # type: ignore[arg-type]
     assert (
         isinstance(by_uri.store, TrackingStore) and by_uri.tracking_uri == f"sqlite:///{tmp_path}/mlflow.db"
     )
@@ -154,7 +154,7 @@ def test_a_store_is_used_as_it_is_and_a_uri_makes_one(tmp_path) -> None:
     "cause", ["Max retries exceeded with url", "Connection refused", "Failed to establish"]
 )
 def test_an_unreachable_registry_is_named_with_its_password_hidden(tmp_path, cause) -> None:
-    registry = ModelRegistry("http://ops:s3cret@mlflow.internal:5000", "m", tmp_path / "cache")
+    registry = RegisteredModelSource("http://ops:s3cret@mlflow.internal:5000", "m", tmp_path / "cache")
     store = Store(registry.tracking_uri)
     registry.store = store  # type: ignore[assignment]
     store.state.alias_error = MlflowException(
@@ -263,7 +263,7 @@ def test_a_registry_without_the_version_is_refused(setup) -> None:
 
 
 def test_the_password_in_the_tracking_uri_is_hidden_when_a_version_is_missing(tmp_path) -> None:
-    registry = ModelRegistry("http://ops:s3cret@mlflow.internal:5000", "m", tmp_path / "cache")
+    registry = RegisteredModelSource("http://ops:s3cret@mlflow.internal:5000", "m", tmp_path / "cache")
     store = Store(registry.tracking_uri)
     registry.store = store  # type: ignore[assignment]
     store.state.version_error = MlflowException("RESOURCE_DOES_NOT_EXIST")

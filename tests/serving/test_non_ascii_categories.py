@@ -28,7 +28,7 @@ from starlette.testclient import TestClient
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pb_grpc
 
-from components.register.register import register_onnx_model
+from components.register.version_registration import register_onnx_model
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.vocabulary import CHAMPION, Lineage
 from serving.app import create_app

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.model_source import DigestMismatchError, ModelRegistry
+from serving.model_source import DigestMismatchError, RegisteredModelSource
 from tests.support.serving import (
     DemoStore,
     clean_env,
@@ -127,7 +127,7 @@ def test_server_refuses_to_start_on_a_digest_mismatch(store: DemoStore) -> None:
 def test_registry_reuses_only_verified_cache(store: DemoStore, tmp_path: Path) -> None:
     name = "cache-model"
     register(store, name, store.onnx_a)
-    registry = ModelRegistry(store.workspace.tracking_uri, name, tmp_path)
+    registry = RegisteredModelSource(store.workspace.tracking_uri, name, tmp_path)
     first = registry.fetch(registry.version_for("champion"))
     first.path.write_bytes(b"corrupted cache")  # a damaged cache is re-downloaded, not trusted
     second = registry.fetch("1")

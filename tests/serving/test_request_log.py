@@ -14,7 +14,7 @@ import pytest
 
 from mlops.data.sample_data import SAMPLE_SCHEMA
 from mlops.model.onnx_model import OnnxScorer
-from mlops.vocabulary import file_sha256
+from mlops.origin_facts import file_sha256
 from serving.model_source import ModelArtifact
 from serving.request_log import RequestLogger
 from serving.request_log_blocks import Block

@@ -10,8 +10,9 @@ import httpx
 import pytest
 
 from mlops.governance.signing import SignatureError, generate_key_pair, key_id
-from mlops.vocabulary import DIGEST_TAG, SIGNATURE_URI_TAG, SIGNING_KEY_ID_TAG, file_sha256
-from serving.model_source import ModelRegistry
+from mlops.origin_facts import file_sha256
+from mlops.vocabulary import DIGEST_TAG, SIGNATURE_URI_TAG, SIGNING_KEY_ID_TAG
+from serving.model_source import RegisteredModelSource
 from tests.support.serving import DemoStore, encoded, register, running_server, v2_body
 
 pytestmark = pytest.mark.slow
@@ -51,7 +52,7 @@ def test_a_model_swapped_with_its_digest_tag_is_refused_by_the_signature(
     stored.write_bytes((store.onnx_b / "model.onnx").read_bytes())
     # Whoever swapped the file could also edit tags: the digest check alone would now pass.
     _client(store).set_model_version_tag(name, "1", DIGEST_TAG, file_sha256(stored))
-    registry = ModelRegistry(store.workspace.tracking_uri, name, tmp_path / "cache")
+    registry = RegisteredModelSource(store.workspace.tracking_uri, name, tmp_path / "cache")
     with pytest.raises(
         SignatureError, match=r"refusing to load swapped-model version 1: its signature does not verify"
     ):
@@ -64,7 +65,7 @@ def test_a_model_signed_with_another_key_is_refused(
 ) -> None:
     name = "foreign-model"
     version = _register_with_other_key(store, name, tmp_path, monkeypatch)
-    registry = ModelRegistry(store.workspace.tracking_uri, name, tmp_path / "cache")
+    registry = RegisteredModelSource(store.workspace.tracking_uri, name, tmp_path / "cache")
     with pytest.raises(
         SignatureError, match=rf"foreign-model version {version}: its signature does not verify"
     ):
@@ -77,7 +78,7 @@ def test_an_unsigned_version_is_refused_unless_signatures_are_optional(
     name = "unsigned-model"
     register(store, name, store.onnx_a)
     _client(store).delete_model_version_tag(name, "1", SIGNATURE_URI_TAG)
-    registry = ModelRegistry(store.workspace.tracking_uri, name, tmp_path / "cache")
+    registry = RegisteredModelSource(store.workspace.tracking_uri, name, tmp_path / "cache")
     with pytest.raises(SignatureError, match=r"carries no signature.*MLOPS_SIGNING_REQUIRED=false"):
         registry.fetch("1")
     monkeypatch.setenv("MLOPS_SIGNING_REQUIRED", "false")

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from components.register.register import register_onnx_model
+from components.register.version_registration import register_onnx_model
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
 from mlops.tracking.store import TrackingStore

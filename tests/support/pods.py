@@ -279,7 +279,7 @@ and audits to its S3 trail."""
 
 def register_on(tracking_uri: str, name: str, onnx_dir: Path, holdout: Any, experiment: str) -> str:
     """Register ``onnx_dir`` as a new version of ``name`` on the tracking server; the version."""
-    from components.register.register import register_onnx_model
+    from components.register.version_registration import register_onnx_model
     from mlops.tracking.store import TrackingStore
     from mlops.vocabulary import Lineage
 

@@ -26,7 +26,7 @@ GROUPS = ("a", "b", "tiny")
 
 def gate_result(name: str = ATTRIBUTE, groups: tuple[str, ...] = GROUPS) -> ModelValidationResult:
     """A real gate run on 500 scored rows: three groups, the last too small, two explained rows."""
-    from components.model_validation.model_validation import validate
+    from components.model_validation.validation_gate import validate
 
     rng = np.random.default_rng(8)
     rows = 500

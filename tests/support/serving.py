@@ -26,7 +26,7 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from components.register.register import register_onnx_model
+from components.register.version_registration import register_onnx_model
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import Lineage

@@ -13,7 +13,7 @@ import torch
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.checkpoint import CHECKPOINT_FILE, EarlyStopping
 from training.config import ModelConfig, TrainConfig
-from training.tracking import NullLogger
+from training.metrics_logger import NullLogger
 from training.trainer import TrainResult, train
 
 # Dropout on, so a resume that failed to restore the RNG state would draw different masks and diverge.

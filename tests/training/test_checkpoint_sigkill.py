@@ -24,7 +24,7 @@ import sys, time
 from pathlib import Path
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.training.test_checkpoint import CONFIG
-from training.tracking import NullLogger
+from training.metrics_logger import NullLogger
 from training.trainer import train
 
 marker = Path(sys.argv[2])

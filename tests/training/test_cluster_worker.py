@@ -20,7 +20,7 @@ from training.config import ModelConfig, TrainConfig
 from training.kubernetes_jobs import worker_command
 from training.launcher import JOB_FILE, RESULT_FILE, LocalProcessesLauncher, load_result
 from training.loop import WorkerJob, WorkerResult
-from training.tracking import NullLogger
+from training.metrics_logger import NullLogger
 from training.trainer import train
 
 CONFIG = TrainConfig(

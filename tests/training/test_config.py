@@ -95,7 +95,7 @@ def test_the_default_network_is_below_the_bf16_threshold_and_a_wide_one_above() 
     """On the sample data (14 numeric and 6 categorical inputs) the default 128-64 network at batch 256 does
     3.4M multiply-accumulates per step, where bf16 autocast measured 0.85x fp32; 512-512 does 72M (1.35x)."""
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
-    from training.data import encode_splits, split_frame
+    from training.data_splits import encode_splits, split_frame
 
     config = TrainConfig()
     spec = encode_splits(

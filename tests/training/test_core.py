@@ -12,7 +12,7 @@ from mlops.data.dataset import DatasetError
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.config import ModelConfig, Runtime, TrainConfig
-from training.data import split_frame
+from training.data_splits import split_frame
 from training.model import load_model
 from training.steps import evaluate
 from training.trainer import TrainResult, train

@@ -27,7 +27,7 @@ from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.checkpoint import CHECKPOINT_FILE
 from training.config import ModelConfig, TrainConfig
 from training.distributed import DistributedTrainingError, launch
-from training.tracking import NullLogger
+from training.metrics_logger import NullLogger
 from training.trainer import train
 
 pytestmark = pytest.mark.slow

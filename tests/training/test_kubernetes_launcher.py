@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client
 
 from components.train.config import TrainTaskSettings
-from components.train.train import launcher_for
+from components.train.training_task import launcher_for
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.governance.audit import read_events
 from tests.services.kubernetes import KubeCluster

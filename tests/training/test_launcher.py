@@ -21,7 +21,7 @@ from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from training.config import ModelConfig, TrainConfig
 from training.launcher import InProcessLauncher, Launcher, LocalProcessesLauncher, local_launcher
 from training.loop import WorkerJob, WorkerResult
-from training.tracking import NullLogger
+from training.metrics_logger import NullLogger
 from training.trainer import train
 
 CONFIG = TrainConfig(

@@ -7,7 +7,7 @@ import pickle
 from pathlib import Path
 
 from mlops.tracking.store import TrackingStore, fluent_state
-from training.tracking import MlflowLogger
+from training.metrics_logger import MlflowLogger
 
 
 def test_a_pickled_logger_logs_into_its_run_through_the_store(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from onnx import numpy_helper
 
-from components.export_onnx.export_onnx import ParityError, run_export, verify_export
+from components.export_onnx.verified_export import ParityError, run_export, verify_export
 from mlops.data.dataset import DatasetError
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SampleDataConfig, generate

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mlops.progress import Progress, parse
-from training.tracking import ProgressLogger
+from training.metrics_logger import ProgressLogger
 
 
 class Keep:

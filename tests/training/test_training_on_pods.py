@@ -31,14 +31,14 @@ from tests.services.node import Controllers, K8sNode
 from tests.services.plugin import MlflowService
 from tests.training.pods_training import CONFIG, POD_TEST_MARKS, RUNTIMES, _launcher
 from training.config import resolve_runtime
-from training.data import encode_splits, split_frame
+from training.data_splits import encode_splits, split_frame
 from training.kubernetes_config import KubernetesJobSettings
 from training.kubernetes_jobs import JOB_LABEL, TRAINJOB_API
 from training.kubernetes_launcher import CHECKPOINTS, KubernetesLauncher, TrainingJobFailed
 from training.launcher import RESULT_FILE
 from training.loop import WorkerJob
+from training.metrics_logger import NullLogger
 from training.model import rank_step_macs
-from training.tracking import NullLogger
 from training.trainer import train
 
 pytestmark = POD_TEST_MARKS

@@ -18,7 +18,7 @@ from components.batch_score.batch_finish import AUDIT_ACTION
 from components.batch_score.chunk_writer import JOB_FILE
 from components.batch_score.config import ScoreSettings
 from mlops.governance import audit
-from mlops.vocabulary import file_sha256
+from mlops.origin_facts import file_sha256
 from tests.components.batch_score.batch_jobs import expected, run, scores
 from tests.support.monitoring import MODEL, Monitored, traffic
 

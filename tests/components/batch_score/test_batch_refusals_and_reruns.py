@@ -16,7 +16,8 @@ from components.batch_score.batch_job import ModelRefused
 from components.batch_score.chunk_reader import BatchInputError
 from components.batch_score.chunk_writer import JOB_FILE
 from mlops.governance import audit
-from mlops.vocabulary import DIGEST_TAG, file_sha256
+from mlops.origin_facts import file_sha256
+from mlops.vocabulary import DIGEST_TAG
 from tests.components.batch_score.batch_jobs import expected, run, scores
 from tests.support.monitoring import MODEL, Monitored, traffic
 

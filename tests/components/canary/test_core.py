@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from components.canary.canary import audit_workspace
 from components.canary.config import CanarySettings
+from components.canary.rollout_run import audit_workspace
 from mlops.governance.audit import AUDIT_URI_ENV
 
 

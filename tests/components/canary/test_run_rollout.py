@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.canary.canary import run_rollout
+from components.canary.rollout_run import run_rollout
 from mlops.governance import audit
 from mlops.vocabulary import CHAMPION, ROLLOUT_STAGE_TAG, gate_tag
 from tests.delivery.rollout.test_local_rollout import FAST, client_load, pair, server_flags

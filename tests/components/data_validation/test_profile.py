@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from components.data_validation.data_profile import detect_missing_markers, positive_value, profile
-from components.data_validation.data_validation import validate
+from components.data_validation.suite_validation import validate
 from mlops.data.dataset import DatasetError
 from mlops.data.schema_file import SchemaFile, parse_schema_file
 

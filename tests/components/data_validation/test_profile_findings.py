@@ -20,7 +20,7 @@ from components.data_validation.column_findings import (
 )
 from components.data_validation.config import ProfileSettings
 from components.data_validation.data_profile import Profile, column_roles, profile
-from components.data_validation.data_validation import validate
+from components.data_validation.suite_validation import validate
 from mlops.data.dataset import parse_table
 from tests.support.bank_marketing import (
     BAD_BALANCE,

@@ -14,7 +14,7 @@ import mlflow
 import pandas as pd
 import pytest
 
-from components.data_validation.data_validation import ValidationFailed, run_validation
+from components.data_validation.suite_validation import ValidationFailed, run_validation
 from mlops.data.dataset import DatasetError, DatasetSchema
 from mlops.data.sample_data import SAMPLE_ALLOWED_LEAKS, SAMPLE_SCHEMA, SampleDataConfig, generate, write
 from mlops.settings import section_values
@@ -141,7 +141,7 @@ def test_run_validation_validates_before_it_first_asks_the_tracking_store(
 ) -> None:
     """The first tracking task of a local run starts beside the run's tracking server: the suite runs while
     the server comes up, and the results are logged after (instead of the task waiting for it first)."""
-    import components.data_validation.data_validation as module
+    import components.data_validation.suite_validation as module
 
     order: list[str] = []
     validate = module.validate_and_prepare

@@ -11,7 +11,7 @@ from components.data_validation.check_results import ValidationFailed
 from components.data_validation.column_findings import repeated_names
 from components.data_validation.data_profile import Profile, profile
 from components.data_validation.data_report import render_html, render_json
-from components.data_validation.data_validation import validate
+from components.data_validation.suite_validation import validate
 from mlops.data.dataset import DatasetSchema, parse_table
 from mlops.data.schema_file import SchemaFile, parse_schema_file
 from tests.support.bank_marketing import LABEL, LEAK, bank_csv

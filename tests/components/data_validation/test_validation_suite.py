@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from components.data_validation.data_validation import (
+from components.data_validation.suite_validation import (
     DEFAULT_SUITE_PATH,
     DataValidationResult,
     Suite,

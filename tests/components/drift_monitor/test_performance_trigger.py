@@ -217,8 +217,8 @@ def log_gate_report(model: Monitored) -> None:
     """Run the model-validation gate on the champion's test split and log its report.json as the gate does."""
     from components.model_validation.config import ValidationConfig
     from components.model_validation.gate_report import to_json
-    from components.model_validation.model_validation import validate
     from components.model_validation.scoring import load_scorer
+    from components.model_validation.validation_gate import validate
     from mlops.data.sample_data import SampleDataConfig, generate
     from mlops.vocabulary import VALIDATION_REPORT_FILE, VALIDATION_RUN_TAG
 

@@ -18,7 +18,7 @@ from components.evaluate.binary_metrics import (
     expected_calibration_error,
     score_probabilities,
 )
-from components.evaluate.evaluate import (
+from components.evaluate.holdout_evaluation import (
     CONFUSION_FILE,
     METRICS_FILE,
     ROC_FILE,
@@ -34,7 +34,7 @@ from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import SPLIT_TAG
 from tests.support.model_factory import fit_tabular_net
 from training.config import TrainConfig
-from training.data import split_frame, split_rule
+from training.data_splits import split_frame, split_rule
 from training.model import TabularNet, load_model, save_model
 from training.onnx_export import export_onnx, torch_probabilities
 from training.row_split import SplitRule

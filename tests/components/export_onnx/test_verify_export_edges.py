@@ -14,7 +14,7 @@ import pytest
 import mlops.data.dataset
 import training.model
 import training.onnx_export
-from components.export_onnx.export_onnx import ParityError, run_export, verify_export
+from components.export_onnx.verified_export import ParityError, run_export, verify_export
 from mlops.data.dataset import DatasetError
 from mlops.model.onnx_model import OnnxScorer
 from tests.support.gate_inputs import numeric_spec

@@ -16,8 +16,8 @@ from components.model_validation.config import (
     InvarianceTest,
     ValidationConfig,
 )
-from components.model_validation.model_validation import validate
 from components.model_validation.scoring import load_scorer
+from components.model_validation.validation_gate import validate
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from tests.support.model_factory import fit_model
 

@@ -9,7 +9,7 @@ from components.model_validation.checks import Violation
 from components.model_validation.explainability import ExplainabilityResult, Stability
 from components.model_validation.fairness import AttributeFairness
 from components.model_validation.gate_result import GATE
-from components.model_validation.model_validation import POLICY_ADDRESS, _decide, decide, holding
+from components.model_validation.validation_gate import POLICY_ADDRESS, _decide, decide, holding
 from mlops.gates import FAIL, NOT_CONCLUSIVE, PASS, PROMOTE, REJECT
 
 UNFAIR = Violation("fairness", "sex", "demographic_parity_difference", 0.25, 0.125, "max", "a vs b")

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from components.model_validation.config import FairnessPolicy, ValidationConfig
 from components.model_validation.fairness import evaluate_fairness
-from components.model_validation.model_validation import REPORT_URI_TAG, RUN_ID_TAG, run, validate
 from components.model_validation.scoring import load_scorer
+from components.model_validation.validation_gate import REPORT_URI_TAG, RUN_ID_TAG, run, validate
 from components.promotion_gate.combine import combine, record_overall
 from mlops.data.dataset import DatasetSchema
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate

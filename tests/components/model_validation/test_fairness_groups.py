@@ -231,7 +231,7 @@ def test_a_group_with_exactly_min_group_negatives_has_its_fpr_decided_on_and_one
 
 
 def test_the_gate_reason_names_a_group_too_small_for_a_rate() -> None:
-    from components.model_validation.model_validation import decide
+    from components.model_validation.validation_gate import decide
     from tests.components.model_validation.test_decide_edges import explained
 
     result = check({"a": TPR_ONE, "b": _tpr_zero(5)}, _odds_policy(min_group_positives=30))

@@ -159,7 +159,7 @@ def test_bad_bins_in_a_schema_file_name_the_field() -> None:
 def test_the_gate_and_its_report_show_bins_small_groups_and_intervals_holding_their_estimates() -> None:
     from components.model_validation.config import ExplainabilityPolicy, ValidationConfig
     from components.model_validation.gate_report import render_html, to_json
-    from components.model_validation.model_validation import validate
+    from components.model_validation.validation_gate import validate
     from tests.support.gate_inputs import numeric_spec, stub_scorer
 
     rng = np.random.default_rng(8)

@@ -15,8 +15,8 @@ from components.model_validation.fairness import AttributeFairness, evaluate_fai
 from components.model_validation.gate_report import render_html, to_json
 from components.model_validation.gate_result import GATE, ModelValidationResult
 from components.model_validation.intervals import gap_interval, rate_interval
-from components.model_validation.model_validation import decide
 from components.model_validation.score_summary import summarise_scores
+from components.model_validation.validation_gate import decide
 from mlops.governance.report_charts import group_label
 from tests.support.gate_inputs import confusion_group, scored_groups
 

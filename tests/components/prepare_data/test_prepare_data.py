@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from components.prepare_data.config import DataSettings
-from components.prepare_data.prepare_data import prepare
+from components.prepare_data.data_source import prepare
 from mlops.features.environment import FeastError
 from mlops.settings import SettingsError, from_section
 from tests.support.feast_table import BASE, EARLY, LATE

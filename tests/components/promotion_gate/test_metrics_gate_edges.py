@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from components.promotion_gate.promotion_gate import MetricsGatePolicy, decide
+from components.promotion_gate.promotion import MetricsGatePolicy, decide
 from mlops.gates import PROMOTE, REJECT
 
 FLOOR = 0.75

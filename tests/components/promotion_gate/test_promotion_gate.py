@@ -7,7 +7,7 @@ import mlflow
 import pytest
 from pydantic import ValidationError
 
-from components.promotion_gate.promotion_gate import MetricsGatePolicy, decide, promote, record
+from components.promotion_gate.promotion import MetricsGatePolicy, decide, promote, record
 from mlops.tracking.store import TrackingStore
 
 

@@ -1,7 +1,7 @@
 """Two runs promoting at once on one registry: one consistent champion history.
 
 Two processes (``spawn``, released together) each promote their own versions of one model,
-several rounds each, through :func:`components.promotion_gate.promotion_gate.promote`. Afterwards
+several rounds each, through :func:`components.promotion_gate.promotion.promote`. Afterwards
 the ``alias.moved`` records form one chain (each move *from* the version the previous move went
 *to*, no version replaced twice), the registry's ``replaced_by`` tags agree with it, and the
 champion is the last move's target. What was lost is reported (asserted to be nothing).
@@ -17,7 +17,7 @@ from typing import Any
 import mlflow
 import pytest
 
-from components.promotion_gate.promotion_gate import promote
+from components.promotion_gate.promotion import promote
 from mlops.governance import audit
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import CHAMPION, REPLACED_BY_TAG

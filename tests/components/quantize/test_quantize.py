@@ -13,9 +13,9 @@ import pytest
 from cli.commands import quantize as quantize_cmd
 from components.quantize.quantizer import QuantizationRejected, QuantizeConfig, compare, quantize_with_gate
 from mlops.model.onnx_model import OnnxScorer
-from mlops.vocabulary import file_sha256
+from mlops.origin_facts import file_sha256
 from mlops.workspace import Workspace
-from serving.model_source import ModelRegistry
+from serving.model_source import RegisteredModelSource
 from serving.runtime import load_model
 from tests.support.serving import DemoStore, demo_store, register
 
@@ -88,7 +88,7 @@ def test_mlops_quantize_registers_int8_with_lineage_and_it_serves(store: DemoSto
     assert int8["mlops.onnx_sha256"] != source["mlops.onnx_sha256"]
 
     # The server's own path: fetch + digest check + load; the version reports its precision.
-    artifact = ModelRegistry(store.workspace.tracking_uri, name, tmp_path / "cache").fetch("2")
+    artifact = RegisteredModelSource(store.workspace.tracking_uri, name, tmp_path / "cache").fetch("2")
     assert file_sha256(artifact.path) == int8["mlops.onnx_sha256"]
     served = load_model(artifact)
     assert served.precision == "int8"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from components.register.register import register_onnx_model
+from components.register.version_registration import register_onnx_model
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.row_attribution import REFERENCE_FILE, read_reference

@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 import torch
 
-from components.register.register import register_onnx_model
+from components.register.version_registration import register_onnx_model
 from mlops.data.features import FeatureSpec
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.model.onnx_model import OnnxScorer
+from mlops.origin_facts import file_sha256
 from mlops.tracking.store import TrackingStore
-from mlops.vocabulary import Lineage, feature_lineage_tags, file_sha256
+from mlops.vocabulary import Lineage, feature_lineage_tags
 from training.config import ModelConfig
 from training.model import TabularNet
 from training.onnx_export import export_onnx

@@ -33,9 +33,10 @@ from urllib.parse import urlsplit
 import pandas as pd
 import pytest
 
-from components.register.register import RegisteredVersion, register_onnx_model
+from components.register.version_registration import RegisteredVersion, register_onnx_model
 from mlops.data.sample_data import SampleDataConfig, generate
 from mlops.governance import audit
+from mlops.origin_facts import file_sha256
 from mlops.tracking.registration_faults import RegistrationError
 from mlops.tracking.store import TrackingStore
 from mlops.vocabulary import (
@@ -45,7 +46,6 @@ from mlops.vocabulary import (
     SIGNATURE_URI_TAG,
     SIGNING_KEY_ID_TAG,
     Lineage,
-    file_sha256,
 )
 from tests.components.register.private_mlflow import PrivateMlflow
 from tests.services.plugin import PostgresService, S3Service, _free_port

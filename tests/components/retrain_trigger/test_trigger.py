@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from components.retrain_trigger.config import RetrainSettings
-from components.retrain_trigger.retrain_trigger import (
+from components.retrain_trigger.retraining import (
     COOLDOWN,
     TRIGGERED,
     TriggerError,

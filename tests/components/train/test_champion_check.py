@@ -10,9 +10,9 @@ import onnx
 import pandas as pd
 import pytest
 
-from components.evaluate.evaluate import METRICS_FILE, run_evaluation
+from components.evaluate.holdout_evaluation import METRICS_FILE, run_evaluation
 from components.promotion_gate.config import MetricsGatePolicy
-from components.promotion_gate.promotion_gate import decide
+from components.promotion_gate.promotion import decide
 from components.train.champion_check import check_champion_contract
 from mlops.data.dataset import DatasetError, DatasetSchema
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from components.train.train import SECONDS_PREFIX, resolve_checkpoint_dir, run_training, time_line
+from components.train.training_task import SECONDS_PREFIX, resolve_checkpoint_dir, run_training, time_line
 from mlops.data.dataset import DatasetSchema
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking.store import TrackingStore
@@ -177,7 +177,7 @@ def test_the_task_settings_pick_the_launcher_that_runs_the_ranks() -> None:
     from pydantic import ValidationError
 
     from components.train.config import TrainTaskSettings
-    from components.train.train import launcher_for
+    from components.train.training_task import launcher_for
     from training.launcher import InProcessLauncher, LocalProcessesLauncher
 
     assert isinstance(launcher_for(TrainTaskSettings(), nproc=1), InProcessLauncher)

@@ -12,7 +12,7 @@ import pytest
 
 from components.tune.best import NoCompletedTrial, select_best
 from components.tune.study import TuneSettings, TuningPlan
-from components.tune.tune import prepare_study, run_worker
+from components.tune.study_workers import prepare_study, run_worker
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking.store import TrackingStore
 from training.config import ModelConfig, TrainConfig

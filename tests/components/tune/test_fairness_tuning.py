@@ -16,7 +16,7 @@ from components.tune.best import select_best
 from components.tune.fairness_objective import MIN_GROUP_ROWS, fairness_gap
 from components.tune.pareto import FrontPoint, NoFairTrial, choose
 from components.tune.study import StudyStorageError, TuneSettings
-from components.tune.tune import prepare_study, run_worker
+from components.tune.study_workers import prepare_study, run_worker
 from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
 from mlops.tracking.store import TrackingStore
 from training.config import ModelConfig, TrainConfig

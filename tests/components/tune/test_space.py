@@ -23,7 +23,7 @@ from components.tune.study import (
     redact,
     resolve_storage,
 )
-from components.tune.tune import prepare_study
+from components.tune.study_workers import prepare_study
 from mlops.tracking.store import TrackingStore
 from training.config import TrainConfig
 

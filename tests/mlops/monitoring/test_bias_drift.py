@@ -89,7 +89,7 @@ def test_the_reference_figures_are_read_from_the_gates_own_report() -> None:
     """The model-validation gate runs on sample data; its report.json (as logged) gives the monitor's references."""
     from components.model_validation.config import ValidationConfig
     from components.model_validation.gate_report import to_json
-    from components.model_validation.model_validation import validate
+    from components.model_validation.validation_gate import validate
     from mlops.data.features import FeatureSpec
     from mlops.data.sample_data import SAMPLE_SCHEMA, SampleDataConfig, generate
     from tests.support.gate_inputs import stub_scorer

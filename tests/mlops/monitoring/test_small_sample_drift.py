@@ -48,7 +48,7 @@ from mlops.monitoring.request_window import (
     empty_summary,
 )
 from training.config import TrainConfig
-from training.data import split_frame
+from training.data_splits import split_frame
 
 START, END = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)
 SHIFTED = "mean_radius"

@@ -19,8 +19,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from components.retrain_trigger.config import RetrainSettings
+from mlops.registration_settings import RegistrationSettings
 from mlops.tracking.context import TrackingSettings
-from mlops.vocabulary import FEATURE_SOURCE_TAGS, LAST_RETRAIN_TAG, SOURCE_SETTINGS, RegistrationSettings
+from mlops.vocabulary import FEATURE_SOURCE_TAGS, LAST_RETRAIN_TAG, SOURCE_SETTINGS
 
 if TYPE_CHECKING:
     from mlops.tracking.store import TrackingStore

@@ -2,7 +2,7 @@
 
 This is the glue between the pipeline's plain values and the training core:
 it reads the validated dataset, opens the task's MLflow run, hands the core an
-:class:`~training.tracking.MlflowLogger` for that run, and writes the held-out
+:class:`~training.metrics_logger.MlflowLogger` for that run, and writes the held-out
 test split for the evaluation and export steps.
 """
 
@@ -100,8 +100,8 @@ def run_training(
     import mlflow
 
     from mlops.vocabulary import SPLIT_TAG
-    from training.data import split_rule
-    from training.tracking import MlflowLogger, ProgressLogger
+    from training.data_splits import split_rule
+    from training.metrics_logger import MlflowLogger, ProgressLogger
     from training.trainer import train
 
     started = time.perf_counter()

@@ -5,7 +5,7 @@ The set-up step checks everything that can be wrong before any trial starts
 writes the :class:`~components.tune.study.TuningPlan`. Each worker then asks
 the shared study for trials and trains them with :func:`training.trainer.train`;
 pruning hooks into the per-epoch metrics the core already reports to its
-:class:`~training.tracking.MetricsLogger`, so the training loop needs no
+:class:`~training.metrics_logger.MetricsLogger`, so the training loop needs no
 Optuna-specific code.
 """
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import optuna
     import pandas as pd
 
-    from training.tracking import MetricsLogger
+    from training.metrics_logger import MetricsLogger
 
 TASK_NAME = "tune"
 TRIAL_TASK_NAME = "tune_trial"
@@ -195,7 +195,7 @@ def _run_trial(
     import optuna
 
     from components.tune.space import apply
-    from training.tracking import MlflowLogger
+    from training.metrics_logger import MlflowLogger
     from training.trainer import train
 
     tags = {
