@@ -16,7 +16,7 @@ import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from pipelines.signature import FormSetting, PipelineForm
@@ -216,36 +216,15 @@ def parse_overrides(form: PipelineForm, assignments: Iterable[str]) -> dict[str,
     return values
 
 
-def _problems(section: str, exc: ValidationError) -> list[str]:
-    """One line per problem, naming the address and the value given (``train.epochs: … (got 0)``)."""
-    problems = []
-    for error in exc.errors():
-        address = ".".join([section, *(str(part) for part in error["loc"])])
-        # A whole-config check (empty location): its message names the values itself.
-        got = f" (got {error.get('input')!r})" if error["loc"] else ""
-        problems.append(f"{address}: {str(error['msg']).removeprefix('Value error, ')}{got}")
-    return problems
-
-
 def invalid_settings(form: PipelineForm, values: Mapping[str, Any]) -> list[str]:
-    """Every problem the stages' configs find in these values (one line each, naming the address); empty: valid.
+    """Every problem the stages' configs find in these values (one line each, naming the address); empty: valid."""
+    from mlops.settings import SettingsError
 
-    Each config is validated on its own so that one run's mistakes are all listed at once.
-    """
-    from mlops.settings import SettingsError, from_addressed, section_of
-
-    problems: list[str] = []
-    for instance in form.defaults:
-        section = section_of(type(instance))
-        mine = {address: value for address, value in values.items() if address.split(".", 1)[0] == section}
-        try:
-            from_addressed(mine, [instance])
-        except ValidationError as exc:
-            problems += _problems(section, exc)
-        except SettingsError as exc:
-            cause = exc.__cause__
-            problems += _problems(section, cause) if isinstance(cause, ValidationError) else [str(exc)]
-    return problems
+    try:
+        form.arguments(values)
+    except SettingsError as exc:
+        return exc.problems
+    return []
 
 
 SCHEMA_FILE = "validation.schema_uri"
@@ -272,10 +251,12 @@ def checked_arguments(form: PipelineForm, values: Mapping[str, Any]) -> dict[str
     for address in values:
         find_setting(form, address)
     schema_file_conflicts(values)
-    problems = invalid_settings(form, values)
-    if problems:
-        raise ParameterError("invalid setting(s), nothing was run:\n  " + "\n  ".join(problems))
-    return form.arguments(values)
+    from mlops.settings import SettingsError
+
+    try:
+        return form.arguments(values)
+    except SettingsError as exc:
+        raise ParameterError("invalid setting(s), nothing was run:\n  " + "\n  ".join(exc.problems)) from exc
 
 
 def shown(value: Any) -> str:

@@ -46,6 +46,12 @@ relative path absolute and checks the file exists before anything runs (tasks ru
 class SettingsError(ValueError):
     """A setting's value or address does not fit its config; the message names it and the fix."""
 
+    def __init__(self, message: str, problems: Sequence[str] = ()):
+        super().__init__(message)
+        self.problems = list(problems) or [message]
+        """One line per problem, each naming its address (``train.epochs: … (got 0)``): every problem of
+        every config given, so a run's mistakes are listed at once."""
+
 
 ENV_PREFIX = "MLOPS_"
 """The prefix of every setting read from the environment (``s3_sse`` ↔ ``MLOPS_S3_SSE``)."""
@@ -236,8 +242,8 @@ def _validate(config: type[ModelT], values: Mapping[str, Any], where: str) -> Mo
             address = ".".join([where, *(str(part) for part in error["loc"])])
             # A whole-config check (empty loc) names its values in its own message.
             got = f" (got {error.get('input')!r})" if error["loc"] else ""
-            problems.append(f"{address}: {error['msg']}{got}")
-        raise SettingsError(f"invalid {where} setting(s):\n  " + "\n  ".join(problems)) from exc
+            problems.append(f"{address}: {str(error['msg']).removeprefix('Value error, ')}{got}")
+        raise SettingsError(f"invalid {where} setting(s):\n  " + "\n  ".join(problems), problems) from exc
 
 
 def _nested(config: type[BaseModel], values: Any, where: str) -> dict[str, Any]:
@@ -331,7 +337,8 @@ def from_addressed(
     values are the defaults) rebuilt with the addressed values on top, in the order given.
 
     Text values of non-text settings are JSON-decoded (``--set train.epochs=5``); an address that
-    no config declares is a :class:`SettingsError` naming it and the sections there are.
+    no config declares is a :class:`SettingsError` naming it and the sections there are; invalid values
+    are one :class:`SettingsError` whose ``problems`` name each, in every config.
     """
     bases = [(c, None) if isinstance(c, type) else (type(c), c) for c in configs]
     by_address: dict[str, tuple[int, Setting]] = {}
@@ -350,9 +357,15 @@ def from_addressed(
             target = target.setdefault(part, _Path())
         target[setting.path[-1]] = decode(setting, value)
     built: list[BaseModel] = []
+    problems: list[str] = []
     for (config, instance), update in zip(bases, updates, strict=True):
         base = instance.model_dump(mode="json") if instance is not None else {}
-        built.append(_validate(config, _merge(base, update), section_of(config)))
+        try:
+            built.append(_validate(config, _merge(base, update), section_of(config)))
+        except SettingsError as exc:  # every config is checked, so all of a run's mistakes are named at once
+            problems += exc.problems
+    if problems:
+        raise SettingsError("invalid setting(s):\n  " + "\n  ".join(problems), problems)
     return built
 
 

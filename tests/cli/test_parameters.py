@@ -93,3 +93,28 @@ def test_values_become_the_forms_arguments_and_every_invalid_one_is_listed() -> 
         checked_arguments(FORM, {"train.epochs": 0, "gate.auc_floor": 2.0})
     assert "train.epochs: Input should be greater than or equal to 1 (got 0)" in str(raised.value)
     assert "gate.auc_floor: Input should be less than or equal to 1 (got 2.0)" in str(raised.value)
+
+
+def test_each_stages_config_is_validated_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The values go down once: the command line types them, the form builds the arguments, and the
+    settings layer validates each config a single time (not once to list the problems, then again)."""
+    from mlops import settings
+
+    validated: list[str] = []
+    real = settings._validate
+
+    def counting(config, values, where):  # type: ignore[no-untyped-def]
+        validated.append(where)
+        return real(config, values, where)
+
+    monkeypatch.setattr(settings, "_validate", counting)
+    checked_arguments(FORM, parse_overrides(FORM, ["train.learning_rate=0.01"]))
+    sections = [type(instance).section for instance in FORM.defaults]
+    assert sorted(validated) == sorted(sections)
+
+
+def test_a_validators_value_error_reads_without_pydantics_prefix() -> None:
+    with pytest.raises(ParameterError) as raised:
+        checked_arguments(FORM, {"train.model.hidden_units": [0]})
+    assert "train.model.hidden_units: hidden_units must be one or more positive widths" in str(raised.value)
+    assert "Value error, " not in str(raised.value)
