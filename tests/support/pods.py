@@ -303,3 +303,19 @@ def create_serving_secrets(node: K8sNode, ns: str, env: dict[str, str], token: s
         node.core().create_namespaced_secret(
             ns, client.V1Secret(metadata=client.V1ObjectMeta(name=secret), string_data=data)
         )
+
+
+def create_tracking_secret(node: K8sNode, ns: str, env: dict[str, str]) -> None:
+    """The Secret training and component pods read their S3 keys from (``training.kubernetes_jobs.
+    CREDENTIALS_SECRET``), as an operator creates it."""
+    from kubernetes import client
+
+    from training.kubernetes_jobs import CREDENTIALS_SECRET
+
+    keys = {
+        "aws-access-key-id": env["AWS_ACCESS_KEY_ID"],
+        "aws-secret-access-key": env["AWS_SECRET_ACCESS_KEY"],
+    }
+    node.core().create_namespaced_secret(
+        ns, client.V1Secret(metadata=client.V1ObjectMeta(name=CREDENTIALS_SECRET), string_data=keys)
+    )

@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client
 
 from tests.services.node import Controllers
 from tests.services.plugin import MlflowService
 from tests.support.k8s_controller import apply_team_rules
-from tests.support.pods import namespace
+from tests.support.pods import create_tracking_secret, namespace
 from tests.training.pods_training import RUNTIMES, S3_SETTINGS
 
 
@@ -34,14 +33,5 @@ def team(
         # The ClusterQueue serves namespaces labelled as teams (infra/k8s/base/team/namespace.yaml).
         node.cluster.kubectl("label", "namespace", ns, "mlops.platform/role=team")
         apply_team_rules(node.cluster, ns)  # the dev overlay's LimitRange, ResourceQuota and queues
-        node.core().create_namespaced_secret(
-            ns,
-            client.V1Secret(
-                metadata=client.V1ObjectMeta(name="mlops-tracking"),
-                string_data={
-                    "aws-access-key-id": s3.env["AWS_ACCESS_KEY_ID"],
-                    "aws-secret-access-key": s3.env["AWS_SECRET_ACCESS_KEY"],
-                },
-            ),
-        )
+        create_tracking_secret(node, ns, s3.env)
         yield ns, f"s3://{s3.bucket}/training-staging"

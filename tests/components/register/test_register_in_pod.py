@@ -32,6 +32,7 @@ from tests.support.pods import (
     apply_platform_config,
     compiled_container,
     component_pod,
+    create_tracking_secret,
     executor_input,
     executor_output,
     namespace,
@@ -115,16 +116,7 @@ def _run_register(
     )
     with namespace(node, "register") as ns:
         core = node.core()
-        core.create_namespaced_secret(
-            ns,
-            client.V1Secret(
-                metadata=client.V1ObjectMeta(name="mlops-tracking"),
-                string_data={
-                    "aws-access-key-id": s3.env["AWS_ACCESS_KEY_ID"],
-                    "aws-secret-access-key": s3.env["AWS_SECRET_ACCESS_KEY"],
-                },
-            ),
-        )
+        create_tracking_secret(node, ns, s3.env)
         if with_signing_secret:
             key = Path(s3.env["MLOPS_SIGNING_KEY"]).read_text(encoding="utf-8")
             core.create_namespaced_secret(
