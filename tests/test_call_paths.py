@@ -11,6 +11,7 @@ The ``--set`` flow also validates each stage's config once (``tests/cli/test_par
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,10 +107,12 @@ def traced() -> Iterator[list[tuple[str, str, str]]]:
             crossings.append((caller, callee, frame.f_code.co_name))
 
     sys.setprofile(profile)
+    threading.setprofile(profile)  # threads started inside the block (a test client's event loop) too
     try:
         yield crossings
     finally:
         sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
 
 
 def test_an_upward_call_is_a_bounce_and_a_config_validator_is_not() -> None:
