@@ -14,7 +14,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pb_grpc
 
 from mlops.data.sample_data import SAMPLE_SCHEMA
-from tests.support.serving import MODEL, DemoStore, encoded, free_port, running_server
+from tests.support.serving import MODEL, DemoStore, encoded, running_server
 
 pytestmark = pytest.mark.slow
 
@@ -41,18 +41,15 @@ def raw_bytes(data: bytes) -> list[bytes]:
 
 
 def test_grpc_explain_answers_the_rest_reasons_typed_and_raw(store: DemoStore) -> None:
-    grpc_port = free_port()
     x = encoded(store, 2)
     frame = store.holdout.iloc[:2][list(SAMPLE_SCHEMA.features)]
     instances = [{k: (None if v != v else v) for k, v in row.items()} for row in frame.to_dict("records")]
-    with running_server(
-        store, "--grpc-port", str(grpc_port), "--no-request-log", "--reload-interval-s", "0"
-    ) as server:
+    with running_server(store, "--no-request-log", "--reload-interval-s", "0", grpc=True) as server:
         rest = httpx.post(
             f"{server.url}/v1/models/{MODEL}:explain", json={"instances": instances}, timeout=30
         )
         expected = [row["reasons"] for row in rest.json()["explanations"]]
-        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        with grpc.insecure_channel(server.grpc_address) as channel:
             stub = pb_grpc.GRPCInferenceServiceStub(channel)  # type: ignore[no-untyped-call]
             typed = stub.ModelInfer(request(x, False, pb.InferParameter(bool_param=True)))
             assert [o.name for o in typed.outputs] == ["probability", "reasons"]

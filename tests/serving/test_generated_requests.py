@@ -55,7 +55,7 @@ from tests.serving.generated_door_requests import (
     v2_json_cases,
 )
 from tests.serving.generated_request_rules import Case, Contract, numbers
-from tests.support.serving import MODEL, DemoStore, ServerProcess, free_port, running_server
+from tests.support.serving import MODEL, DemoStore, ServerProcess, running_server
 
 pytestmark = pytest.mark.slow
 EXAMPLES = int(os.environ.get("MLOPS_FUZZ_EXAMPLES", "300"))
@@ -89,12 +89,11 @@ class Doors:
 
 @pytest.fixture(scope="module")
 def doors(store: DemoStore) -> Iterator[Doors]:
-    grpc_port = free_port()
-    flags = ("--no-request-log", "--reload-interval-s", "0", "--grpc-port", str(grpc_port))
+    flags = ("--no-request-log", "--reload-interval-s", "0")
     with (
-        running_server(store, *flags) as server,
+        running_server(store, *flags, grpc=True) as server,
         httpx.Client(base_url=server.url, timeout=10) as client,
-        grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel,
+        grpc.insecure_channel(server.grpc_address) as channel,
     ):
         spec = OnnxScorer.load(store.onnx_a / "model.onnx").spec
         from tritonclient.grpc import service_pb2_grpc as pb_grpc

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pb_grpc
 
-from tests.support.serving import MODEL, DemoStore, direct, encoded, free_port, running_server
+from tests.support.serving import MODEL, DemoStore, direct, encoded, running_server
 
 pytestmark = pytest.mark.slow
 TOKEN = "grpc-servers-token"
@@ -33,11 +33,10 @@ def infer_request(x: np.ndarray, width: int | None = None) -> pb.ModelInferReque
 
 @pytest.mark.parametrize("threads", ["0", "4"], ids=["aio", "thread-pool"])
 def test_each_grpc_server_scores_refuses_and_counts_alike(store: DemoStore, threads: str) -> None:
-    grpc_port = free_port()
-    flags = ("--grpc-port", str(grpc_port), "--grpc-threads", threads, "--auth-token", TOKEN)
+    flags = ("--grpc-threads", threads, "--auth-token", TOKEN)
     x = encoded(store, 3)
-    with running_server(store, *flags, "--reload-interval-s", "0", "--no-request-log") as server:
-        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+    with running_server(store, *flags, "--reload-interval-s", "0", "--no-request-log", grpc=True) as server:
+        with grpc.insecure_channel(server.grpc_address) as channel:
             stub = pb_grpc.GRPCInferenceServiceStub(channel)  # type: ignore[no-untyped-call]
             assert stub.ServerLive(pb.ServerLiveRequest()).live  # open like REST's probe
             answer = stub.ModelInfer(infer_request(x), metadata=AUTH)

@@ -39,7 +39,7 @@ from serving.runtime import LoadedModel
 from tests.serving.test_columns import INFER, PREDICT, pandas_codec_request
 from tests.serving.test_model_router import local_model
 from tests.serving.test_open_inference import column_inputs
-from tests.support.serving import DemoStore, direct, free_port, running_server, train_onnx
+from tests.support.serving import DemoStore, direct, running_server, train_onnx
 
 pytestmark = pytest.mark.slow
 NAME = "credit-default-utf8"
@@ -178,11 +178,9 @@ def test_a_binary_element_that_is_not_utf8_is_refused_by_element(utf8: Utf8Model
 
 @pytest.fixture(scope="module")
 def grpc_address(store: DemoStore, utf8: Utf8Model) -> Iterator[str]:
-    port = free_port()
-    flags = ("--model-name", NAME, "--grpc-port", str(port), "--auth-token", TOKEN, "--reload-interval-s", "0",
-             "--no-request-log")  # fmt: skip
-    with running_server(store, *flags):
-        yield f"127.0.0.1:{port}"
+    flags = ("--model-name", NAME, "--auth-token", TOKEN, "--reload-interval-s", "0", "--no-request-log")
+    with running_server(store, *flags, grpc=True) as server:
+        yield server.grpc_address
 
 
 def test_grpc_raw_contents_as_tritonclient_sends_them(utf8: Utf8Model, grpc_address: str) -> None:

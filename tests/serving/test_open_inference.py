@@ -25,7 +25,7 @@ import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
-from tests.support.serving import MODEL, DemoStore, ServerProcess, direct, encoded, free_port, running_server
+from tests.support.serving import MODEL, DemoStore, ServerProcess, direct, encoded, running_server
 
 pytestmark = pytest.mark.slow
 TOKEN = "open-inference-token"
@@ -40,23 +40,22 @@ class Headers(dict[str, str]):
 
 
 class Servers:
-    def __init__(self, process: ServerProcess, grpc_port: int, logs: Path):
+    def __init__(self, process: ServerProcess, logs: Path):
         self.process = process
         self.http = process.url.removeprefix("http://")
-        self.grpc = f"127.0.0.1:{grpc_port}"
+        self.grpc = process.grpc_address
         self.logs = logs
 
 
 @pytest.fixture(scope="module")
 def servers(store: DemoStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
-    grpc_port = free_port()
     logs = tmp_path_factory.mktemp("open-inference-logs")
     flags = (
-        "--grpc-port", str(grpc_port), "--auth-token", TOKEN, "--reload-interval-s", "0",
+        "--auth-token", TOKEN, "--reload-interval-s", "0",
         "--request-log-uri", str(logs), "--request-log-flush-s", "0.3",
     )  # fmt: skip
-    with running_server(store, *flags) as process:
-        yield Servers(process, grpc_port, logs)
+    with running_server(store, *flags, grpc=True) as process:
+        yield Servers(process, logs)
 
 
 @pytest.fixture(scope="module")

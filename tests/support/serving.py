@@ -154,6 +154,13 @@ class ServerProcess:
     url: str
     process: subprocess.Popen[str]
     log_path: Path
+    grpc_port: int | None = None
+    """The gRPC port, when the server was asked for one (``grpc=True``)."""
+
+    @property
+    def grpc_address(self) -> str:
+        assert self.grpc_port is not None, "start the server with running_server(..., grpc=True)"
+        return f"127.0.0.1:{self.grpc_port}"
 
     def log(self) -> str:
         return self.log_path.read_text()
@@ -183,37 +190,78 @@ def clean_env() -> dict[str, str]:
     return {**env, "PYTHONUNBUFFERED": "1"}
 
 
+PORT_TAKEN = ("address already in use", "failed to bind")
+"""What a server's log says (uvicorn for HTTP, gRPC for its port; compared in lower case) when a port free_port found was taken before the server bound it (an outgoing
+connection of another test worker draws its local port from the same ephemeral range)."""
+
+
 @contextmanager
-def running_server(store: DemoStore, *flags: str, timeout_s: float = 90.0) -> Iterator[ServerProcess]:
-    """``mlops serve`` in a subprocess, ready when /v2/health/ready answers; SIGTERM on exit."""
+def running_server(
+    store: DemoStore, *flags: str, grpc: bool = False, timeout_s: float = 90.0, attempts: int = 3
+) -> Iterator[ServerProcess]:
+    """``mlops serve`` in a subprocess, ready when /v2/health/ready answers; SIGTERM on exit.
+
+    The ports are chosen here (HTTP, and gRPC with ``grpc``: ``ServerProcess.grpc_address``), so a port
+    taken between choosing and binding is chosen again, up to ``attempts`` starts; any other early exit
+    fails at once.
+    """
+    for attempt in range(1, attempts + 1):
+        server = _start(store, flags, grpc)
+        try:
+            _wait_ready(server, timeout_s)
+        except PortTaken:
+            stop(server.process)
+            if attempt == attempts:
+                raise
+            continue
+        except BaseException:
+            stop(server.process)
+            raise
+        break
+    try:
+        yield server
+    finally:
+        stop(server.process)
+
+
+class PortTaken(RuntimeError):
+    """The server could not bind a port chosen for it."""
+
+
+def _start(store: DemoStore, flags: tuple[str, ...], grpc: bool) -> ServerProcess:
     port = free_port()
+    grpc_port = free_port() if grpc else None
+    given = (*flags, "--grpc-port", str(grpc_port)) if grpc_port is not None else flags
     log_path = store.workspace.root / f"server-{port}.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            serve_command(store, port, *flags),
+            serve_command(store, port, *given),
             cwd=store.workspace.root,
             stdout=log,
             stderr=subprocess.STDOUT,
             text=True,
             env=clean_env(),
         )
-    server = ServerProcess(f"http://127.0.0.1:{port}", process, log_path)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
-            try:
-                if httpx.get(f"{server.url}/v2/health/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server not ready after {timeout_s} s:\n{server.log()}")
-            time.sleep(0.1)
-        yield server
-    finally:
-        stop(process)
+    return ServerProcess(f"http://127.0.0.1:{port}", process, log_path, grpc_port)
+
+
+def _wait_ready(server: ServerProcess, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if server.process.poll() is not None:
+            log = server.log()
+            taken = any(words in log.lower() for words in PORT_TAKEN)
+            raise (PortTaken if taken else RuntimeError)(
+                f"server exited with {server.process.returncode}:\n{log}"
+            )
+        try:
+            if httpx.get(f"{server.url}/v2/health/ready", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"server not ready after {timeout_s} s:\n{server.log()}")
+        time.sleep(0.1)
 
 
 def stop(process: subprocess.Popen[str]) -> int:
