@@ -3,20 +3,22 @@
 The pipeline's form (:class:`pipelines.signature.PipelineForm`) is the schema: every
 setting's address, type, default and description come from its stage's typed config, so
 the command line, the KFP UI form and the compiled YAML agree. A value is typed here from
-the setting's annotation (so ``--set train.epochs=three`` is refused with an example before
-anything runs); ranges and cross-field rules are the configs' own validation
-(:func:`invalid_settings`).
+the setting's annotation by pydantic's rules for text (``TypeAdapter.validate_strings``: so
+``--set train.epochs=three`` is refused with an example before anything runs); a list is a
+comma list of such values or JSON, an object is JSON. Ranges and cross-field rules are the
+configs' own validation (:func:`invalid_settings`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 if TYPE_CHECKING:
     from pipelines.signature import FormSetting, PipelineForm
@@ -96,17 +98,18 @@ def _json(raw: str) -> Any:
     return json.loads(raw, parse_constant=refuse)
 
 
+@functools.cache
+def _string_reader(element: type) -> TypeAdapter[Any]:
+    return TypeAdapter(element)
+
+
 def _scalar(element: Any, raw: str) -> Any:
-    if element is int:
-        return int(raw)
-    if element is float:
-        return float(raw)
-    if element is bool:
-        lowered = raw.strip().lower()
-        if lowered not in {"true", "false", "1", "0", "yes", "no"}:
-            raise ValueError(raw)
-        return lowered in {"true", "1", "yes"}
-    return raw
+    """``raw`` read as pydantic reads a setting given as text (an environment variable, a query string): the
+    same rules as every other door to a config, ``true``/``yes``/``on``/``1`` … for a boolean, ``3`` or ``3.0``
+    but not ``3.5`` for an integer. Text is kept as written."""
+    if element is str:
+        return raw
+    return _string_reader(element).validate_strings(raw.strip())
 
 
 def _typed(annotation: Any, raw: str) -> Any:

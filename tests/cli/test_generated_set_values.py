@@ -30,8 +30,9 @@ Figures (by hand, the shared 2-core machine, beside other jobs): 10,000 examples
 Infinity, JSON has neither, so a ``--set`` JSON value holding one is now refused (expected JSON …).
 
 Left as they are: pydantic's lax mode reads JSON ``true`` as 1.0 in a number (``{"x": true}`` for a
-threshold) and ``["3"]`` as 3 in an integer list; ``--set`` reads an integer as Python's ``int`` does
-(``1_0`` is 10, ``٣`` is 3); a float setting without an upper bound takes ``inf`` (``tune.max_minutes=inf``).
+threshold) and ``["3"]`` as 3 in an integer list; ``--set`` reads a number as pydantic reads text
+(``1_0`` is 10, ``3.0`` is the integer 3, ``٣`` is refused); a float setting without an upper bound takes
+``inf`` (``tune.max_minutes=inf``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,11 @@ SETTINGS = settings(
 FORMS = forms()
 TEXT = st.text(st.characters(codec="utf-8"), max_size=12)
 SPACE = st.sampled_from(["", " ", "  ", "\t"])
-BOOL_WORDS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
+BOOL_WORDS = {
+    **dict.fromkeys(("true", "t", "yes", "y", "on", "1"), True),
+    **dict.fromkeys(("false", "f", "no", "n", "off", "0"), False),
+}
+"""pydantic's words for a boolean given as text (every door to a config reads them alike)."""
 
 
 @dataclass(frozen=True)
@@ -98,13 +103,13 @@ def within(setting: FormSetting, value: float) -> bool:
     return True
 
 
-NOT_INT = st.sampled_from(["three", "1.5", "1e3", "", "true", "0x10", "--1", "1 2", "[1]", "∞"]) | TEXT.map(
-    lambda t: "x" + t
-)
+NOT_INT = st.sampled_from(
+    ["three", "1.5", "1e3", "", "true", "0x10", "--1", "1 2", "[1]", "∞", "٣"]
+) | TEXT.map(lambda t: "x" + t)
 NOT_FLOAT = st.sampled_from(["high", "", "true", "1,5", "0x1p", "--1", "[0.5]", "½"]) | TEXT.map(
     lambda t: "x" + t
 )
-NOT_BOOL = st.sampled_from(["2", "", "on", "off", "y", "n", "truee", "-1", "[true]"]) | TEXT.map(
+NOT_BOOL = st.sampled_from(["2", "", "o", "yess", "nope", "truee", "-1", "[true]", "1.0"]) | TEXT.map(
     lambda t: "x" + t
 )
 

@@ -32,6 +32,25 @@ def test_overrides_are_typed_from_the_settings_annotations() -> None:
     assert parse_overrides(FORM, ["train.epochs=3", "train.epochs=4"]) == {"train.epochs": 4}  # the last wins
 
 
+@pytest.mark.parametrize(
+    ("assignment", "value"),
+    [
+        ("train.epochs= 3.0 ", 3),
+        ("train.epochs=1_0", 10),
+        ("gate.auc_floor=7e-1", 0.7),
+        ("train_task.cluster.keep_job=ON", True),
+        ("train_task.cluster.keep_job=n", False),
+        ("train_task.cluster.keep_job=0", False),
+    ],
+)
+def test_values_are_read_by_pydantics_rules_for_text(assignment: str, value: object) -> None:
+    """The same text a config takes from the environment or a query string: an integral float is an integer,
+    ``on``/``n`` are booleans."""
+    address = assignment.split("=")[0]
+    (read,) = parse_overrides(FORM, [assignment]).values()
+    assert read == value and type(read) is type(value), (address, read)
+
+
 def test_a_whole_section_or_nested_group_as_json_sets_each_of_its_settings() -> None:
     values = parse_overrides(FORM, ['train={"epochs": 2, "model": {"dropout": 0.2}}', 'tune={"trials": 3}'])
     assert values == {"train.epochs": 2, "train.model.dropout": 0.2, "tune.trials": 3}
@@ -71,6 +90,9 @@ def test_old_or_misspelt_names_point_at_the_address(name: str, suggestion: str) 
     ("assignment", "message"),
     [
         ("train.epochs=three", r"--set train.epochs='three': expected integer \(e.g. train.epochs=3\)"),
+        ("train.epochs=3.5", r"--set train.epochs='3.5': expected integer"),
+        ("train.epochs=٣", r"--set train.epochs='٣': expected integer"),
+        ("train_task.cluster.keep_job=2", r"--set train_task.cluster.keep_job='2': expected boolean"),
         ("gate.auc_floor=high", r"--set gate.auc_floor='high': expected float"),
         ("train.model.hidden_units=a,b", r"--set train.model.hidden_units='a,b': expected list"),
         ("train.precision=fp8", r"--set train.precision='fp8': expected one of auto, fp32, bf16, fp16"),
