@@ -102,11 +102,11 @@ def model_and_reference(reference_rows: int) -> tuple[Any, Any, Any, np.ndarray,
 def ours(profile: Any, scores: np.ndarray, samples: int) -> tuple[dict[str, Any], float]:
     from mlops.monitoring.performance_bands import estimated_bands
     from mlops.monitoring.performance_estimate import estimate_performance
-    from mlops.monitoring.request_window import Calibrator, ScoreSummary
+    from mlops.monitoring.request_window import Calibrator, WindowScoreBins
 
     started = time.perf_counter()
     calibrate = Calibrator(profile.calibration)
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(scores, calibrate(scores), calibrate.bin_of(scores))
     estimate = estimate_performance(summary)
     bands = estimated_bands(summary, estimate, profile.calibration, profile.score, 0.95, samples)

@@ -39,6 +39,27 @@ def status_word(status: str) -> str:
 
 
 @dataclass(frozen=True)
+class StatusBadge:
+    """A status as a report colours it: the CSS class (``pass`` green, ``fail`` red, anything else amber) and
+    the word shown."""
+
+    css: str
+    text: str
+
+
+def status_badge(status: str | None, *, loud_fail: bool = False) -> StatusBadge:
+    """``status`` coloured for a report; an undecided, unknown or unrecorded status is never green.
+
+    ``loud_fail`` writes a failure in capitals (the gate report, where a failed check must stand out in a table).
+    """
+    text = str(status or "not recorded")
+    word = status_word(text)
+    return StatusBadge(
+        text if text in (PASS, FAIL) else NOT_CONCLUSIVE, word.upper() if loud_fail and text == FAIL else word
+    )
+
+
+@dataclass(frozen=True)
 class Decision:
     """What one gate decided about one model version, and why."""
 

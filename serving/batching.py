@@ -13,7 +13,7 @@ progress (:data:`IN_FLIGHT`, a count the transports keep) and nothing is queued,
 runs the model inline, on the event loop, as the worker would have run that lone item, without the
 hand-off (a future, a wake-up, two task switches). One inline-eligible request in :data:`PROBE_EVERY`
 still goes through the queue: if others join it there, requests overlap again and every request
-queues and batches as before until the batches are lone again. (The in-flight count alone cannot
+queues and batches until the batches are lone again. (The in-flight count alone cannot
 tell: a one-chunk request is parsed, scored and answered without yielding, so each one runs alone
 even with 32 clients waiting in the socket buffers.) A caller that does not set :data:`IN_FLIGHT` (a
 test, an internal caller) always queues.

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from components.model_validation.charts import bar_chart, group_chart, score_charts
 from components.model_validation.checks import finite_or_none
-from mlops.gates import FAIL, PASS, status_word
+from mlops.gates import FAIL, PASS, StatusBadge, status_badge, status_word
 
 if TYPE_CHECKING:
     from components.model_validation.config import FairnessPolicy, ValidationConfig
@@ -32,14 +32,6 @@ RATE_NAMES = {
     "true_positive_rate": "TPR",
     "false_positive_rate": "FPR",
 }
-
-
-@dataclass(frozen=True)
-class _Status:
-    """A check's outcome as coloured text: ``pass`` green, ``fail`` red, anything else amber."""
-
-    css: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -62,7 +54,7 @@ def _environment() -> Environment:
         undefined=StrictUndefined,
     )
     env.filters.update(fmt=_fmt, status_word=status_word, percent=lambda v: f"{v:.0%}")
-    env.tests.update(status=lambda v: isinstance(v, _Status), note=lambda v: isinstance(v, _Note))
+    env.tests.update(status=lambda v: isinstance(v, StatusBadge), note=lambda v: isinstance(v, _Note))
     return env
 
 
@@ -125,16 +117,14 @@ def limits_in_force(config: ValidationConfig) -> list[dict[str, Any]]:
     ]
 
 
-def _status(ok: bool) -> _Status:
+def _status(ok: bool) -> StatusBadge:
     """A check decided either way (behavioural, stability): pass or fail."""
     return _three(PASS if ok else FAIL)
 
 
-def _three(status: str) -> _Status:
+def _three(status: str) -> StatusBadge:
     """``pass``, ``fail`` or ``not conclusive``, coloured: green, red, amber; never green for an undecided check."""
-    css = status if status in ("pass", "fail", "not_conclusive") else "not_conclusive"
-    text = status_word(status)
-    return _Status(css, text.upper() if status == FAIL else text)
+    return status_badge(status, loud_fail=True)
 
 
 def _group_status(undecided: tuple[str, ...]) -> str | _Note:

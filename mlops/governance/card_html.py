@@ -8,30 +8,16 @@ This module turns the two documents into the rows each table shows; the template
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from mlops.gates import status_word
+from mlops.gates import StatusBadge, status_badge
 from mlops.governance.report_charts import calibration_chart, group_rates_chart, score_chart
 
 DISPARITIES = ("demographic_parity_difference", "demographic_parity_ratio", "equalized_odds_difference")
-
-
-@dataclass(frozen=True)
-class _Status:
-    """A status as coloured text: pass green, fail red, anything else (not conclusive, not recorded) amber."""
-
-    css: str
-    text: str
-
-
-def _status(status: Any) -> _Status:
-    text = str(status or "not recorded")
-    return _Status(text if text in ("pass", "fail") else "not_conclusive", status_word(text))
 
 
 def _fmt(value: Any) -> str:
@@ -51,7 +37,7 @@ def _environment() -> Environment:
         undefined=StrictUndefined,
     )
     env.filters["fmt"] = _fmt
-    env.tests["status"] = lambda value: isinstance(value, _Status)
+    env.tests["status"] = lambda value: isinstance(value, StatusBadge)
     return env
 
 
@@ -121,7 +107,7 @@ def _fairness(facts: dict[str, Any]) -> dict[str, list[Any]]:
     for a in facts["fairness"]:
         for k in DISPARITIES:
             low, high = (list(a.get("intervals", {}).get(k) or []) + [None, None])[:2]
-            status = _status((a.get("statuses") or {}).get(k))
+            status = status_badge((a.get("statuses") or {}).get(k))
             disparities.append(
                 [a.get("attribute"), k, a.get(k), _interval(low, high), _limit(thresholds.get(k)), status]
             )
@@ -168,7 +154,7 @@ def render(card: dict[str, Any], facts: dict[str, Any]) -> str:
             for a in (explained or {}).get("attributions", [])
         ],
         gates=[
-            [g["gate"], g["decision"], _status(g.get("status")), g["reason"], g["at"], g["audit_seq"]]
+            [g["gate"], g["decision"], status_badge(g.get("status")), g["reason"], g["at"], g["audit_seq"]]
             for g in facts["gate_decisions"]
         ],
         history=[

@@ -39,8 +39,8 @@ from mlops.monitoring.request_window import (
     SCORE_BINS,
     Calibrator,
     NumericCounts,
-    ScoreSummary,
     WindowError,
+    WindowScoreBins,
     WindowSummary,
     add_table,
     check_schema,
@@ -166,7 +166,7 @@ def add_stored(summary: WindowSummary, stored: dict[str, Any], source: str) -> N
         summary.other_versions[name] = summary.other_versions.get(name, 0) + int(count)
 
 
-def add_estimate(estimate: ScoreSummary, part: dict[str, Any]) -> None:
+def add_estimate(estimate: WindowScoreBins, part: dict[str, Any]) -> None:
     estimate.positives += np.asarray(part["positives"], dtype=float)
     estimate.negatives += np.asarray(part["negatives"], dtype=float)
     estimate.correct += float(part["correct"])

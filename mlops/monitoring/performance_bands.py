@@ -7,7 +7,7 @@ band at ``drift.confidence``):
 - *the window's sampling error*: the window is a sample of the traffic. Each draw
   resamples the window's rows with replacement. The estimate depends on a row only
   through its (score bin, calibration-map bin) cell, so resampling rows is exactly a
-  multinomial draw over those cells' counts (``ScoreSummary.joint``): the same bootstrap,
+  multinomial draw over those cells' counts (``WindowScoreBins.joint``): the same bootstrap,
   without holding a single row.
 - *the calibration map's uncertainty*: CBPE turns each score into a probability with the
   map fitted on the labelled reference rows (isotonic regression, a positive rate per block;
@@ -49,7 +49,7 @@ from statistics import NormalDist
 import numpy as np
 
 from mlops.model.reference_profile import Calibration, NumericProfile
-from mlops.monitoring.request_window import SCORE_BINS, ScoreSummary
+from mlops.monitoring.request_window import SCORE_BINS, WindowScoreBins
 
 METRICS = ("roc_auc", "accuracy")
 _CHUNK = 32
@@ -107,7 +107,7 @@ def cbpe_draws(
 
 
 def estimated_bands(
-    summary: ScoreSummary,
+    summary: WindowScoreBins,
     estimate: dict[str, float],
     calibration: Calibration | None,
     scores: NumericProfile,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlops.monitoring.request_window import ScoreSummary
+from mlops.monitoring.request_window import WindowScoreBins
 
 
-def estimate_performance(summary: ScoreSummary) -> dict[str, float]:
+def estimate_performance(summary: WindowScoreBins) -> dict[str, float]:
     """Confidence-based performance estimation: expected accuracy and ROC AUC if the scores are calibrated.
 
     Each row counts as ``p`` of a positive and ``1 - p`` of a negative at its score (p the

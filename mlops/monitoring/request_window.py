@@ -119,7 +119,7 @@ def score_bin(scores: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class ScoreSummary:
+class WindowScoreBins:
     """The window's scores as CBPE needs them: expected positives/negatives per score bin.
 
     ``joint`` counts the window's rows per (score bin, calibration-map bin): with the map's
@@ -154,7 +154,7 @@ class WindowSummary:
     numeric: list[NumericCounts]
     categorical: list[CategoricalCounts]
     score: NumericCounts
-    estimate: ScoreSummary
+    estimate: WindowScoreBins
     rows: int = 0
     files: int = 0
     other_versions: dict[str, int] = field(default_factory=dict)
@@ -178,7 +178,7 @@ def empty_summary(profile: ReferenceProfile, start: datetime, end: datetime, ver
         numeric=[NumericCounts(p) for p in profile.numeric],
         categorical=[CategoricalCounts(p) for p in profile.categorical],
         score=NumericCounts(profile.score),
-        estimate=ScoreSummary(),
+        estimate=WindowScoreBins(),
     )
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from mlops.governance.signing import Signed
     from mlops.model.reference_profile import ReferenceProfile
-    from mlops.tracking.sqlite_registry import RegisteredVersion
+    from mlops.tracking.sqlite_registry import StoredVersion
     from mlops.tracking.store_connection import StoreConnection
 
 
@@ -93,7 +93,7 @@ class ModelRegistryStore:
         found = self.model_version(model_name, version)
         return list(found.aliases), dict(found.tags)
 
-    def version_by_alias(self, model_name: str, alias: str) -> ModelVersion | RegisteredVersion:
+    def version_by_alias(self, model_name: str, alias: str) -> ModelVersion | StoredVersion:
         """The version ``alias`` points at (its ``version``, ``tags``, ``aliases``, ``run_id``); MLflow's error
         when the model or the alias does not exist (:meth:`alias_version` answers None instead)."""
         if (found := self._light_alias(model_name, alias)) is not None:
@@ -112,12 +112,12 @@ class ModelRegistryStore:
             return found
         return str(self.store._client.get_model_version_download_uri(model_name, version))
 
-    def _light_alias(self, model_name: str, alias: str) -> RegisteredVersion | None:
+    def _light_alias(self, model_name: str, alias: str) -> StoredVersion | None:
         """The version ``alias`` points at as the SQLite store's light reader finds it; None: ask MLflow."""
         reader = self.store.sqlite_reads
         return None if reader is None else reader.version_by_alias(model_name, alias)
 
-    def _light_version(self, model_name: str, version: str) -> RegisteredVersion | None:
+    def _light_version(self, model_name: str, version: str) -> StoredVersion | None:
         """The version as the SQLite store's light reader finds it; None: ask MLflow (not found, or not SQLite)."""
         reader = self.store.sqlite_reads
         return None if reader is None else reader.version(model_name, version)

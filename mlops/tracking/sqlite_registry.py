@@ -6,7 +6,7 @@ reads are three indexed rows; ``mlops score`` and ``mlops serve`` pay it before 
 This reader answers only what it finds: a model, version or alias it does not find, a layout it
 does not know (a table or column missing) or a database it cannot open returns None, and the
 caller (:class:`mlops.tracking.model_registry_store.ModelRegistryStore`) asks MLflow instead, which
-answers or raises its own error exactly as before. So a wrong guess here can cost time, never a
+answers or raises its own error exactly as it would without this reader. So a wrong guess here can cost time, never a
 different answer to a question MLflow would have refused.
 
 The tables and columns are those of MLflow's SQL registry (``model_versions``,
@@ -35,7 +35,7 @@ REQUIRED_COLUMNS = {
 
 
 @dataclass(frozen=True)
-class RegisteredVersion:
+class StoredVersion:
     """One registered version as the reader found it: what ``mlflow.entities.model_registry.ModelVersion``
     gives the callers that read a version by its alias (``version`` as text: MLflow's holds a number, and
     callers take ``str()`` of either)."""
@@ -53,7 +53,7 @@ class SqliteRegistryReader:
 
     db: Path
 
-    def version_by_alias(self, name: str, alias: str) -> RegisteredVersion | None:
+    def version_by_alias(self, name: str, alias: str) -> StoredVersion | None:
         """The version ``alias`` points at, with its tags and aliases; None when not found here (as for
         ``latest``, which MLflow answers with the highest version and never stores)."""
         row = self._one(
@@ -63,7 +63,7 @@ class SqliteRegistryReader:
         )
         return None if row is None else self.version(name, str(row[0]))
 
-    def version(self, name: str, version: str) -> RegisteredVersion | None:
+    def version(self, name: str, version: str) -> StoredVersion | None:
         """One version with its tags and aliases; None when not found here."""
         if not version.isdigit():
             return None
@@ -86,7 +86,7 @@ class SqliteRegistryReader:
         )
         if tags is None or aliases is None:
             return None
-        return RegisteredVersion(
+        return StoredVersion(
             name,
             version,
             {str(k): str(v or "") for k, v in tags},

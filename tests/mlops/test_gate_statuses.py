@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.promotion_gate.combine import gate_decision, overall_tags
-from mlops.gates import Decision, combine, status_word
+from mlops.gates import Decision, StatusBadge, combine, status_badge, status_word
 
 UNDECIDED = (
     "sex equalized_odds_difference 0.0400 is within the max 0.1000, but its interval reaches across it",
@@ -103,3 +103,23 @@ def test_status_words() -> None:
         "not conclusive",
         "unknown",
     ]
+
+
+@pytest.mark.parametrize(
+    ("status", "loud_fail", "badge"),
+    [
+        ("pass", False, StatusBadge("pass", "pass")),
+        ("fail", False, StatusBadge("fail", "fail")),
+        ("fail", True, StatusBadge("fail", "FAIL")),
+        ("pass", True, StatusBadge("pass", "pass")),
+        ("not_conclusive", True, StatusBadge("not_conclusive", "not conclusive")),
+        (None, False, StatusBadge("not_conclusive", "not recorded")),
+        ("", True, StatusBadge("not_conclusive", "not recorded")),
+        ("held", False, StatusBadge("not_conclusive", "held")),
+        ("PASS", False, StatusBadge("not_conclusive", "PASS")),
+    ],
+)
+def test_a_report_badge_is_green_or_red_only_for_a_decided_status(
+    status: str | None, loud_fail: bool, badge: StatusBadge
+) -> None:
+    assert status_badge(status, loud_fail=loud_fail) == badge

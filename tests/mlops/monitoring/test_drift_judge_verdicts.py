@@ -25,8 +25,8 @@ from mlops.monitoring.performance_estimate import estimate_performance, realised
 from mlops.monitoring.request_window import (
     CategoricalCounts,
     NumericCounts,
-    ScoreSummary,
     WindowError,
+    WindowScoreBins,
     empty_summary,
 )
 from tests.mlops.monitoring.drift_judge_clock import NOW
@@ -251,7 +251,7 @@ def test_small_samples_of_scores_are_judged_by_ks_and_large_ones_by_their_distan
 
 
 def test_the_estimate_counts_each_row_as_p_of_a_positive_with_ties_in_a_bin_counting_half() -> None:
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(np.array([0.2, 0.2, 0.8, 0.6]), np.array([0.25, 0.25, 0.75, 0.5]))
     pos, neg = 1.75, 2.25
     # per score bin: its expected positives times (the expected negatives in lower bins + half its own)
@@ -265,14 +265,14 @@ def test_the_estimate_counts_each_row_as_p_of_a_positive_with_ties_in_a_bin_coun
 
 
 def test_one_row_has_an_estimate() -> None:
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(np.array([0.75]), np.array([0.75]))
     assert estimate_performance(summary) == {"accuracy": 0.75, "roc_auc": 0.5, "positive_rate": 0.75}
 
 
 @pytest.mark.parametrize("calibrated", [[1.0, 1.0], [0.0, 0.0]])
 def test_there_is_no_estimate_without_expected_positives_and_negatives(calibrated) -> None:
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     assert estimate_performance(summary) == {}
     summary.add(np.array([0.3, 0.7]), np.array(calibrated))
     assert estimate_performance(summary) == {}

@@ -17,7 +17,7 @@ from mlops.monitoring.performance_bands import (
     reference_bands,
 )
 from mlops.monitoring.performance_estimate import estimate_performance
-from mlops.monitoring.request_window import Calibrator, ScoreSummary
+from mlops.monitoring.request_window import Calibrator, WindowScoreBins
 
 BINORMAL_SHIFT = 1.2
 """Positives' score logits sit this far above the negatives': a population AUC of about 0.80."""
@@ -30,8 +30,8 @@ def population(rows: int, seed: int, prevalence: float = 0.3) -> tuple[np.ndarra
     return 1 / (1 + np.exp(-logits)), labels
 
 
-def summary_of(scores: np.ndarray, calibrate: Calibrator) -> ScoreSummary:
-    summary = ScoreSummary()
+def summary_of(scores: np.ndarray, calibrate: Calibrator) -> WindowScoreBins:
+    summary = WindowScoreBins()
     for part in np.array_split(scores, 3):
         summary.add(part, calibrate(part), calibrate.bin_of(part))
     return summary
@@ -42,7 +42,7 @@ def test_tied_scores_count_half_as_sklearn_does() -> None:
     rng = np.random.default_rng(5)
     scores = np.round(rng.beta(2, 4, 20_000), 1)
     probability = np.clip(scores * 0.8 + 0.05, 0, 1)  # the calibrated probability of each tied score
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(scores, probability)
     estimate = estimate_performance(summary)
     # Each row is p of a positive and 1 - p of a negative at its score; sklearn counts a tie as half.
@@ -58,7 +58,7 @@ def test_tied_scores_count_half_as_sklearn_does() -> None:
 
 
 def test_a_score_just_below_one_half_is_never_binned_with_one_half() -> None:
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(np.array([0.5 - 2**-54, 0.5]), np.array([0.4, 0.6]))
     assert summary.joint[:, 0].nonzero()[0].tolist() == [499, 500]
 

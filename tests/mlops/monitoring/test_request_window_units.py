@@ -16,8 +16,8 @@ from mlops.monitoring.request_window import (
     Calibrator,
     CategoricalCounts,
     NumericCounts,
-    ScoreSummary,
     WindowError,
+    WindowScoreBins,
     add_table,
     check_schema,
     empty_summary,
@@ -135,11 +135,11 @@ def test_score_bins_are_a_thousandth_wide_clipped_and_split_at_one_half() -> Non
     assert score_bin(scores).tolist() == [0, 0, 1, 499, 500, 500, 999, 999, 999]
 
 
-# --- ScoreSummary -------------------------------------------------------------------------------------
+# --- WindowScoreBins -------------------------------------------------------------------------------------
 
 
 def test_the_estimate_sums_expected_positives_negatives_and_correct_rows_per_score_bin() -> None:
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     assert summary.positives.shape == summary.negatives.shape == (SCORE_BINS,)
     assert summary.joint.shape == (SCORE_BINS, 1)
     summary.add(np.array([0.2, 0.7, 0.5]), np.array([0.25, 0.75, 0.5]))
@@ -154,7 +154,7 @@ def test_the_estimate_sums_expected_positives_negatives_and_correct_rows_per_sco
 
 
 def test_the_joint_counts_widen_to_the_calibration_blocks_seen_and_keep_what_was_counted() -> None:
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(np.array([0.2]), np.array([0.1]))
     summary.add(np.array([0.2, 0.7]), np.array([0.1, 0.9]), np.array([0, 2]))
     assert summary.joint.shape == (SCORE_BINS, 3)
@@ -281,7 +281,7 @@ def test_a_column_of_another_type_is_refused_naming_both_types(column, array, wa
 
 
 def test_the_estimate_adds_up_over_files() -> None:
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(np.array([0.25]), np.array([0.5]))
     summary.add(np.array([0.25, 0.75]), np.array([0.25, 0.75]))
     assert summary.positives[[250, 750]].tolist() == [0.75, 0.75]
@@ -291,7 +291,7 @@ def test_the_estimate_adds_up_over_files() -> None:
 
 
 def test_a_file_without_rows_adds_nothing() -> None:
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(np.array([]), np.array([]))
     assert summary.rows == 0 and summary.joint.shape == (SCORE_BINS, 1) and summary.joint.sum() == 0
     window = empty_summary(profile(), START, END, "3")

@@ -11,7 +11,7 @@ from scipy import stats as scipy_stats
 from mlops.model.reference_profile import categorical_profile, numeric_profile
 from mlops.monitoring import stats
 from mlops.monitoring.performance_estimate import estimate_performance
-from mlops.monitoring.request_window import CategoricalCounts, NumericCounts, ScoreSummary
+from mlops.monitoring.request_window import CategoricalCounts, NumericCounts, WindowScoreBins
 
 
 def counts_of(profile, values: np.ndarray) -> NumericCounts:  # type: ignore[no-untyped-def]
@@ -73,7 +73,7 @@ def test_cbpe_estimates_match_realised_metrics_when_scores_are_calibrated() -> N
     rng = np.random.default_rng(3)
     scores = rng.beta(2, 5, 200_000)
     labels = (rng.random(len(scores)) < scores).astype(int)  # calibrated by construction
-    summary = ScoreSummary()
+    summary = WindowScoreBins()
     summary.add(scores, scores)
     estimate = estimate_performance(summary)
     assert estimate["accuracy"] == pytest.approx(((scores >= 0.5) == labels).mean(), abs=0.005)
