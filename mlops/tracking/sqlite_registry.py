@@ -6,8 +6,8 @@ reads are three indexed rows; ``mlops score`` and ``mlops serve`` pay it before 
 This reader answers only what it finds: a model, version or alias it does not find, a layout it
 does not know (a table or column missing) or a database it cannot open returns None, and the
 caller (:class:`mlops.tracking.model_registry_store.ModelRegistryStore`) asks MLflow instead, which
-answers or raises its own error exactly as it would without this reader. So a wrong guess here can cost time, never a
-different answer to a question MLflow would have refused.
+answers or raises its own error exactly as it would without this reader. So a wrong guess here can cost
+time, never a different answer to a question MLflow would have refused.
 
 The tables and columns are those of MLflow's SQL registry (``model_versions``,
 ``model_version_tags``, ``registered_model_aliases``, ``runs``), kept by its migrations; rows
