@@ -123,3 +123,8 @@ def test_a_report_badge_is_green_or_red_only_for_a_decided_status(
     status: str | None, loud_fail: bool, badge: StatusBadge
 ) -> None:
     assert status_badge(status, loud_fail=loud_fail) == badge
+
+
+def test_a_badge_writes_a_failure_plainly_unless_asked_to_shout() -> None:
+    """The card shows ``fail`` as the other statuses are written; only the gate report asks for capitals."""
+    assert status_badge("fail").text == "fail"
