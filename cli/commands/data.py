@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -152,8 +153,6 @@ def _columns(text: str) -> tuple[str, ...]:
 
 def _rerun(args: argparse.Namespace, ignore: tuple[str, ...]) -> str:
     """The ``mlops data init`` command line as given, with ``--ignore`` replaced by ``ignore``."""
-    import shlex
-
     words = ["mlops", "data", "init", "--data", args.data, "--label", args.label]
     flags = {
         "--positive": args.positive,
@@ -259,7 +258,7 @@ def init_command(args: argparse.Namespace, workspace: Workspace) -> int:
             f"likely leak(s): {', '.join(leaks)}: a model trained on a column recorded after the outcome "
             "cannot work in use, and the training gate rejects it. Nothing was written.\n"
             f"If a column is known before the outcome, acknowledge it (add --allow-leaks "
-            f"{','.join((*allowed, *leaks))} to the command); otherwise leave them out:"
+            f"{shlex.quote(','.join((*allowed, *leaks)))} to the command); otherwise leave them out:"
         )
         print(_rerun(args, (*ignore, *leaks)))
         return 1

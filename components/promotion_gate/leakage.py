@@ -20,6 +20,7 @@ checked here: date columns never reach the model (``mlops data init`` ignores th
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -243,9 +244,10 @@ def _clean_summary(ablation: Ablation | None, policy: LeakagePolicy) -> str:
 
 
 def fix_text(columns: Sequence[str], ignored: Sequence[str], allowed: Sequence[str]) -> str:
-    """The two ways out, each a flag to paste: leave the columns out, or say they are known in time."""
-    leave_out = ",".join(dict.fromkeys((*ignored, *columns)))
-    acknowledge = ",".join(dict.fromkeys((*allowed, *columns)))
+    """The two ways out, each a flag to paste (quoted for a shell where a column name needs it): leave the
+    columns out, or say they are known in time."""
+    leave_out = shlex.quote(",".join(dict.fromkeys((*ignored, *columns))))
+    acknowledge = shlex.quote(",".join(dict.fromkeys((*allowed, *columns))))
     return (
         "If they are recorded after the outcome, leave them out and train again: "
         f"mlops data init ... --ignore {leave_out} (or ignored_columns in the schema file); if they are "

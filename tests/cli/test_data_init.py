@@ -226,3 +226,31 @@ def test_subject_key_is_written_and_left_out_of_the_features_and_a_wrong_one_is_
     assert "--subject-key clientid is not a column of this data" in capsys.readouterr().err
     assert main([*base, "--force", "--subject-key", "y"]) == 2
     assert "--subject-key y is the label" in capsys.readouterr().err
+
+
+def test_the_acknowledge_advice_pastes_whole_when_a_leaking_column_name_has_spaces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Public tables name columns ``worst radius``: the advised ``--allow-leaks`` value is quoted, and pasted
+    as printed it declares the data with that column acknowledged."""
+    rng = np.random.default_rng(7)
+    label = rng.integers(0, 2, 600)
+    table = pd.DataFrame(
+        {
+            "worst radius": label * 5.0 + rng.normal(0, 1, 600),
+            "texture": rng.normal(0, 1, 600),
+            "smoothness": rng.normal(0, 1, 600),
+            "y": np.where(label == 1, "malignant", "benign"),
+        }
+    )
+    data = tmp_path / "cells.csv"
+    table.to_csv(data, index=False)
+    command = ["--workspace", str(tmp_path / "ws"), "data", "init", "--data", str(data), "--label", "y",
+               "--positive", "malignant", "--out", str(tmp_path / "decl")]  # fmt: skip
+    assert main(command) == 1
+    out = capsys.readouterr().out
+    advice = out.split("(add --allow-leaks ", 1)[1].split(" to the command)", 1)[0]
+    assert advice == "'worst radius'"
+    assert main([*command, "--allow-leaks", *shlex.split(advice)]) == 0
+    declared = parse_schema_file((tmp_path / "decl" / "cells.schema.yaml").read_text(), "cells.schema.yaml")
+    assert declared.allowed_leaks == ("worst radius",)

@@ -7,6 +7,7 @@ threshold can be met exactly; ``np.nextafter`` gives the closest float on the ot
 from __future__ import annotations
 
 import math
+import shlex
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from components.promotion_gate.leakage import (
     ablation_findings,
     assess,
     decide,
+    fix_text,
     one_class_findings,
     too_few_rows,
     verdict,
@@ -318,6 +320,16 @@ def test_a_likely_leak_rejects_naming_the_columns_and_both_fixes_to_paste() -> N
     assert "--allow-leaks decile_score,r_days,end,is_recid (allowed_leaks" in decision.reason
     assert decision.reason.endswith("; acknowledged (allowed_leaks): decile_score")
     assert decision.metrics == {"likely_leaks": 3.0, "ablation_auc": 0.9990234375, "ablation_rows": 400.0}
+
+
+def test_both_fixes_paste_as_one_value_when_a_column_name_has_spaces() -> None:
+    """Real tables name columns ``worst radius``: each flag's value is quoted so a shell reads it whole."""
+    text = fix_text(("worst radius", "mean area"), ignored=("id",), allowed=("age's",))
+    ignore, acknowledge = (
+        shlex.split(text.split(f"--{flag} ", 1)[1])[0] for flag in ("ignore", "allow-leaks")
+    )
+    assert ignore == "id,worst radius,mean area"
+    assert acknowledge == "age's,worst radius,mean area"
 
 
 def test_not_enforced_findings_promote_and_still_say_what_was_found() -> None:
