@@ -6,7 +6,7 @@ the command line, the KFP UI form and the compiled YAML agree. A value is typed 
 the setting's annotation by pydantic's rules for text (``TypeAdapter.validate_strings``: so
 ``--set train.epochs=three`` is refused with an example before anything runs); a list is a
 comma list of such values or JSON, an object is JSON. Ranges and cross-field rules are the
-configs' own validation (:func:`invalid_settings`).
+configs' own validation (:func:`checked_arguments`).
 """
 
 from __future__ import annotations
@@ -217,17 +217,6 @@ def parse_overrides(form: PipelineForm, assignments: Iterable[str]) -> dict[str,
     for assignment in assignments:
         values.update(parse_assignment(form, assignment))
     return values
-
-
-def invalid_settings(form: PipelineForm, values: Mapping[str, Any]) -> list[str]:
-    """Every problem the stages' configs find in these values (one line each, naming the address); empty: valid."""
-    from mlops.settings import SettingsError
-
-    try:
-        form.arguments(values)
-    except SettingsError as exc:
-        return exc.problems
-    return []
 
 
 SCHEMA_FILE = "validation.schema_uri"

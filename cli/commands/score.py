@@ -71,9 +71,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def settings_of(args: argparse.Namespace) -> Any:
     """The ``score`` section from the flags and ``--set`` (flags win); local paths made absolute."""
-    from cli.parameters import invalid_settings, parse_overrides
+    from cli.parameters import parse_overrides
     from components.batch_score.config import ScoreSettings
-    from mlops.settings import SettingsError
+    from mlops.settings import SettingsError, from_addressed
     from pipelines.signature import PipelineForm
 
     assignments = list(args.overrides or [])
@@ -88,10 +88,11 @@ def settings_of(args: argparse.Namespace) -> Any:
     given["score.output_uri"] = _absolute(args.out)
     if getattr(args, "explain", False):
         given["score.explain"] = True
-    problems = invalid_settings(form, given)
-    if problems:  # one line per bad setting, named by its address
-        raise SettingsError("; ".join(problems))
-    return ScoreSettings.model_validate({address.removeprefix("score."): v for address, v in given.items()})
+    try:
+        (settings,) = from_addressed(given, form.defaults)
+    except SettingsError as exc:  # one line per bad setting, named by its address
+        raise SettingsError("; ".join(exc.problems)) from exc
+    return settings
 
 
 def _absolute(uri: str) -> str:
