@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -60,9 +60,15 @@ class ServerConfig(BaseModel):
         default=1,
         ge=1,
         le=64,
-        description="Server processes answering on the one port (uvicorn's own workers), each with its own model "
+        description="Server processes answering on the one port (the HTTP server's own workers), each with its own model "
         "session, batcher and request-log writer; /metrics adds up all of them. More than 1 needs "
         "--no-rollout-admin (a traffic plan lives in one process).",
+    )
+    http_server: Literal["uvicorn", "granian"] = Field(
+        default="uvicorn",
+        description="The HTTP server under the app: uvicorn (Python's httptools in the event loop) or granian "
+        "(HTTP parsed and written in Rust, the app over its RSGI interface; same routes and answers). granian "
+        "always runs its worker processes under a parent, as --workers N does.",
     )
     intra_op_threads: int = Field(
         default=1,

@@ -52,7 +52,7 @@ def serve(config: ServerConfig, check: Callable[[LoadedModel], None] | None = No
     configure_logging()
     # The process's own setting, made at its entry point: no download progress bar in server logs.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    if config.workers > 1:
+    if config.workers > 1 or config.http_server == "granian":
         from serving.workers import serve_workers
 
         serve_workers(config, check)

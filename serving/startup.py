@@ -20,11 +20,13 @@ if TYPE_CHECKING:
     from serving.config import ServerConfig
     from serving.model_source import RegisteredModelSource
 
+GRACEFUL_SHUTDOWN_S = 30
+"""How long a stopping server waits for in-flight requests (uvicorn's graceful timeout, gRPC's grace)."""
 UVICORN_OPTIONS: dict[str, Any] = {
     "log_level": "warning",
     "access_log": False,  # the request log and the metrics record requests; no line per request
     "lifespan": "on",  # the batchers, the request-log writer and the reload watcher start and stop with it
-    "timeout_graceful_shutdown": 30,
+    "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
 }
 """How uvicorn runs every server process, one or several."""
 

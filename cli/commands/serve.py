@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from cli.commands.options import add_feature_repo_option, feature_repo_path
 from mlops.tracking.context import check_reachable, resolve_tracking
@@ -63,8 +63,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             )
         else:
             kind = info.annotation if info.annotation in (int, float) else str
+            choices = get_args(info.annotation) if get_origin(info.annotation) is Literal else None
             parser.add_argument(
-                _flag(field), type=kind, default=info.default, help=f"{help_text} (default %(default)s)"
+                _flag(field),
+                type=kind,
+                default=info.default,
+                choices=choices,
+                help=f"{help_text} (default %(default)s)",
             )
     parser.add_argument(
         "--auth-token-file", type=Path, default=None, help="read the bearer token from this file"

@@ -1,4 +1,4 @@
-"""``mlops serve --workers 2``: two real server processes on one port, one request log, metrics summed.
+"""``mlops serve --workers 2``, on uvicorn and on granian: two real server processes on one port, one request log, metrics summed.
 
 Once ``/metrics`` shows both workers up (``mlops_serving_process_up``, one series per worker: the health
 route answers as soon as the first is), eight client threads open a new connection per request, so the
@@ -33,13 +33,14 @@ def children(pid: int) -> list[int]:
     return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+@pytest.mark.parametrize("http_server", ["uvicorn", "granian"])
 def test_two_workers_answer_on_one_port_log_every_request_and_sum_their_metrics(
-    store: DemoStore, tmp_path: Path
+    store: DemoStore, tmp_path: Path, http_server: str
 ) -> None:
     logs = tmp_path / "logs"
     flags = (
         "--workers", "2", "--no-rollout-admin", "--request-log-uri", str(logs),
-        "--request-log-flush-s", "3600", "--reload-interval-s", "0",
+        "--request-log-flush-s", "3600", "--reload-interval-s", "0", "--http-server", http_server,
     )  # fmt: skip
     x = encoded(store, 1)
     expected = float(direct(store.onnx_a, x)[0])
