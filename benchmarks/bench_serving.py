@@ -41,6 +41,9 @@ OURS = "ours (`mlops serve` defaults: batching, request log 100%)"
 OURS_NO_LOG = "ours, request log off"
 OURS_UNBATCHED = "ours, request log off, batching off"
 OURS_WORKERS = "ours, defaults with --workers 2 (rollout admin off)"
+OURS_GRANIAN = "ours on granian RSGI (`--http-server granian`, defaults otherwise)"
+PROFILED = {OURS: "uvicorn", OURS_GRANIAN: "granian"}
+"""The servers ``--profile`` samples, and the name of each one's profile file."""
 CEILING = "protocol ceiling (same stack, constant reply)"
 CEILING_RAW = "raw ceiling (JSON parsed, constant reply, no framework)"
 KSERVE = "kserve 0.21 ModelServer (ORT in predict, logging off)"
@@ -195,15 +198,16 @@ def measure(
 
 
 def profile_server(
-    server: subprocess.Popen[bytes], url: str, body: bytes, args: argparse.Namespace
+    server: subprocess.Popen[bytes], url: str, body: bytes, args: argparse.Namespace, name: str
 ) -> list[str]:
-    """py-spy on the server's process while it answers one more c=32 load; the frames' largest shares."""
+    """py-spy on the server's processes (its workers too) while it answers one more c=32 load; the frames'
+    largest shares, written to ``serving.<name>.pyspy.txt``."""
     import signal
 
     from benchmarks.pyspy_shares import record, table
 
-    path = OUT / "serving.pyspy.txt"
-    spy = record(server.pid, path)
+    path = OUT / f"serving.{name}.pyspy.txt"
+    spy = record(server.pid, path, subprocesses=True)
     time.sleep(1.0)  # py-spy attached before the load starts
     run_load(url, body, 32, args.duration)
     spy.send_signal(signal.SIGINT)
@@ -353,6 +357,14 @@ def main() -> int:
             OURS_NO_LOG, [*ours, "--port", "{port}", "--no-request-log"], ready, v2_path, v2_body, v2_check
         ),
         Target(
+            OURS_GRANIAN,
+            [*ours, "--port", "{port}", "--http-server", "granian"],
+            ready,
+            v2_path,
+            v2_body,
+            v2_check,
+        ),
+        Target(
             OURS_WORKERS,
             [*ours, "--port", "{port}", "--workers", "2", "--no-rollout-admin"],
             ready,
@@ -416,8 +428,10 @@ def main() -> int:
             servers[target.label] = measure(
                 process, base + target.infer_path, target.body, target.check, expected, args
             )
-            if args.profile and target.label == OURS:
-                profile_lines = profile_server(process, base + target.infer_path, target.body, args)
+            if args.profile and target.label in PROFILED:
+                name = PROFILED[target.label]
+                profile_lines += [f"\n{target.label} (`serving.{name}.pyspy.txt`):\n"]
+                profile_lines += profile_server(process, base + target.infer_path, target.body, args, name)
 
     print("raw in-process ONNX Runtime ...")
     fp32_session = session(fp32_path)
@@ -469,7 +483,7 @@ def summarise(
         lines.append(f"| {label} | {cells} | {last.p50_ms:.2f} / {last.p99_ms:.2f} | {cpu:.0f} | {errors} |")
 
     lines += ["", "| target | measured | ratio | met |", "|---|---|---|---|"]
-    for label in (OURS, OURS_WORKERS, OURS_NO_LOG, OURS_UNBATCHED):
+    for label in (OURS, OURS_GRANIAN, OURS_WORKERS, OURS_NO_LOG, OURS_UNBATCHED):
         ours = at32.get(label)
         for other, target in ((MLFLOW, TARGET_VS_MLFLOW), (CEILING, TARGET_VS_CEILING), (KSERVE, None)):
             if ours is None or other not in at32:

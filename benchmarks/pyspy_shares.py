@@ -33,12 +33,14 @@ class Share:
     """Share of all samples where this frame is the innermost one."""
 
 
-def record(pid: int, path: Path, rate: int = 100) -> subprocess.Popen[bytes]:
-    """Start sampling ``pid`` into ``path`` until it exits (or the returned process is stopped with SIGINT)."""
+def record(pid: int, path: Path, rate: int = 100, subprocesses: bool = False) -> subprocess.Popen[bytes]:
+    """Start sampling ``pid`` (and its child processes, with ``subprocesses``) into ``path`` until it exits (or
+    the returned process is stopped with SIGINT)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     return subprocess.Popen(
         [spy, "record", "--pid", str(pid), "--format", "raw", "--output", str(path), "--rate", str(rate)]
-        + ["--threads", "--nonblocking"],
+        + ["--threads", "--nonblocking"]
+        + (["--subprocesses"] if subprocesses else []),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
