@@ -14,7 +14,9 @@ What the adapter maps, and where RSGI differs from what uvicorn hands an ASGI ap
   included; granian drops a header whose value is not valid UTF-8 before the app sees it.
 - the body: one read of the whole body when the request declares its length (the app refuses an
   oversized declared length before it reads: :func:`serving.http.read_body`), else chunk by chunk,
-  so a chunked body over the limit is refused while it arrives, as on uvicorn.
+  so a chunked body over the limit is refused while it arrives, as on uvicorn. A client that goes
+  away mid-body is ASGI's ``http.disconnect`` (the app counts it as closed by the client, 499), and
+  an answer to nobody is dropped.
 - the response: one ``response_bytes`` when the app sends its body in one message (every route of
   this app does), else a stream. granian writes ``content-length`` itself from the body, so the app's
   own is left out rather than sent twice.
@@ -26,7 +28,10 @@ What the adapter maps, and where RSGI differs from what uvicorn hands an ASGI ap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
+
+from granian.rsgi import ProtocolClosed
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message
@@ -54,18 +59,22 @@ class _Exchange:
         self.sent = False
 
     async def receive(self) -> Message:
-        if self._chunks is not None:
-            try:
-                chunk = await self._chunks.__anext__()
-            except StopAsyncIteration:
-                self._chunks = None
+        try:
+            if self._chunks is not None:
+                try:
+                    chunk = await self._chunks.__anext__()
+                except StopAsyncIteration:
+                    self._chunks = None
+                    self._read = True
+                    return {"type": "http.request", "body": b"", "more_body": False}
+                return {"type": "http.request", "body": chunk, "more_body": True}
+            if not self._read:
                 self._read = True
-                return {"type": "http.request", "body": b"", "more_body": False}
-            return {"type": "http.request", "body": chunk, "more_body": True}
-        if not self._read:
+                return {"type": "http.request", "body": await self._protocol(), "more_body": False}
+            await self._protocol.client_disconnect()
+        except ProtocolClosed:  # the client went away before its body arrived: ASGI's disconnect
+            self._chunks = None
             self._read = True
-            return {"type": "http.request", "body": await self._protocol(), "more_body": False}
-        await self._protocol.client_disconnect()
         return {"type": "http.disconnect"}
 
     async def send(self, message: Message) -> None:
@@ -82,6 +91,12 @@ class _Exchange:
             return
         body = message.get("body", b"")
         more = message.get("more_body", False)
+        try:
+            await self._write(body, more)
+        except ProtocolClosed:  # nobody to answer: the client has gone (uvicorn drops the send too)
+            self.sent = True
+
+    async def _write(self, body: bytes, more: bool) -> None:
         if self._stream is None and not more:
             self._protocol.response_bytes(self._status, self._headers, body)
             self.sent = True
@@ -124,8 +139,8 @@ class AsgiOnRsgi:
             "query_string": scope.query_string.encode("latin-1"),
             "root_path": "",
             "headers": headers,
-            "server": (host, int(port or 0)),
-            "client": (client_host, int(client_port or 0)),
+            "server": (host.strip("[]"), int(port or 0)),
+            "client": (client_host.strip("[]"), int(client_port or 0)),
             "state": self._state.copy(),
         }
         exchange = _Exchange(protocol, declared)
@@ -133,9 +148,10 @@ class AsgiOnRsgi:
             await self.app(asgi_scope, exchange.receive, exchange.send)
         finally:
             if not exchange.sent:  # the app failed before answering: what uvicorn answers then
-                protocol.response_bytes(
-                    500, [("content-type", "text/plain; charset=utf-8")], b"Internal Server Error"
-                )
+                with contextlib.suppress(ProtocolClosed):
+                    protocol.response_bytes(
+                        500, [("content-type", "text/plain; charset=utf-8")], b"Internal Server Error"
+                    )
 
     def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(self.startup())

@@ -12,6 +12,7 @@ beside them; the two-worker test (``test_workers.py``) runs on both servers.
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import subprocess
 import sys
@@ -159,8 +160,31 @@ def test_the_granian_server_scores_what_onnx_runtime_scores(
     client = InferenceServerClient(granian_server.url.removeprefix("http://"))
     features = InferInput("features", list(x.shape), "FP32")
     features.set_data_from_numpy(x, binary_data=True)
-    result = client.infer(MODEL, [features], headers=AUTH)
+    result = client.infer(MODEL, [features], headers=dict(AUTH))  # tritonclient adds its own headers to it
     np.testing.assert_allclose(result.as_numpy("probability"), direct(store.onnx_a, x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_client_gone_mid_body_is_counted_closed_by_the_client(
+    servers: tuple[ServerProcess, ServerProcess],
+) -> None:
+    _, granian_server = servers
+    port = int(granian_server.url.rsplit(":", 1)[1])
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(
+                f"POST /v2/models/{MODEL}/infer HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                'Content-Length: 3000\r\n\r\n{"inputs": ['.encode()  # under the 4096-byte limit
+            )
+            time.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while True:
+        metrics = httpx.get(f"{granian_server.url}/metrics", headers=AUTH).text
+        closed = re.search(r'mlops_serving_requests_total\{[^}]*code="499"[^}]*\} (\S+)', metrics)
+        if (closed and float(closed.group(1)) >= 3) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert closed and float(closed.group(1)) >= 3, metrics
+    assert 'code="500"' not in metrics and 'reason="internal"' not in metrics
 
 
 def test_a_port_another_server_holds_stops_the_start_with_its_error(store: DemoStore) -> None:
