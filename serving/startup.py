@@ -100,4 +100,5 @@ def serving_line(config: ServerConfig, model: LoadedModel) -> str:
         f"{model.sha256[:12]}) on http://{config.host}:{config.port}"
         + (f" and grpc://{config.host}:{config.grpc_port}" if config.grpc_port else "")
         + workers
+        + (" over granian's RSGI" if config.http_server == "granian" else "")
     )

@@ -136,6 +136,7 @@ def test_every_answer_is_uvicorns_byte_for_byte(
     servers: tuple[ServerProcess, ServerProcess], store: DemoStore
 ) -> None:
     uvicorn_server, granian_server = servers
+    assert "over granian's RSGI" in granian_server.log() and "granian" not in uvicorn_server.log()
     differences = []
     for label, line, arguments in requests(store):
         method, path = line.split(" ", 1)
