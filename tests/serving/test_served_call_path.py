@@ -6,6 +6,9 @@ the scoring path in front of Starlette through the data plane and the model to t
 
 from __future__ import annotations
 
+import io
+import logging
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -18,7 +21,13 @@ from tests.test_call_paths import bounces, traced
 pytestmark = pytest.mark.slow
 
 
-def test_a_v2_request_goes_down_from_the_scoring_path_to_the_model(store: DemoStore) -> None:
+def test_a_v2_request_goes_down_from_the_scoring_path_to_the_model(
+    store: DemoStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's log lines go to a handler of this test's own: a handler an earlier in-process `mlops run` left
+    # on the root logger writes to that run's console streams (cli.console.streams), a call into cli that is the
+    # test session's, not the server's.
+    monkeypatch.setattr(logging.getLogger(), "handlers", [logging.StreamHandler(io.StringIO())])
     config = ServerConfig(tracking_uri="sqlite:///unused.db", request_log_uri="", reload_interval_s=0)
     model = local_model(store.onnx_a, "1")
     with traced() as crossings, TestClient(create_app(config, model)) as client:
