@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from serving.dataplane import DataPlane
     from serving.runtime import LoadedModel
 
+GRACEFUL_SHUTDOWN_S = 30
+"""How long a stopping server waits for in-flight requests (gRPC's grace here, uvicorn's graceful timeout)."""
+
 
 @dataclass(eq=False)
 class ServerLifecycle:
@@ -93,7 +96,7 @@ class ServerLifecycle:
     async def stop(self) -> None:
         self.plane.metrics.process_stopping()
         if self.grpc is not None:  # in-flight calls finish (they still need the backends below)
-            await self.grpc.stop(grace=30)
+            await self.grpc.stop(grace=GRACEFUL_SHUTDOWN_S)
         if self.watcher is not None:
             await self.watcher.stop()
         for backend in self.plane.router.backends:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from serving.lifecycle import GRACEFUL_SHUTDOWN_S
 from serving.runtime import LoadedModel, load_model
 
 if TYPE_CHECKING:
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
     from serving.config import ServerConfig
     from serving.model_source import RegisteredModelSource
 
-GRACEFUL_SHUTDOWN_S = 30
-"""How long a stopping server waits for in-flight requests (uvicorn's graceful timeout, gRPC's grace)."""
 UVICORN_OPTIONS: dict[str, Any] = {
     "log_level": "warning",
     "access_log": False,  # the request log and the metrics record requests; no line per request

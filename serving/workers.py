@@ -89,7 +89,7 @@ def _run_granian(config: ServerConfig) -> None:
     from granian.log import LogLevels
     from granian.server import Server
 
-    from serving.startup import GRACEFUL_SHUTDOWN_S
+    from serving.lifecycle import GRACEFUL_SHUTDOWN_S
 
     # granian forks its workers when multiprocessing's start method is fork (Linux's default before 3.14). A
     # fork would inherit this process's imported state: prometheus_client's in-memory values, chosen before
