@@ -16,6 +16,11 @@ client-disconnect handling as :func:`~serving.http.read_body`, the request goes 
 carries the same status, body and headers, in the order Starlette's ``Response`` writes them.
 Errors are answered by the very functions the Starlette handlers use.
 
+:meth:`ScoringPath.answer` is the transport's half left out: it takes the request's headers and a
+way to read its body, and returns the :class:`Reply` to write. :class:`ServingApp` reads and writes
+ASGI messages around it; on granian, :class:`~serving.rsgi.AsgiOnRsgi` calls it on the RSGI protocol
+object directly, so a scoring request never becomes ASGI messages there.
+
 The path also keeps the server's in-flight count (:class:`~serving.batching.InFlight`): a request
 that is alone is scored without the batcher's hand-off (:mod:`serving.batching`).
 """
@@ -23,6 +28,7 @@ that is alone is scored without the batcher's hand-off (:mod:`serving.batching`)
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import orjson
@@ -39,6 +45,7 @@ from serving.http import bearer_matches, error_response
 from serving.tensors import HEADER_LENGTH, split_binary
 
 if TYPE_CHECKING:
+    from starlette.responses import Response
     from starlette.types import Receive, Scope, Send
 
     from serving.dataplane import DataPlane, InferResponse
@@ -53,7 +60,39 @@ _HEADER_LENGTH = HEADER_LENGTH.lower().encode()
 _REQUEST_ID = REQUEST_ID_HEADER.encode()
 
 
-def match(path: str) -> tuple[str, dict[str, str], bool] | None:
+Route = tuple[str, dict[str, str], bool]
+"""What :func:`match` finds: the protocol, the path parameters and whether it is V1 ``:explain``."""
+BodyReader = Callable[[bytes | None], Awaitable[bytes]]
+"""Reads the request's body given its declared ``content-length`` (None: not declared), raising
+:class:`~serving.errors.PayloadTooLarge` over the limit and ``ClientDisconnect`` when the client went away."""
+
+
+class Reply:
+    """A response as the scoring path answers it: status, headers in the order Starlette writes them
+    (``content-length`` included), body."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    @classmethod
+    def of(cls, response: Response) -> Reply:
+        """What Starlette's ``response`` would write (the error answers the handlers build)."""
+        return cls(response.status_code, response.raw_headers, bytes(response.body))
+
+
+def refuse_oversized(declared: bytes | None, limit: int) -> None:
+    """:func:`~serving.http.read_body`'s first check: 413 for a declared length over ``limit``, before reading."""
+    if declared is not None:
+        text = declared.decode("latin-1")
+        if text.isascii() and text.isdigit() and int(text) > limit:
+            raise PayloadTooLarge(f"request body of {text} bytes exceeds the limit of {limit} bytes")
+
+
+def match(path: str) -> Route | None:
     """The inference route ``path`` names, as Starlette's path table would match it: the protocol
     (``v2``/``v1``), the path parameters and whether it is V1 ``:explain``; None for any other path.
 
@@ -97,7 +136,7 @@ class FastTarget:
 
 
 class _Head:
-    """What :meth:`ScoringPath.__call__` read before the body, handed to the protocol's handler as one."""
+    """What :meth:`ScoringPath.answer` read before the body, handed to the protocol's handler as one."""
 
     __slots__ = ("declared", "header_length", "received", "request_id", "target")
 
@@ -131,11 +170,9 @@ class ScoringPath:
         self._versions: dict[str, bytes] = {}
         self._prefixes: dict[tuple[str, str], bytes] = {}
 
-    async def __call__(
-        self, route: tuple[str, dict[str, str], bool], scope: Scope, receive: Receive, send: Send
-    ) -> None:
+    async def answer(self, route: Route, raw: list[tuple[bytes, bytes]], read: BodyReader) -> Reply:
+        """The reply to the inference request ``route`` names, with headers ``raw`` and its body from ``read``."""
         received = time.perf_counter()
-        raw = scope["headers"]
         supplied = b""
         declared = header_length = request_id = None
         for (
@@ -156,23 +193,18 @@ class ScoringPath:
             what = "missing" if not supplied else "invalid"
             error = Unauthenticated(f"{what} bearer token; send 'Authorization: Bearer <token>'")
             self.plane.failed(error)
-            await error_response(error)(scope, receive, send)
-            return
+            return Reply.of(error_response(error))
         with self.plane.in_flight.request():
             proto, params, explain = route
             head = _Head(FastTarget(params, raw), declared, header_length, request_id, received)
             if proto == V2:
-                await self._v2(scope, receive, send, head)
-            else:
-                await self._v1(scope, receive, send, head, explain)
+                return await self._v2(read, head)
+            return await self._v1(read, head, explain)
 
-    async def _body(self, receive: Receive, declared: bytes | None) -> bytes:
+    async def read_asgi(self, receive: Receive, declared: bytes | None) -> bytes:
         """:func:`~serving.http.read_body` on the ASGI messages: 413 before or while reading an oversized body."""
         limit = self.limit
-        if declared is not None:
-            text = declared.decode("latin-1")
-            if text.isascii() and text.isdigit() and int(text) > limit:
-                raise PayloadTooLarge(f"request body of {text} bytes exceeds the limit of {limit} bytes")
+        refuse_oversized(declared, limit)
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -216,70 +248,58 @@ class ScoringPath:
             encoded = self._versions[version] = version.encode("latin-1")
         return encoded
 
-    async def _v2(self, scope: Scope, receive: Receive, send: Send, head: _Head) -> None:
+    async def _v2(self, read: BodyReader, head: _Head) -> Reply:
         try:
-            body = await self._body(receive, head.declared)
+            body = await read(head.declared)
             length = head.header_length
             header, binary = split_binary(body, None if length is None else length.decode("latin-1"))
             payload = protocol.decode_json(header)
             binary_output, outputs = protocol.requested_outputs(payload)
             explain = protocol.explain_requested(payload)
         except Exception as exc:  # ClientDisconnect included
-            await self.handlers._refused(exc, V2)(scope, receive, send)
-            return
+            return Reply.of(self.handlers._refused(exc, V2))
         client_id = protocol.request_id(payload)
         log_id = str(client_id) if client_id is not None else head.log_id(self.plane)
         inputs = protocol.V2Inputs(payload, binary)
         request = InferRequest(head.target, inputs, V2, outputs, client_id, log_id, head.received, explain)
-        answer = await self._infer(scope, receive, send, request)
-        if answer is None:
-            return
+        try:
+            answer = await self.plane.infer(request)
+        except ServingError as exc:
+            return Reply.of(self.handlers._error(exc))
         if binary_output or answer.reasons is not None:
             content, json_length = protocol.v2_response(answer, binary_output)
         else:
             content, json_length = self._v2_json(answer), None
         if json_length is None:
-            await self._respond(send, answer, log_id, content, JSON_TYPE)
-        else:
-            length_header = (_HEADER_LENGTH, str(json_length).encode())
-            await self._respond(send, answer, log_id, content, BINARY_TYPE, length_header)
+            return self._ok(answer, log_id, content, JSON_TYPE)
+        length_header = (_HEADER_LENGTH, str(json_length).encode())
+        return self._ok(answer, log_id, content, BINARY_TYPE, length_header)
 
-    async def _v1(self, scope: Scope, receive: Receive, send: Send, head: _Head, explain: bool) -> None:
+    async def _v1(self, read: BodyReader, head: _Head, explain: bool) -> Reply:
         try:
-            payload = protocol.decode_json(await self._body(receive, head.declared))
+            payload = protocol.decode_json(await read(head.declared))
         except Exception as exc:  # ClientDisconnect included
-            await self.handlers._refused(exc, V1)(scope, receive, send)
-            return
+            return Reply.of(self.handlers._refused(exc, V1))
         log_id = head.log_id(self.plane)
         inputs = protocol.V1Inputs(payload)
         request = InferRequest(head.target, inputs, V1, (), None, log_id, head.received, explain)
-        answer = await self._infer(scope, receive, send, request)
-        if answer is None:
-            return
+        try:
+            answer = await self.plane.infer(request)
+        except ServingError as exc:
+            return Reply.of(self.handlers._error(exc))
         content = (
             protocol.v1_explain_response(answer) if explain else protocol.v1_response(answer.probabilities)
         )
-        await self._respond(send, answer, log_id, content, JSON_TYPE)
+        return self._ok(answer, log_id, content, JSON_TYPE)
 
-    async def _infer(
-        self, scope: Scope, receive: Receive, send: Send, request: InferRequest
-    ) -> InferResponse | None:
-        """The data plane's answer; None when it refused, with the error response already sent."""
-        try:
-            return await self.plane.infer(request)
-        except ServingError as exc:
-            await self.handlers._error(exc)(scope, receive, send)
-            return None
-
-    async def _respond(
+    def _ok(
         self,
-        send: Send,
         answer: InferResponse,
         log_id: str,
         content: bytes,
         content_type: tuple[bytes, bytes],
         *extra: tuple[bytes, bytes],
-    ) -> None:
+    ) -> Reply:
         """A 200 with ``content``: the headers in the order Starlette's ``Response`` writes them (``extra``
         after the request id)."""
         headers = [
@@ -289,8 +309,7 @@ class ScoringPath:
             (b"content-length", str(len(content)).encode()),
             content_type,
         ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
+        return Reply(200, headers, content)
 
 
 class ServingApp(Starlette):
@@ -308,6 +327,10 @@ class ServingApp(Starlette):
         ):
             route = match(scope["path"])
             if route is not None:
-                await scoring(route, scope, receive, send)
+                reply = await scoring.answer(
+                    route, scope["headers"], lambda declared: scoring.read_asgi(receive, declared)
+                )
+                await send({"type": "http.response.start", "status": reply.status, "headers": reply.headers})
+                await send({"type": "http.response.body", "body": reply.body})
                 return
         await super().__call__(scope, receive, send)

@@ -1,7 +1,9 @@
 """Prometheus metrics, labelled by model and version so a canary's numbers never blend with the champion's.
 
 Each server owns its own :class:`CollectorRegistry` (not the process-global one),
-so several servers in one process, e.g. in tests, do not share counters.
+so several servers in one process, e.g. in tests, do not share counters. What every inference request
+records goes through a :class:`~serving.metric_tally.MetricTally` (folded in bulk, exact whenever the
+registry is read); the rest goes to prometheus_client directly.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from serving.metric_tally import MetricTally
 
 # Sub-millisecond buckets: a small model answers in ~0.1 ms; the top buckets catch queueing under load.
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -32,6 +36,11 @@ class ServingMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self.tally = MetricTally()
+        """The inference path's counts and observations until they are folded into the metrics below."""
+        self.registry.register(
+            self.tally.collector()
+        )  # first: a read of the registry folds before it collects
         self.requests = Counter(
             "mlops_serving_requests",
             "Inference requests answered, by protocol and HTTP status code.",
@@ -146,12 +155,12 @@ class ServingMetrics:
             registry=self.registry,
         )
 
-        self._children: dict[tuple[str, ...], Any] = {}
+        self._children: dict[tuple[Any, ...], Any] = {}
 
     def _child(self, metric: Any, *labels: str) -> Any:
         # prometheus_client's labels() takes a lock and builds a key on every call; the label
         # sets here are few and fixed, so each is resolved once.
-        key = (str(id(metric)), *labels)
+        key = (id(metric), *labels)
         child = self._children.get(key)
         if child is None:
             child = self._children[key] = metric.labels(*labels)
@@ -161,20 +170,20 @@ class ServingMetrics:
         self, model: str, version: str, protocol: str, code: int, seconds: float | None = None
     ) -> None:
         """Count one inference request; ``seconds`` (successful requests only) feeds the latency histogram."""
-        self._child(self.requests, model, version, protocol, str(code)).inc()
+        tally = self.tally
+        tally.count(self.requests, (model, version, protocol, str(code)))
         if seconds is not None:
-            self._child(self.latency, model, version, protocol).observe(seconds)
+            tally.observe(self.latency, (model, version, protocol), seconds)
 
     def scored(self, model: str, version: str, role: str, seconds: float, scores: Any | None) -> None:
         """One request scored by ``version`` in ``role``; ``scores`` None means it failed."""
+        tally = self.tally
         if scores is None:
-            self._child(self.scored_requests, model, version, role, "error").inc()
+            tally.count(self.scored_requests, (model, version, role, "error"))
             return
-        self._child(self.scored_requests, model, version, role, "ok").inc()
-        self._child(self.scoring_latency, model, version, role).observe(seconds)
-        histogram = self._child(self.scores, model, version, role)
-        for value in scores.tolist():
-            histogram.observe(value)
+        tally.count(self.scored_requests, (model, version, role, "ok"))
+        tally.observe(self.scoring_latency, (model, version, role), seconds)
+        tally.observe(self.scores, (model, version, role), scores)
 
     def compared(self, model: str, version: str, agree: int, disagree: int) -> None:
         """Rows a shadow version scored, split by agreement with the champion's predicted class."""
@@ -184,7 +193,7 @@ class ServingMetrics:
             self._child(self.shadow_rows, model, version, "disagree").inc(disagree)
 
     def batch(self, model: str, version: str, rows: int) -> None:
-        self._child(self.batch_size, model, version).observe(rows)
+        self.tally.observe(self.batch_size, (model, version), rows)
 
     def explained(self, model: str, version: str, rows: int, seconds: float) -> None:
         """One request's ``rows`` answered with reasons, which took ``seconds`` to compute."""
@@ -218,6 +227,7 @@ class ServingMetrics:
     def process_stopping(self) -> None:
         """This process no longer answers: its series leaves the scrape (a worker's files too)."""
         self.process_up.set(0)
+        self.tally.fold()
         if os.environ.get(MULTIPROCESS_DIR_ENV):
             from prometheus_client import multiprocess
 
@@ -229,6 +239,7 @@ class ServingMetrics:
         directory = os.environ.get(MULTIPROCESS_DIR_ENV)
         if not directory:
             return generate_latest(self.registry)
+        self.tally.fold()  # this process's own values into its files; the other workers' within FOLD_DELAY_S
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()

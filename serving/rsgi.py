@@ -20,6 +20,10 @@ What the adapter maps, and where RSGI differs from what uvicorn hands an ASGI ap
 - the response: one ``response_bytes`` when the app sends its body in one message (every route of
   this app does), else a stream. granian writes ``content-length`` itself from the body, so the app's
   own is left out rather than sent twice.
+- the inference routes: answered without ASGI at all. A ``POST`` whose path is an inference route
+  goes to the app's :class:`~serving.fast_path.ScoringPath` directly: its headers as they came, its
+  body read from the protocol object (the same 413 limits, a client gone mid-body is 499), the reply
+  written with one ``response_bytes``. Every other request takes the mapping above.
 - the lifespan: started in ``__rsgi_init__`` before the worker accepts, stopped in ``__rsgi_del__``
   after it stops accepting (SIGINT/SIGTERM), through the ASGI lifespan messages, so the batchers,
   the request-log writer, the reload watcher and gRPC start and stop as on uvicorn.
@@ -32,12 +36,20 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from granian.rsgi import ProtocolClosed
+from starlette.requests import ClientDisconnect
+
+from serving.errors import PayloadTooLarge
+from serving.fast_path import match, refuse_oversized
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message
 
+    from serving.fast_path import Reply, Route, ScoringPath
+
 ASGI_VERSION = {"version": "3.0", "spec_version": "2.3"}
 _CONTENT_LENGTH = "content-length"
+_INTERNAL_ERROR = (500, [("content-type", "text/plain; charset=utf-8")], b"Internal Server Error")
+"""What uvicorn answers when the app fails before answering."""
 
 
 class LifespanFailed(RuntimeError):
@@ -108,11 +120,46 @@ class _Exchange:
             await self._stream.send_bytes(body)
 
 
+async def read_rsgi(protocol: Any, declared: bytes | None, limit: int) -> bytes:
+    """The request's body from granian's protocol object, with :func:`~serving.http.read_body`'s limits:
+    a declared length is read in one call, an undeclared one chunk by chunk and refused once over."""
+    refuse_oversized(declared, limit)
+    try:
+        if declared is not None:
+            return bytes(await protocol())
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in protocol:
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except ProtocolClosed:  # the client went away before its body arrived
+        raise ClientDisconnect() from None
+
+
+def write_rsgi(protocol: Any, reply: Reply) -> None:
+    """``reply`` in one ``response_bytes``; granian writes ``content-length`` itself from the body."""
+    headers = [
+        (key.decode("latin-1"), value.decode("latin-1"))
+        for key, value in reply.headers
+        if key != b"content-length"
+    ]
+    with contextlib.suppress(ProtocolClosed):  # nobody to answer: the client has gone
+        protocol.response_bytes(reply.status, headers, reply.body)
+
+
 class AsgiOnRsgi:
-    """An ASGI app served through granian's RSGI interface (HTTP only; the app serves no WebSocket)."""
+    """An ASGI app served through granian's RSGI interface (HTTP only; the app serves no WebSocket).
+
+    ``app.scoring`` (:class:`~serving.fast_path.ServingApp`'s scoring path), when the app has one,
+    answers the inference routes on the RSGI protocol directly; None sends them through the app too.
+    """
 
     def __init__(self, app: ASGIApp):
         self.app = app
+        self.scoring: ScoringPath | None = getattr(app, "scoring", None)
         self._state: dict[str, Any] = {}
         self._lifespan: asyncio.Task[None] | None = None
         self._inbox: asyncio.Queue[Message] | None = None
@@ -124,6 +171,11 @@ class AsgiOnRsgi:
             return
         pairs = scope.headers.items()
         headers = [(key.encode("latin-1"), value.encode("latin-1")) for key, value in pairs]
+        if self.scoring is not None and scope.method == "POST":
+            route = match(scope.path)
+            if route is not None:
+                await self._score(self.scoring, route, headers, protocol)
+                return
         declared = any(key == _CONTENT_LENGTH for key, _ in pairs)
         host, _, port = scope.server.rpartition(":")
         client_host, _, client_port = scope.client.rpartition(":")
@@ -149,9 +201,23 @@ class AsgiOnRsgi:
         finally:
             if not exchange.sent:  # the app failed before answering: what uvicorn answers then
                 with contextlib.suppress(ProtocolClosed):
-                    protocol.response_bytes(
-                        500, [("content-type", "text/plain; charset=utf-8")], b"Internal Server Error"
-                    )
+                    protocol.response_bytes(*_INTERNAL_ERROR)
+
+    @staticmethod
+    async def _score(
+        scoring: ScoringPath, route: Route, headers: list[tuple[bytes, bytes]], protocol: Any
+    ) -> None:
+        """An inference request answered by the scoring path on the protocol object itself."""
+        limit = scoring.limit
+        try:
+            reply = await scoring.answer(
+                route, headers, lambda declared: read_rsgi(protocol, declared, limit)
+            )
+        except BaseException:
+            with contextlib.suppress(ProtocolClosed):
+                protocol.response_bytes(*_INTERNAL_ERROR)
+            raise
+        write_rsgi(protocol, reply)
 
     def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(self.startup())

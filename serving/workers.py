@@ -8,9 +8,10 @@ worker that dies and, on SIGINT or SIGTERM, stops them all, each finishing its i
 flushing its request log as a single server does. Each worker builds the whole app from the same settings
 (:func:`worker_app`; :func:`worker_rsgi_app` on granian): its own ONNX Runtime session (a session's thread
 pools do not survive a fork), batcher, reload watcher and request-log writer, whose file names carry a
-random part, so the writers never collide. Prometheus values go to files in a folder the workers share
-(prometheus_client's multiprocess mode), and ``/metrics``, answered by whichever worker takes the scrape,
-adds them up. With ``--grpc-port`` every worker binds that port too (gRPC sets ``SO_REUSEPORT``).
+random part, so the writers never collide. With several workers, Prometheus values go to files in a folder
+the workers share (prometheus_client's multiprocess mode), and ``/metrics``, answered by whichever worker
+takes the scrape, adds them up; granian's one worker keeps them in its memory, as the single uvicorn server
+does. With ``--grpc-port`` every worker binds that port too (gRPC sets ``SO_REUSEPORT``).
 
 Before the port opens this process fetches, verifies and opens the model once, as the single server
 does, so a model that fails its checks stops the start with its error; the workers then find the
@@ -60,8 +61,11 @@ def serve_workers(config: ServerConfig, check: Callable[[LoadedModel], None] | N
         del model
         settings = folder / "settings.json"
         settings.write_text(shared.model_dump_json(), encoding="utf-8")
-        (folder / "metrics").mkdir()
-        with _environment({CONFIG_FILE_ENV: str(settings), MULTIPROCESS_DIR_ENV: str(folder / "metrics")}):
+        environment = {CONFIG_FILE_ENV: str(settings)}
+        if config.workers > 1:  # one worker (granian's) answers every scrape from its own memory
+            (folder / "metrics").mkdir()
+            environment[MULTIPROCESS_DIR_ENV] = str(folder / "metrics")
+        with _environment(environment):
             print(line, flush=True)
             if config.http_server == "granian":
                 _run_granian(config)
