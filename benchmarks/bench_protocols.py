@@ -12,7 +12,8 @@ server is checked to answer correctly before it is loaded.
 Results: markdown tables (with the command and the load average before and after) on stdout and in
 ``benchmarks/.out/protocols.md``, every figure in ``benchmarks/.out/protocols.json``. The last table
 sets the request log at 100 % against ``--no-request-log`` (the goal: ≥ 0.8× at 64 rows of JSON);
-server CPU counts the request log's writer process too.
+server CPU counts the request log's writer process too. The rows table sets each server's rows/s against ONNX
+Runtime's own in-process rows/s on the same model and rows, measured in the same run.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from benchmarks.bench_serving import (
     free_port,
     mlflow_serve_command,
     register_model,
+    rows_per_second,
+    session,
     started,
     train_and_export,
     tree_cpu_seconds,
@@ -46,6 +49,7 @@ CONCURRENCY = 32
 ROWS = (1, 64)
 OURS = "mlops serve"
 OURS_NO_LOG = "mlops serve --no-request-log"
+OURS_GRANIAN = "mlops serve --http-server granian"
 UVICORN = "ceiling: uvicorn + Starlette, constant reply"
 GRANIAN = "ceiling: granian + Starlette, constant reply"
 GRPC_CEILING = "ceiling: grpc.aio, constant reply"
@@ -202,8 +206,15 @@ def main() -> int:
         OURS_NO_LOG, [*ours, "--no-request-log"], ready, v2, ("rest-json", "rest-binary", "grpc"), x,
         scorer.predict_encoded, args,
     )  # fmt: skip
+    points += measure_server(
+        OURS_GRANIAN, [*ours, "--http-server", "granian"], ready, v2, ("rest-json", "rest-binary"), x,
+        scorer.predict_encoded, args,
+    )  # fmt: skip
+    in_process = session(fp32_path)
+    ort_rows = {rows: rows_per_second(in_process, np.ascontiguousarray(x[:rows]), 2.0) for rows in ROWS}
+    print("ONNX Runtime in process, rows/s: " + ", ".join(f"{r} rows {v:,.0f}" for r, v in ort_rows.items()))
     if args.only_ours:
-        return report(points, args, started_at, load_before)
+        return report(points, ort_rows, args, started_at, load_before)
     points += measure_server(
         UVICORN,
         [*ceiling, "--grpc-port", "{grpc_port}"],
@@ -225,18 +236,24 @@ def main() -> int:
         points += measure_server(
             MLFLOW, command, "/ping", "/invocations", ("mlflow-json",), x, scorer.predict_encoded, args, env
         )
-    return report(points, args, started_at, load_before)
+    return report(points, ort_rows, args, started_at, load_before)
 
 
 def report(
-    points: list[Point], args: argparse.Namespace, started_at: float, load_before: tuple[float, ...]
+    points: list[Point],
+    ort_rows: dict[int, float],
+    args: argparse.Namespace,
+    started_at: float,
+    load_before: tuple[float, ...],
 ) -> int:
     """Print the tables and write them, with the command and the load average, to ``.out/protocols.md``."""
     load_after = os.getloadavg()
     text = (
         f"`{' '.join(['python -m benchmarks.bench_protocols', *sys.argv[1:]])}`; load average (1, 5, 15 min) "
         f"before {', '.join(f'{v:.2f}' for v in load_before)}, after {', '.join(f'{v:.2f}' for v in load_after)}; "
-        f"{time.monotonic() - started_at:.0f} s\n\n" + summarise(points)
+        f"{time.monotonic() - started_at:.0f} s\n\n"
+        + summarise(points)
+        + against_onnx_runtime(points, ort_rows)
     )
     print(text)
     (OUT / "protocols.md").write_text(text)
@@ -244,6 +261,7 @@ def report(
         json.dumps(
             {
                 "points": [{**asdict(p), "load": asdict(p.load)} for p in points],
+                "onnx_runtime_rows_s": ort_rows,
                 "seconds": time.monotonic() - started_at,
                 "load_before": load_before,
                 "load_after": load_after,
@@ -311,6 +329,24 @@ def summarise(points: list[Point]) -> str:
                 f"| {transport}, {rows} row(s) | {on.load.rps / off.load.rps:.2f}× | "
                 f"{on.server_cpu_us:.0f} / {off.server_cpu_us:.0f} |"
             )
+    return "\n".join(lines) + "\n"
+
+
+def against_onnx_runtime(points: list[Point], ort_rows: dict[int, float]) -> str:
+    """Each server's rows/s at c = 32 against ONNX Runtime's in-process rows/s on the same rows."""
+    lines = [
+        "",
+        "| server, transport, rows | rows/s | ONNX Runtime in process, rows/s | ratio |",
+        "|---|---|---|---|",
+    ]
+    for p in points:
+        if p.transport == "mlflow-json" or p.server == OURS_NO_LOG:
+            continue
+        reference = ort_rows[p.rows]
+        rows_s = p.load.rps * p.rows
+        lines.append(
+            f"| {p.server}, {p.transport}, {p.rows} | {rows_s:,.0f} | {reference:,.0f} | {rows_s / reference:.2f}× |"
+        )
     return "\n".join(lines) + "\n"
 
 
