@@ -37,7 +37,7 @@ from benchmarks.serving_load import LoadResult, run_load, wrk_available
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / ".out"
 MODEL = "bench-model"
-OURS = "ours (`mlops serve` defaults: batching, request log 100%)"
+OURS = "ours (`mlops serve` defaults + bearer token: batching, request log 100%)"
 OURS_NO_LOG = "ours, request log off"
 OURS_UNBATCHED = "ours, request log off, batching off"
 OURS_WORKERS = "ours, defaults with --workers 2 (rollout admin off)"
@@ -48,6 +48,10 @@ CEILING = "protocol ceiling (same stack, constant reply)"
 CEILING_RAW = "raw ceiling (JSON parsed, constant reply, no framework)"
 KSERVE = "kserve 0.21 ModelServer (ORT in predict, logging off)"
 MLFLOW = "mlflow models serve (default, 1 worker)"
+TOKEN = "bench-token"
+"""Every ``mlops serve`` here runs with ``--auth-token`` and is sent the token: a production server checks one."""
+TOKEN_FLAGS = ("--auth-token", TOKEN)
+AUTHORIZED = {"Authorization": f"Bearer {TOKEN}"}
 TARGET_VS_MLFLOW = 5.0
 TARGET_VS_CEILING = 0.5
 TARGET_INT8 = 1.3
@@ -176,18 +180,21 @@ def measure(
     check: Callable[[dict[str, Any]], float],
     expected: float,
     args: argparse.Namespace,
+    headers: dict[str, str] | None = None,
 ) -> list[tuple[LoadResult, float]]:
     """Load at each concurrency; each point also reports the server's CPU µs per request."""
-    answer = httpx.post(url, content=body, headers={"Content-Type": "application/json"}, timeout=10)
+    answer = httpx.post(
+        url, content=body, headers={"Content-Type": "application/json", **(headers or {})}, timeout=10
+    )
     answer.raise_for_status()
     got = check(answer.json())
     if abs(got - expected) > 1e-5:
         raise RuntimeError(f"{url} answered {got}, ONNX Runtime says {expected}: not the same model")
-    run_load(url, body, 8, 1.0)  # warm-up: connection set-up, lazy imports, allocator
+    run_load(url, body, 8, 1.0, headers)  # warm-up: connection set-up, lazy imports, allocator
     results = []
     for concurrency in args.concurrency:
         cpu_before = tree_cpu_seconds(server.pid)
-        r = run_load(url, body, concurrency, args.duration)
+        r = run_load(url, body, concurrency, args.duration, headers)
         cpu_us = 1e6 * (tree_cpu_seconds(server.pid) - cpu_before) / max(r.requests, 1)
         results.append((r, cpu_us))
         print(
@@ -198,7 +205,12 @@ def measure(
 
 
 def profile_server(
-    server: subprocess.Popen[bytes], url: str, body: bytes, args: argparse.Namespace, name: str
+    server: subprocess.Popen[bytes],
+    url: str,
+    body: bytes,
+    args: argparse.Namespace,
+    name: str,
+    headers: dict[str, str] | None = None,
 ) -> list[str]:
     """py-spy on the server's processes (its workers too) while it answers one more c=32 load; the frames'
     largest shares, written to ``serving.<name>.pyspy.txt``."""
@@ -209,7 +221,7 @@ def profile_server(
     path = OUT / f"serving.{name}.pyspy.txt"
     spy = record(server.pid, path, subprocesses=True)
     time.sleep(1.0)  # py-spy attached before the load starts
-    run_load(url, body, 32, args.duration)
+    run_load(url, body, 32, args.duration, headers)
     spy.send_signal(signal.SIGINT)
     _, errors = spy.communicate(timeout=60)
     if not path.is_file():
@@ -347,7 +359,7 @@ def main() -> int:
     v2_check: Callable[[dict[str, Any]], float] = lambda body: float(body["outputs"][0]["data"][0])  # noqa: E731
 
     python = sys.executable
-    ours = serve_command(workspace_root, MODEL)
+    ours = [*serve_command(workspace_root, MODEL), *TOKEN_FLAGS]
     v2_path = f"/v2/models/{MODEL}/infer"
     ready = "/v2/health/ready"
     mlflow_body = json.dumps({"inputs": [row]}).encode()
@@ -425,13 +437,16 @@ def main() -> int:
         command = [part.replace("{port}", str(port)) for part in target.command]
         base = f"http://127.0.0.1:{port}"
         with started(target.label, command, base + target.ready_path, target.env) as process:
+            headers = AUTHORIZED if TOKEN in target.command else None
             servers[target.label] = measure(
-                process, base + target.infer_path, target.body, target.check, expected, args
+                process, base + target.infer_path, target.body, target.check, expected, args, headers
             )
             if args.profile and target.label in PROFILED:
                 name = PROFILED[target.label]
                 profile_lines += [f"\n{target.label} (`serving.{name}.pyspy.txt`):\n"]
-                profile_lines += profile_server(process, base + target.infer_path, target.body, args, name)
+                profile_lines += profile_server(
+                    process, base + target.infer_path, target.body, args, name, headers
+                )
 
     print("raw in-process ONNX Runtime ...")
     fp32_session = session(fp32_path)
