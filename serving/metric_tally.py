@@ -12,10 +12,13 @@ When the fold runs, so that nothing reads a figure the tally still holds:
 - before anything reads the registry: :meth:`MetricTally.collector` is registered in it ahead of every
   metric, and a registry collects in registration order (a scrape, ``generate_latest``,
   ``get_sample_value``): one process's figures are exact whenever they are read;
-- :data:`FOLD_DELAY_S` after the first value since the last fold, on the event loop that recorded it: with
-  several worker processes (prometheus_client's multiprocess mode, where one worker's scrape reads every
-  worker's files) a worker's values reach the shared files within that bound;
+- :data:`FOLD_DELAY_S` after the first value since the last fold, on the event loop that recorded it, so
+  that a value does not wait for a scrape that may never come;
 - at once when no event loop runs (a caller outside the server), and when the process stops.
+
+With several worker processes (prometheus_client's multiprocess mode) one worker's scrape reads every
+worker's files, and no worker can make another fold: there the tally holds nothing (``hold=False``) and each
+value goes to prometheus_client as it is recorded, so a scrape stays exact across workers.
 """
 
 from __future__ import annotations
@@ -63,7 +66,9 @@ class _FoldFirst:
 class MetricTally:
     """Pending increments of counters and observations of histograms, by (metric, label values)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold: bool = True) -> None:
+        self.hold = hold
+        """Whether values wait for a fold; without it each is handed to prometheus_client at once."""
         self._lock = threading.Lock()
         self._counts: dict[tuple[Any, tuple[str, ...]], float] = {}
         self._observed: dict[tuple[Any, tuple[str, ...]], list[Any]] = {}
@@ -76,6 +81,9 @@ class MetricTally:
 
     def count(self, metric: Any, labels: tuple[str, ...], amount: float = 1.0) -> None:
         """``metric.labels(*labels).inc(amount)``, at the next fold."""
+        if not self.hold:
+            metric.labels(*labels).inc(amount)
+            return
         key = (metric, labels)
         with self._lock:
             self._counts[key] = self._counts.get(key, 0.0) + amount
@@ -85,6 +93,13 @@ class MetricTally:
 
     def observe(self, metric: Any, labels: tuple[str, ...], value: float | np.ndarray) -> None:
         """``metric.labels(*labels).observe(v)`` for ``value`` (or each of an array's values), at the next fold."""
+        if not self.hold:
+            child = metric.labels(*labels)
+            if isinstance(value, np.ndarray):
+                add_observations(child, value.astype(np.float64, copy=False).reshape(-1))
+            else:
+                child.observe(value)
+            return
         key = (metric, labels)
         with self._lock:
             found = self._observed.get(key)

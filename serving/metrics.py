@@ -36,8 +36,9 @@ class ServingMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.tally = MetricTally()
-        """The inference path's counts and observations until they are folded into the metrics below."""
+        self.tally = MetricTally(hold=not os.environ.get(MULTIPROCESS_DIR_ENV))
+        """The inference path's counts and observations until they are folded into the metrics below (held
+        only in a single server process: see :mod:`serving.metric_tally`)."""
         self.registry.register(
             self.tally.collector()
         )  # first: a read of the registry folds before it collects
@@ -239,7 +240,7 @@ class ServingMetrics:
         directory = os.environ.get(MULTIPROCESS_DIR_ENV)
         if not directory:
             return generate_latest(self.registry)
-        self.tally.fold()  # this process's own values into its files; the other workers' within FOLD_DELAY_S
+        self.tally.fold()  # a no-op here (several workers: the tally holds nothing), kept for safety
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()

@@ -115,6 +115,31 @@ def test_without_a_loop_or_with_too_much_pending_the_fold_runs_at_once() -> None
     assert asyncio.run(busy()) == 1.0 + MAX_PENDING
 
 
+def test_a_tally_that_does_not_hold_hands_each_value_over_as_it_is_recorded() -> None:
+    counter = Counter("c", "c", ["k"], registry=CollectorRegistry())
+    histogram = Histogram("h", "h", ["k"], buckets=(0.5, 1.0), registry=CollectorRegistry())
+    direct = Histogram("d", "d", ["k"], buckets=(0.5, 1.0), registry=CollectorRegistry())
+    tally = MetricTally(hold=False)
+
+    async def record() -> tuple[float, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
+        tally.count(counter, ("a",), 2.0)  # a loop runs, yet nothing waits for its timed fold
+        tally.observe(histogram, ("a",), 0.5)
+        tally.observe(histogram, ("a",), np.array([0.7, 3.0, float("nan")]))
+        return samples(counter)[("c_total", (("k", "a"),))], samples(histogram)
+
+    counted, observed = asyncio.run(record())
+    for value in (0.5, 0.7, 3.0, float("nan")):
+        direct.labels("a").observe(value)
+    expected = {(name.replace("d_", "h_", 1), labels): v for (name, labels), v in samples(direct).items()}
+    assert counted == 2.0
+
+    def without_sum(found: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict[object, float]:
+        return {k: v for k, v in found.items() if k[0] != "h_sum"}
+
+    assert without_sum(observed) == without_sum(expected)  # the buckets and count observe() fills
+    assert math.isnan(observed[("h_sum", (("k", "a"),))]) and math.isnan(expected[("h_sum", (("k", "a"),))])
+
+
 def test_threads_recording_while_another_folds_lose_nothing() -> None:
     counter = Counter("c", "c", ["k"], registry=CollectorRegistry())
     histogram = Histogram("h", "h", ["k"], buckets=(0.5,), registry=CollectorRegistry())
