@@ -14,7 +14,7 @@ When the fold runs, so that nothing reads a figure the tally still holds:
   ``get_sample_value``): one process's figures are exact whenever they are read;
 - :data:`FOLD_DELAY_S` after the first value since the last fold, on the event loop that recorded it, so
   that a value does not wait for a scrape that may never come;
-- at once when no event loop runs (a caller outside the server), and when the process stops.
+- at once when no event loop runs (a caller outside the server).
 
 With several worker processes (prometheus_client's multiprocess mode) one worker's scrape reads every
 worker's files, and no worker can make another fold: there the tally holds nothing (``hold=False``) and each

@@ -228,7 +228,6 @@ class ServingMetrics:
     def process_stopping(self) -> None:
         """This process no longer answers: its series leaves the scrape (a worker's files too)."""
         self.process_up.set(0)
-        self.tally.fold()
         if os.environ.get(MULTIPROCESS_DIR_ENV):
             from prometheus_client import multiprocess
 
@@ -240,7 +239,6 @@ class ServingMetrics:
         directory = os.environ.get(MULTIPROCESS_DIR_ENV)
         if not directory:
             return generate_latest(self.registry)
-        self.tally.fold()  # a no-op here (several workers: the tally holds nothing), kept for safety
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()

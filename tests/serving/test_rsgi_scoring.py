@@ -18,21 +18,17 @@ import pytest
 from granian.rsgi import ProtocolClosed
 
 from serving.app import create_app
-from serving.config import ServerConfig
 from serving.fast_path import ServingApp
 from serving.rsgi import AsgiOnRsgi
+from tests.serving.test_fast_path import CONFIG, TOKEN
 from tests.serving.test_model_router import local_model
 from tests.support.serving import MODEL, DemoStore, encoded, v2_body
 
 pytestmark = pytest.mark.slow
-TOKEN = "rsgi-token"
-CONFIG = ServerConfig(
-    tracking_uri="sqlite:///unused.db",
-    request_log_uri="",
-    reload_interval_s=0,
-    auth_token=TOKEN,
-    max_payload_bytes=4096,
-)
+Adapter = tuple[AsgiOnRsgi, "Recorder", asyncio.AbstractEventLoop]
+"""The adapter under test, what reached its ASGI app, and the loop it runs on."""
+Answer = tuple[int, dict[str, str], bytes, list[str]]
+"""Status, headers, body, and the paths that reached the ASGI app."""
 
 
 class Headers:
@@ -100,7 +96,7 @@ class Recorder:
 
 
 @pytest.fixture(scope="module")
-def adapter(store: DemoStore) -> Iterator[tuple[AsgiOnRsgi, Recorder, asyncio.AbstractEventLoop]]:
+def adapter(store: DemoStore) -> Iterator[Adapter]:
     app = create_app(CONFIG, local_model(store.onnx_a, "1"))
     assert isinstance(app, ServingApp)
     built = AsgiOnRsgi(app)
@@ -117,12 +113,12 @@ def adapter(store: DemoStore) -> Iterator[tuple[AsgiOnRsgi, Recorder, asyncio.Ab
 
 
 def call(
-    adapter: tuple[AsgiOnRsgi, Recorder, asyncio.AbstractEventLoop],
+    adapter: Adapter,
     method: str,
     path: str,
     protocol: Protocol,
     headers: list[tuple[str, str]],
-) -> tuple[int, dict[str, str], bytes, list[str]]:
+) -> Answer:
     """The reply and the paths that reached the ASGI app."""
     built, recorder, loop = adapter
     recorder.paths.clear()
@@ -132,12 +128,12 @@ def call(
 
 
 def both_ways(
-    adapter: tuple[AsgiOnRsgi, Recorder, asyncio.AbstractEventLoop],
+    adapter: Adapter,
     method: str,
     path: str,
     make: Any,
     headers: list[tuple[str, str]],
-) -> tuple[tuple[int, dict[str, str], bytes, list[str]], tuple[int, dict[str, str], bytes, list[str]]]:
+) -> tuple[Answer, Answer]:
     built = adapter[0]
     native = call(adapter, method, path, make(), headers)
     scoring, built.scoring = built.scoring, None
@@ -158,7 +154,7 @@ def auth(body: bytes | None = None) -> list[tuple[str, str]]:
     [f"/v2/models/{MODEL}/infer", f"/v2/models/{MODEL}/versions/1/infer", f"/v1/models/{MODEL}:predict"],
 )
 def test_an_inference_route_is_answered_without_the_asgi_app(
-    adapter: tuple[AsgiOnRsgi, Recorder, asyncio.AbstractEventLoop], store: DemoStore, path: str
+    adapter: Adapter, store: DemoStore, path: str
 ) -> None:
     x = encoded(store, 2)
     body = orjson.dumps({"instances": x.tolist()} if "/v1/" in path else v2_body(x))
@@ -180,7 +176,7 @@ def test_an_inference_route_is_answered_without_the_asgi_app(
     ],
 )
 def test_refusals_on_the_native_path_are_the_asgi_apps(
-    adapter: tuple[AsgiOnRsgi, Recorder, asyncio.AbstractEventLoop],
+    adapter: Adapter,
     what: str,
     make: Any,
     headers: list[tuple[str, str]],
@@ -201,8 +197,6 @@ def test_refusals_on_the_native_path_are_the_asgi_apps(
         ("GET", "/metrics"),
     ],
 )
-def test_every_other_request_goes_through_the_asgi_app(
-    adapter: tuple[AsgiOnRsgi, Recorder, asyncio.AbstractEventLoop], method: str, path: str
-) -> None:
+def test_every_other_request_goes_through_the_asgi_app(adapter: Adapter, method: str, path: str) -> None:
     _, _, _, reached = call(adapter, method, path, Protocol(b""), auth(b""))
     assert reached == [f"{method} {path}"]
